@@ -1,0 +1,51 @@
+# Two commands do everything on a fresh machine: `make book` and `make test`.
+# Both create .venv if missing and install requirements.txt into it first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-requirements
+NB     ?= book/*.ipynb
+
+.PHONY: help venv book serve test unit notebooks refresh freeze clean
+
+help:
+	@echo "make book     build the static site into _build/html (strict: warnings are errors)"
+	@echo "make test     unit tests + nbval over every notebook in _toc.yml + strict site build"
+	@echo "make serve    serve _build/html on http://localhost:8000"
+	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
+
+$(STAMP): requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/python tests/build_book.py
+	@echo "Open $(CURDIR)/_build/html/index.html (or run: make serve)"
+
+serve: book
+	$(BIN)/python -m http.server --directory _build/html --bind 127.0.0.1 8000
+
+# One pytest run: utils unit tests, nbval (strict output comparison) over the notebooks
+# in _toc.yml, the outside-the-checkout (Colab-style) run and the strict book build.
+test: $(STAMP)
+	$(BIN)/python -m pytest --nbval --nbval-current-env \
+	  --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout=300 tests book
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests -m "not slow"
+
+notebooks: $(STAMP)
+	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg book
+
+refresh: $(STAMP)
+	$(BIN)/python tests/refresh.py $(NB)
+
+freeze: $(STAMP)
+	$(BIN)/python -m pip freeze | sed 's/^torch==\(.*\)+cpu/torch==\1/' > requirements.txt.new
+	@echo "wrote requirements.txt.new; review, then move it over requirements.txt"
+
+clean:
+	rm -rf _build

@@ -1,0 +1,36 @@
+"""pytest configuration for the whole repository.
+
+nbval collects only the notebooks listed in _toc.yml (the book's chapters), and the run
+ends with a table of how long each notebook took to execute.
+"""
+from __future__ import annotations
+
+import collections
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent / "tests"))
+from notebook_tools import toc_notebooks  # noqa: E402
+
+_LISTED = {p.resolve() for p in toc_notebooks()}
+_NOTEBOOK_SECONDS: dict[str, float] = collections.defaultdict(float)
+collect_ignore_glob = ["_build/*", ".venv/*", "book/transformer-course/*"]
+
+
+def pytest_ignore_collect(collection_path: pathlib.Path, config):
+    if collection_path.suffix == ".ipynb" and collection_path.resolve() not in _LISTED:
+        return True  # not in the book, so not tested (tests/test_repo.py flags strays)
+    return None
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::")[0]
+    if path.endswith(".ipynb"):
+        _NOTEBOOK_SECONDS[path] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _NOTEBOOK_SECONDS:
+        terminalreporter.section("notebook execution times (nbval)")
+        for path, seconds in sorted(_NOTEBOOK_SECONDS.items()):
+            terminalreporter.write_line(f"{seconds:7.1f} s  {path}")

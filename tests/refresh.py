@@ -1,0 +1,57 @@
+"""Re-execute notebooks in place, top to bottom in a fresh kernel, with clean metadata.
+
+    python tests/refresh.py book/03_masks.ipynb [more.ipynb ...]     (or: make refresh NB=...)
+
+It first rewrites the setup cell from tests/notebook_tools.py (so every chapter carries the
+same one, with the repository URL from _config.yml), drops execution timestamps and widget
+state, keeps cell tags and MyST-NB metadata, and prints how long each notebook took.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import pathlib
+
+import nbformat
+from nbclient import NotebookClient
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from notebook_tools import SETUP_MARKER, setup_source  # noqa: E402
+
+KEEP_CELL_METADATA = {"tags", "mystnb", "jupyter"}
+
+
+def clean(nb: nbformat.NotebookNode) -> None:
+    nb.metadata = nbformat.from_dict({
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python", "pygments_lexer": "ipython3"},
+    })
+    for cell in nb.cells:
+        cell.metadata = nbformat.from_dict({k: v for k, v in cell.metadata.items() if k in KEEP_CELL_METADATA})
+
+
+def refresh(path: pathlib.Path, timeout: int = 600) -> float:
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    if not code or not code[0].source.startswith(SETUP_MARKER):
+        raise SystemExit(f"{path}: the first code cell must be the setup cell (starts with {SETUP_MARKER!r})")
+    code[0].source = setup_source()
+    for cell in code:
+        cell.outputs, cell.execution_count = [], None
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                   store_widget_state=False,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    took = time.perf_counter() - start
+    clean(nb)
+    nbformat.validate(nb)
+    nbformat.write(nb, path)
+    return took
+
+
+if __name__ == "__main__":
+    paths = [pathlib.Path(p) for p in sys.argv[1:]]
+    if not paths:
+        raise SystemExit(__doc__)
+    for p in paths:
+        print(f"{p}: executed in {refresh(p):.1f} s", flush=True)

@@ -1,0 +1,44 @@
+"""The course library: each idea of the Transformer written once, imported by the chapters.
+
+Modules (one per topic): ``attention``, ``masks``, ``positional``, ``loss``, ``model``,
+``plotting``, plus the helpers later chapters add. Boolean masks mean **True = may attend
+/ is a real token** and broadcast to ``(batch, heads, query_len, key_len)``.
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+__all__ = ["setup", "seed_everything", "pick_device"]
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python, NumPy and torch (CPU and CUDA) so reruns print the same numbers."""
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    os.environ["PYTHONHASHSEED"] = str(seed)
+
+
+def pick_device() -> torch.device:
+    """CUDA when present (Colab with a GPU), otherwise CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def setup(seed: int = 0) -> torch.device:
+    """What every chapter's first cell calls: seed, fix print and plot styles, pick the device.
+
+    Prints are rounded (4 decimals, no scientific notation) so stored outputs stay stable.
+    """
+    seed_everything(seed)
+    torch.set_printoptions(precision=4, sci_mode=False)
+    np.set_printoptions(precision=4, suppress=True)
+    from . import plotting  # noqa: F401  (applies the figure style)
+
+    plotting.use_course_style()
+    return pick_device()
