@@ -3,8 +3,8 @@
     python tests/refresh.py book/03_masks.ipynb [more.ipynb ...]     (or: make refresh NB=...)
 
 It first rewrites the setup cell from tests/notebook_tools.py (so every chapter carries the
-same one, with the repository URL from _config.yml), drops execution timestamps and widget
-state, keeps cell tags and MyST-NB metadata, and prints how long each notebook took.
+same one, with the repository URL from _config.yml), drops execution timestamps, widget views
+and widget state, keeps cell tags and MyST-NB metadata, and prints how long each notebook took.
 """
 from __future__ import annotations
 
@@ -21,13 +21,20 @@ from notebook_tools import SETUP_MARKER, setup_source  # noqa: E402
 KEEP_CELL_METADATA = {"tags", "mystnb", "jupyter"}
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
 def clean(nb: nbformat.NotebookNode) -> None:
+    """Keep only what the site and nbval need; widget views are dropped (the static figure
+    beside each widget is what the website shows, and their state is not stored)."""
     nb.metadata = nbformat.from_dict({
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
         "language_info": {"name": "python", "pygments_lexer": "ipython3"},
     })
     for cell in nb.cells:
         cell.metadata = nbformat.from_dict({k: v for k, v in cell.metadata.items() if k in KEEP_CELL_METADATA})
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
 
 
 def refresh(path: pathlib.Path, timeout: int = 600) -> float:
@@ -40,7 +47,7 @@ def refresh(path: pathlib.Path, timeout: int = 600) -> float:
         cell.outputs, cell.execution_count = [], None
     start = time.perf_counter()
     NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                   store_widget_state=False,
+                   store_widget_state=True,  # nbclient needs it to run interact(); clean() drops it
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     took = time.perf_counter() - start
     clean(nb)

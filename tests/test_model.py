@@ -1,0 +1,230 @@
+"""utils.model checked against PyTorch's own Transformer layers and against properties any
+correct encoder-decoder must have (causality, padding invariance, parameter count)."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from utils.masks import causal_mask, padding_mask
+from utils.model import (DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Transformer,
+                         load_torch_decoder_layer_weights, load_torch_encoder_layer_weights,
+                         parameter_count, shape_trace)
+
+D, H, FF = 16, 4, 32
+
+
+def small(norm_first: bool = False, **kw) -> Transformer:
+    torch.manual_seed(0)
+    return Transformer(11, 13, d_model=D, num_heads=H, num_layers=2, d_ff=FF, norm_first=norm_first, **kw).eval()
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_is_causal(norm_first):
+    model = small(norm_first)
+    torch.manual_seed(1)
+    src = torch.randint(1, 11, (2, 6))
+    tgt = torch.randint(1, 13, (2, 7))
+    t = 3
+    changed = tgt.clone()
+    changed[:, t + 1:] = torch.randint(1, 13, (2, 7 - t - 1))
+    assert not torch.equal(changed, tgt)
+    with torch.no_grad():
+        a, b = model(src, tgt), model(src, changed)
+    torch.testing.assert_close(a[:, : t + 1], b[:, : t + 1])
+    assert not torch.allclose(a[:, t + 1:], b[:, t + 1:])  # the check can see a change
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_ignores_appended_padding(norm_first):
+    model = small(norm_first)
+    torch.manual_seed(2)
+    src = torch.randint(1, 11, (2, 5))
+    longer = torch.cat([src, torch.zeros(2, 4, dtype=torch.long)], dim=1)
+    with torch.no_grad():
+        short_mem, _ = model.encode(src)
+        long_mem, mask = model.encode(longer)
+        torch.testing.assert_close(long_mem[:, :5], short_mem)
+        assert mask.shape == (2, 1, 1, 9) and not mask[..., 5:].any()
+        # and so the decoder's output does not change either
+        tgt = torch.randint(1, 13, (2, 4))
+        torch.testing.assert_close(model(src, tgt), model(longer, tgt))
+
+
+def test_shapes_match_nn_transformer():
+    model = small()
+    theirs = nn.Transformer(D, H, 2, 2, FF, dropout=0.0, batch_first=True).eval()
+    src, tgt = torch.randint(1, 11, (3, 6)), torch.randint(1, 13, (3, 4))
+    with torch.no_grad():
+        memory, src_mask = model.encode(src)
+        states = model.decode(tgt, memory, src_mask)
+        ref = theirs(torch.randn(3, 6, D), torch.randn(3, 4, D))
+        assert states.shape == ref.shape == (3, 4, D)
+        assert memory.shape == theirs.encoder(torch.randn(3, 6, D)).shape
+        assert model(src, tgt).shape == (3, 4, 13)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_equals_torch(norm_first):
+    torch.manual_seed(3)
+    theirs = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    ours = load_torch_encoder_layer_weights(EncoderLayer(D, H, FF, 0.0, norm_first), theirs).eval()
+    x = torch.randn(2, 5, D)
+    ids = torch.tensor([[3, 4, 5, 0, 0], [1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x), theirs(x), atol=1e-5, rtol=1e-5)
+        got = ours(x, padding_mask(ids))
+        ref = theirs(x, src_key_padding_mask=ids == 0)
+    real = ids != 0
+    torch.testing.assert_close(got[real], ref[real], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_layer_equals_torch(norm_first):
+    torch.manual_seed(4)
+    theirs = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    ours = load_torch_decoder_layer_weights(DecoderLayer(D, H, FF, 0.0, norm_first), theirs).eval()
+    x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
+    src_ids = torch.tensor([[1, 2, 3, 4, 0, 0], [1, 2, 3, 4, 5, 6]])
+    with torch.no_grad():
+        got = ours(x, memory, padding_mask(src_ids), causal_mask(4))
+        ref = theirs(x, memory, tgt_mask=~causal_mask(4), memory_key_padding_mask=src_ids == 0)
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor")
+def test_pre_norm_stack_equals_nn_transformer():
+    """With Pre-Norm both stacks end in a LayerNorm, so the whole encoder-decoder body matches."""
+    model = small(norm_first=True)
+    theirs = nn.Transformer(D, H, 2, 2, FF, dropout=0.0, batch_first=True, norm_first=True).eval()
+    with torch.no_grad():
+        for ours_l, their_l in zip(model.encoder.layers, theirs.encoder.layers):
+            load_torch_encoder_layer_weights(ours_l, their_l)
+        for ours_l, their_l in zip(model.decoder.layers, theirs.decoder.layers):
+            load_torch_decoder_layer_weights(ours_l, their_l)
+        for mine, other in ((model.encoder.norm, theirs.encoder.norm), (model.decoder.norm, theirs.decoder.norm)):
+            mine.weight.copy_(other.weight)
+            mine.bias.copy_(other.bias)
+        x, y = torch.randn(2, 5, D), torch.randn(2, 4, D)
+        got = model.decoder(y, model.encoder(x), None, causal_mask(4))
+        ref = theirs(x, y, tgt_mask=~causal_mask(4))
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_post_and_pre_norm_differ():
+    torch.manual_seed(5)
+    post = EncoderLayer(D, H, FF, 0.0, norm_first=False).eval()
+    pre = EncoderLayer(D, H, FF, 0.0, norm_first=True).eval()
+    pre.load_state_dict(post.state_dict())
+    x = torch.randn(2, 5, D)
+    assert not torch.allclose(post(x), pre(x), atol=1e-3)
+
+
+def test_layer_norm_equals_torch():
+    torch.manual_seed(6)
+    ours, theirs = LayerNorm(D), nn.LayerNorm(D)
+    with torch.no_grad():
+        theirs.weight.normal_()
+        theirs.bias.normal_()
+        ours.load_state_dict(theirs.state_dict())
+    x = torch.randn(3, 5, D) * 3 + 1
+    torch.testing.assert_close(ours(x), theirs(x))
+    with pytest.raises(ValueError, match="d_model"):
+        ours(torch.randn(2, D + 1))
+
+
+def test_ffn_is_a_1x1_convolution():
+    torch.manual_seed(7)
+    ffn = FeedForward(D, FF)
+    c1, c2 = nn.Conv1d(D, FF, 1), nn.Conv1d(FF, D, 1)
+    with torch.no_grad():
+        c1.weight.copy_(ffn.w_1.weight[:, :, None])
+        c1.bias.copy_(ffn.w_1.bias)
+        c2.weight.copy_(ffn.w_2.weight[:, :, None])
+        c2.bias.copy_(ffn.w_2.bias)
+    x = torch.randn(2, 5, D)
+    conv = c2(torch.relu(c1(x.transpose(1, 2)))).transpose(1, 2)
+    torch.testing.assert_close(ffn(x), conv, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("share", [False, True])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_parameter_count_formula(share, norm_first):
+    model = Transformer(50, 50, d_model=D, num_heads=H, num_layers=3, d_ff=FF, norm_first=norm_first,
+                        share_embeddings=share)
+    counted = sum(p.numel() for p in model.parameters())
+    assert parameter_count(50, 50, D, 3, FF, share_embeddings=share, norm_first=norm_first)["total"] == counted
+
+
+def test_base_parameter_count_and_nn_transformer():
+    """The paper's base body (6+6 layers, 512, 2048) is nn.Transformer minus its two final LayerNorms."""
+    body = nn.Transformer(512, 8, 6, 6, 2048, batch_first=True)
+    parts = parameter_count(37000, 37000, share_embeddings=True)
+    assert parts["encoder layers"] + parts["decoder layers"] + 2 * 2 * 512 == sum(p.numel() for p in body.parameters())
+    assert parts["total"] == 63_119_496
+
+
+def test_shared_embeddings_are_tied():
+    model = small(share_embeddings=False)
+    tied = Transformer(13, 13, d_model=D, num_heads=H, num_layers=1, d_ff=FF, share_embeddings=True)
+    assert tied.generator.weight is tied.src_embed.lut.weight is tied.tgt_embed.lut.weight
+    assert model.generator.weight is not model.tgt_embed.lut.weight
+
+
+def test_shape_trace_order_and_shapes():
+    model = small()
+    rows = shape_trace(model, torch.randint(1, 11, (2, 6)), torch.randint(1, 13, (2, 4)))
+    names = [r[0] for r in rows]
+    assert names.index("encoder") < names.index("decoder") < names.index("generator")
+    assert dict((r[0], r[2]) for r in rows)["generator"] == (2, 4, 13)
+    assert model.training is False  # small() put it in eval; the trace restores the mode
+
+
+# ---- bad input -----------------------------------------------------------------------------
+
+def test_ids_out_of_range():
+    model = small()
+    ok_src, ok_tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
+    with pytest.raises(ValueError, match="src"):
+        model(torch.full((2, 5), 11), ok_tgt)
+    with pytest.raises(ValueError, match="tgt"):
+        model(ok_src, torch.full((2, 4), 13))
+    with pytest.raises(ValueError, match="src"):
+        model(torch.full((2, 5), -1), ok_tgt)
+    with pytest.raises(TypeError, match="src"):
+        model(ok_src.float(), ok_tgt)
+
+
+def test_mismatched_batch_sizes():
+    model = small()
+    with pytest.raises(ValueError, match="batch"):
+        model(torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (3, 4)))
+    memory, mask = model.encode(torch.randint(1, 11, (2, 5)))
+    with pytest.raises(ValueError, match="batch"):
+        model.decode(torch.randint(1, 13, (3, 4)), memory, mask)
+    with pytest.raises(ValueError, match="memory"):
+        model.decode(torch.randint(1, 13, (2, 4)), memory[..., :3], mask)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(d_model=10, num_heads=4), "num_heads"),
+    (dict(num_heads=0), "num_heads"),
+    (dict(d_model=0), "d_model"),
+    (dict(num_layers=0), "num_layers"),
+    (dict(d_ff=-1), "d_ff"),
+    (dict(pad_id=99), "pad_id"),
+    (dict(dropout=1.0), "dropout"),
+])
+def test_bad_config(kwargs, name):
+    config = dict(d_model=D, num_heads=H, num_layers=1, d_ff=FF) | kwargs
+    with pytest.raises(ValueError, match=name):
+        Transformer(11, 13, **config)
+
+
+def test_bad_shared_vocab_and_layers():
+    with pytest.raises(ValueError, match="share_embeddings"):
+        Transformer(11, 13, d_model=D, num_heads=H, share_embeddings=True)
+    with pytest.raises(ValueError, match="num_heads"):
+        EncoderLayer(10, 4, FF)
+    with pytest.raises(ValueError, match="d_ff"):
+        FeedForward(D, 0)
