@@ -1,0 +1,205 @@
+"""utils.masks against independent constructions (loops, numpy) and PyTorch's own attention."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from utils import masks
+from utils.attention import MultiHeadAttention, load_torch_mha_weights, scaled_dot_product_attention
+
+IDS = torch.tensor([[5, 7, 9, 0, 0], [8, 6, 0, 0, 0], [1, 2, 3, 4, 5]])  # 0 = <pad>
+
+
+# ---------------------------------------------------------------- builders vs loops
+def test_padding_mask_matches_a_loop_and_has_shape_b11s():
+    m = masks.padding_mask(IDS)
+    assert m.shape == (3, 1, 1, 5) and m.dtype == torch.bool
+    for b in range(3):
+        for s in range(5):
+            assert bool(m[b, 0, 0, s]) == (int(IDS[b, s]) != 0)
+
+
+def test_padding_mask_other_pad_id():
+    ids = torch.tensor([[4, 4, 1]])
+    assert masks.padding_mask(ids, pad_id=4)[0, 0, 0].tolist() == [False, False, True]
+
+
+def test_causal_mask_matches_numpy_and_has_shape_tt():
+    for t in (1, 2, 6):
+        m = masks.causal_mask(t)
+        assert m.shape == (t, t)
+        expected = np.array([[j <= i for j in range(t)] for i in range(t)])
+        np.testing.assert_array_equal(m.numpy(), expected)
+
+
+def test_decoder_mask_is_padding_and_causal_with_shape_b1tt():
+    m = masks.decoder_mask(IDS)
+    assert m.shape == (3, 1, 5, 5)
+    for b in range(3):
+        for i in range(5):
+            for j in range(5):
+                assert bool(m[b, 0, i, j]) == (j <= i and int(IDS[b, j]) != 0)
+
+
+def test_lengths_to_mask_matches_a_loop_and_padding_mask():
+    lengths = torch.tensor([3, 2, 5])
+    m = masks.lengths_to_mask(lengths)
+    assert m.shape == (3, 5)
+    assert m.tolist() == [[s < n for s in range(5)] for n in (3, 2, 5)]
+    # same as the padding mask of right-padded ids with those lengths
+    torch.testing.assert_close(m, masks.padding_mask(IDS)[:, 0, 0, :])
+    assert masks.lengths_to_mask([1, 0], max_len=3).tolist() == [[True, False, False], [False] * 3]
+
+
+def test_broadcast_shapes_reach_the_score_shape():
+    b, h, t = 3, 2, 5
+    scores = (b, h, t, t)
+    for m in (masks.padding_mask(IDS), masks.causal_mask(t), masks.decoder_mask(IDS)):
+        assert torch.broadcast_shapes(m.shape, scores) == scores
+        masks.check_mask(m, scores)
+    # the padding mask repeats over query rows; the causal mask over batch and heads
+    full = masks.padding_mask(IDS).expand(scores)
+    assert (full == full[:, :, :1, :]).all()
+
+
+def test_prefix_lm_mask_against_loop_and_its_limits():
+    t, p = 6, 2
+    m = masks.prefix_lm_mask(t, p)
+    assert m.tolist() == [[j < p or j <= i for j in range(t)] for i in range(t)]
+    torch.testing.assert_close(masks.prefix_lm_mask(t, 0), masks.causal_mask(t))
+    torch.testing.assert_close(masks.prefix_lm_mask(t, 1), masks.causal_mask(t))
+    assert masks.prefix_lm_mask(t, t).all()
+
+
+def test_attention_pattern_zoo():
+    lengths = torch.tensor([4, 6])
+    pad = masks.lengths_to_mask(lengths)[:, None, None, :]
+    bi = masks.attention_pattern("bidirectional", lengths)
+    assert bi.shape == (2, 1, 6, 6)
+    torch.testing.assert_close(bi, pad.expand(2, 1, 6, 6))
+    torch.testing.assert_close(masks.bidirectional_mask(lengths).expand(2, 1, 6, 6), bi)
+    ids = torch.tensor([[1, 1, 1, 1, 0, 0], [1] * 6])
+    torch.testing.assert_close(masks.attention_pattern("causal", lengths), masks.decoder_mask(ids))
+    pre = masks.attention_pattern("prefix", lengths, prefix_len=3)
+    torch.testing.assert_close(pre, pad & masks.prefix_lm_mask(6, 3))
+
+
+# ---------------------------------------------------------------- converters
+def test_converters_polarity_and_shapes():
+    keep = masks.decoder_mask(IDS)
+    assert (masks.to_mha_mask(keep) == ~keep).all()
+    assert masks.to_sdpa_mask(keep) is keep
+    add = masks.to_additive_mask(keep)
+    assert add.dtype == torch.float32
+    assert (add[keep] == 0).all() and torch.isneginf(add[~keep]).all()
+    kpm = masks.to_key_padding_mask(masks.padding_mask(IDS))
+    assert kpm.shape == (3, 5) and (kpm == (IDS == 0)).all()
+    am = masks.to_mha_attn_mask(keep, num_heads=2)
+    assert am.shape == (6, 5, 5)
+    for b in range(3):
+        for hh in range(2):
+            assert (am[b * 2 + hh] == ~keep[b, 0]).all()  # batch-major, heads inner
+    assert (masks.to_mha_attn_mask(masks.causal_mask(4), 2) == ~masks.causal_mask(4)).all()
+
+
+def _qkv(seed=0, b=3, h=2, t=5, d=4):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(b, h, t, d, generator=g, dtype=torch.float64) for _ in range(3)]
+
+
+def test_sdpa_three_ways_agree():
+    q, k, v = _qkv()
+    keep = masks.decoder_mask(IDS)  # no fully masked row: token 0 is always real
+    ours, _ = scaled_dot_product_attention(q, k, v, keep)
+    sdpa_bool = F.scaled_dot_product_attention(q, k, v, attn_mask=masks.to_sdpa_mask(keep))
+    sdpa_float = F.scaled_dot_product_attention(q, k, v, attn_mask=masks.to_additive_mask(keep, torch.float64))
+    torch.testing.assert_close(ours, sdpa_bool)
+    torch.testing.assert_close(ours, sdpa_float)
+    # and masking changes the answer, so the comparison can fail
+    assert not torch.allclose(ours, F.scaled_dot_product_attention(q, k, v))
+
+
+@pytest.fixture
+def mha_pair():
+    torch.manual_seed(0)
+    theirs = nn.MultiheadAttention(8, 2, batch_first=True).double().eval()
+    ours = load_torch_mha_weights(MultiHeadAttention(8, 2).double().eval(), theirs)
+    x = torch.randn(3, 5, 8, dtype=torch.float64)
+    return ours, theirs, x
+
+
+def test_multihead_attention_conventions_agree(mha_pair):
+    ours, theirs, x = mha_pair
+    keep_pad, keep_causal = masks.padding_mask(IDS), masks.causal_mask(5)
+    with torch.no_grad():
+        expected, _ = ours(x, x, x, keep_pad & keep_causal)
+        # True = ignore, split into key padding and attention mask
+        a, _ = theirs(x, x, x, key_padding_mask=masks.to_key_padding_mask(keep_pad),
+                      attn_mask=masks.to_mha_mask(keep_causal))
+        # the whole (B, 1, T, T) mask as a 3-D boolean attn_mask
+        b, _ = theirs(x, x, x, attn_mask=masks.to_mha_attn_mask(keep_pad & keep_causal, 2))
+        # float masks are added to the scores
+        c, _ = theirs(x, x, x, attn_mask=masks.to_additive_mask(
+            masks.to_mha_attn_mask(keep_pad & keep_causal, 2).logical_not(), torch.float64))
+        unmasked, _ = theirs(x, x, x)
+    for got in (a, b, c):
+        torch.testing.assert_close(got, expected)
+    assert not torch.allclose(unmasked, expected)
+
+
+def test_passing_the_course_mask_unconverted_to_mha_is_wrong(mha_pair):
+    """The classic bug: forgetting the polarity flip gives a different (wrong) answer."""
+    ours, theirs, x = mha_pair
+    keep = masks.padding_mask(IDS[:2])[:, 0, 0, :]  # (2, 5); both rows have real tokens and pads
+    with torch.no_grad():
+        expected, _ = ours(x[:2], x[:2], x[:2], keep[:, None, None, :])
+        right, _ = theirs(x[:2], x[:2], x[:2], key_padding_mask=masks.to_key_padding_mask(keep))
+        wrong, _ = theirs(x[:2], x[:2], x[:2], key_padding_mask=keep)  # attends to the pads only
+    torch.testing.assert_close(right, expected)
+    assert torch.isfinite(wrong).all() and not torch.allclose(wrong, expected)
+
+
+def test_fully_masked_row_is_zero_not_nan():
+    q, k, v = _qkv(1)
+    keep = torch.ones(5, 5, dtype=torch.bool)
+    keep[2] = False
+    out, w = scaled_dot_product_attention(q, k, v, keep)
+    assert torch.isfinite(out).all() and (out[..., 2, :] == 0).all() and (w[..., 2, :] == 0).all()
+    manual = torch.softmax((q @ k.transpose(-2, -1)).masked_fill(~keep, float("-inf")), -1)
+    assert torch.isnan(manual[..., 2, :]).all()  # the trap the fix avoids
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: masks.lengths_to_mask(torch.tensor([2, 6]), max_len=4), ValueError, "max_len"),
+    (lambda: masks.lengths_to_mask(torch.tensor([2, -1])), ValueError, "lengths"),
+    (lambda: masks.lengths_to_mask(torch.tensor([2.0, 3.0])), TypeError, "lengths"),
+    (lambda: masks.lengths_to_mask(torch.tensor([[2, 3]])), ValueError, "lengths"),
+    (lambda: masks.lengths_to_mask(torch.tensor([2, 3]), max_len=3.5), TypeError, "max_len"),
+    (lambda: masks.padding_mask(torch.tensor([[1.0, 0.0]])), TypeError, "ids"),
+    (lambda: masks.padding_mask(torch.tensor([[True, False]])), TypeError, "ids"),
+    (lambda: masks.padding_mask([[1, 0]]), TypeError, "ids"),
+    (lambda: masks.padding_mask(torch.tensor([1, 0])), ValueError, "ids"),
+    (lambda: masks.padding_mask(torch.tensor([[[1, 0]]])), ValueError, "ids"),
+    (lambda: masks.padding_mask(torch.tensor([[1, 0]]), pad_id=0.5), TypeError, "pad_id"),
+    (lambda: masks.decoder_mask(torch.tensor([[1.5, 0.0]])), TypeError, "ids"),
+    (lambda: masks.decoder_mask(torch.tensor([1, 2, 0])), ValueError, "ids"),
+    (lambda: masks.causal_mask(0), ValueError, "size"),
+    (lambda: masks.causal_mask(2.5), ValueError, "size"),
+    (lambda: masks.prefix_lm_mask(4, 5), ValueError, "prefix_len"),
+    (lambda: masks.prefix_lm_mask(4, -1), ValueError, "prefix_len"),
+    (lambda: masks.attention_pattern("sideways", [3]), ValueError, "kind"),
+    (lambda: masks.to_mha_mask(torch.ones(2, 2)), TypeError, "keep"),
+    (lambda: masks.to_sdpa_mask([[True]]), TypeError, "keep"),
+    (lambda: masks.to_additive_mask(torch.ones(2, 2, dtype=torch.int64)), TypeError, "keep"),
+    (lambda: masks.to_key_padding_mask(torch.ones(2, 1, 3, 3, dtype=torch.bool)), ValueError, "keep"),
+    (lambda: masks.to_mha_attn_mask(torch.ones(2, 3, 3, 3, dtype=torch.bool), 2), ValueError, "keep"),
+    (lambda: masks.check_mask(torch.ones(2, 4, dtype=torch.bool), (2, 1, 3, 3)), ValueError, "mask"),
+    (lambda: masks.check_mask(torch.ones(3, 3), (2, 1, 3, 3)), TypeError, "mask"),
+])
+def test_bad_input_names_the_argument(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
