@@ -1,4 +1,5 @@
-"""Scaled dot-product attention and multi-head attention, written from the formulas.
+"""Scaled dot-product attention and multi-head attention, written from the formulas, plus the
+additive (Bahdanau) and bilinear (Luong "general") scorers for queries and keys of different sizes.
 
 Shapes are batch-first: queries ``(B, Lq, d_model)``, keys and values ``(B, Lk, d_model)``.
 Masks are boolean, True = may attend (see ``utils.masks``).
@@ -13,7 +14,31 @@ from torch import nn
 
 from .masks import check_mask
 
-__all__ = ["scaled_dot_product_attention", "MultiHeadAttention", "load_torch_mha_weights"]
+__all__ = [
+    "scaled_dot_product_attention", "masked_softmax", "MultiHeadAttention", "load_torch_mha_weights",
+    "AdditiveAttention", "BilinearAttention",
+]
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Softmax over the last dim (the keys) that skips masked keys.
+
+    scores ``(..., Lq, Lk)``, mask broadcastable to it with True = attend. Masked keys get
+    exactly zero weight; a row with every key masked gets all zeros (not NaN).
+    """
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    check_mask(mask, tuple(scores.shape))
+    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    # Rows with every key masked are NaN after softmax; they attend to nothing: zeros.
+    return weights.masked_fill(~mask, 0.0)
+
+
+def _attend(scores: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+            dropout: Callable[[torch.Tensor], torch.Tensor] | None) -> tuple[torch.Tensor, torch.Tensor]:
+    weights = masked_softmax(scores, mask)  # (..., Lq, Lk)
+    attended = dropout(weights) if dropout is not None else weights
+    return attended @ v, weights
 
 
 def scaled_dot_product_attention(
@@ -36,16 +61,9 @@ def scaled_dot_product_attention(
         raise ValueError(f"q and k must share the feature size d_k: q {tuple(q.shape)}, k {tuple(k.shape)}")
     if k.size(-2) != v.size(-2):
         raise ValueError(f"k and v must have the same length: k {tuple(k.shape)}, v {tuple(v.shape)}")
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., Lq, Lk)
-    if mask is not None:
-        check_mask(mask, tuple(scores.shape))
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    if mask is not None:
-        # Rows with every key masked are NaN after softmax; they attend to nothing: zeros.
-        weights = weights.masked_fill(~mask, 0.0)
-    attended = dropout(weights) if dropout is not None else weights
-    return attended @ v, weights
+    scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk)
+    scores.div_(math.sqrt(q.size(-1)))  # in place: same numbers, one (Lq, Lk) buffer fewer
+    return _attend(scores, v, mask, dropout)
 
 
 class MultiHeadAttention(nn.Module):
@@ -109,3 +127,77 @@ def load_torch_mha_weights(ours: MultiHeadAttention, theirs: nn.MultiheadAttenti
     if ours.w_o.bias is not None:
         ours.w_o.bias.copy_(theirs.out_proj.bias)
     return ours
+
+
+def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, d_q: int, d_k: int) -> None:
+    for name, t, d in (("q", q, d_q), ("k", k, d_k), ("v", v, None)):
+        if not isinstance(t, torch.Tensor) or t.dim() < 2:
+            raise ValueError(f"{name} must be a tensor with at least 2 dims (..., length, features), "
+                             f"got {getattr(t, 'shape', type(t).__name__)}")
+        if d is not None and t.size(-1) != d:
+            raise ValueError(f"{name} must have {d} features in its last dim, got shape {tuple(t.shape)}")
+    if k.size(-2) != v.size(-2):
+        raise ValueError(f"k and v must have the same length: k {tuple(k.shape)}, v {tuple(v.shape)}")
+
+
+class AdditiveAttention(nn.Module):
+    """Additive (Bahdanau) attention: score(q, k) = w^T tanh(W q + U k).
+
+    Queries and keys may have different sizes. ``forward(q, k, v, mask=None)`` with
+    q ``(..., Lq, d_q)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)`` returns
+    ``out (..., Lq, d_v)`` and ``weights (..., Lq, Lk)``. The hidden tensor is
+    ``(..., Lq, Lk, d_hidden)``: more memory than a dot product, the price of the MLP.
+    """
+
+    def __init__(self, d_q: int, d_k: int, d_hidden: int, dropout: float = 0.0):
+        super().__init__()
+        for name, value in (("d_q", d_q), ("d_k", d_k), ("d_hidden", d_hidden)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.d_q, self.d_k, self.d_hidden = d_q, d_k, d_hidden
+        self.w_q = nn.Linear(d_q, d_hidden, bias=False)  # W
+        self.w_k = nn.Linear(d_k, d_hidden, bias=False)  # U
+        self.w_score = nn.Linear(d_hidden, 1, bias=False)  # w^T
+        self.dropout = nn.Dropout(dropout)
+
+    def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """Unnormalised scores ``(..., Lq, Lk)``."""
+        hidden = self.w_q(q).unsqueeze(-2) + self.w_k(k).unsqueeze(-3)  # (..., Lq, Lk, d_hidden)
+        return self.w_score(torch.tanh(hidden)).squeeze(-1)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        _check_qkv(q, k, v, self.d_q, self.d_k)
+        return _attend(self.scores(q, k), v, mask, self.dropout)
+
+
+class BilinearAttention(nn.Module):
+    """Bilinear ("general", Luong) attention: score(q, k) = q W k^T, optionally / sqrt(d_k).
+
+    Queries and keys may have different sizes: W is ``(d_q, d_k)``. Shapes as in
+    :class:`AdditiveAttention`. A Transformer head is the low-rank case W = W_q^T W_k.
+    """
+
+    def __init__(self, d_q: int, d_k: int, scale: bool = True, dropout: float = 0.0):
+        super().__init__()
+        for name, value in (("d_q", d_q), ("d_k", d_k)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.d_q, self.d_k, self.scale = d_q, d_k, scale
+        self.weight = nn.Parameter(torch.empty(d_q, d_k))
+        nn.init.xavier_uniform_(self.weight)
+        self.dropout = nn.Dropout(dropout)
+
+    def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """Unnormalised scores ``(..., Lq, Lk)``."""
+        s = (q @ self.weight) @ k.transpose(-2, -1)
+        return s / math.sqrt(self.d_k) if self.scale else s
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        _check_qkv(q, k, v, self.d_q, self.d_k)
+        return _attend(self.scores(q, k), v, mask, self.dropout)

@@ -1,0 +1,227 @@
+"""utils.attention against PyTorch's own attention, plus masks, bad input and the other scorers."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from utils.attention import (AdditiveAttention, BilinearAttention, MultiHeadAttention,
+                             load_torch_mha_weights, masked_softmax, scaled_dot_product_attention)
+
+ATOL = RTOL = 1e-5
+SHAPES = [  # (batch, heads, Lq, Lk, d_k, d_v)
+    (1, 1, 1, 1, 1, 1),
+    (2, 3, 4, 4, 8, 8),
+    (3, 2, 5, 7, 16, 4),
+    (2, 4, 9, 3, 32, 32),
+]
+
+
+def _keep_mask(b: int, lq: int, lk: int, seed: int) -> torch.Tensor:
+    """Random keep-mask (B, 1, Lq, Lk) with at least one key kept per query row."""
+    g = torch.Generator().manual_seed(seed)
+    mask = torch.rand(b, 1, lq, lk, generator=g) > 0.4
+    mask[..., 0] = True
+    return mask
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("masked", [False, True], ids=["nomask", "mask"])
+def test_sdpa_equals_torch(shape, masked):
+    b, h, lq, lk, dk, dv = shape
+    torch.manual_seed(0)
+    q, k, v = torch.randn(b, h, lq, dk), torch.randn(b, h, lk, dk), torch.randn(b, h, lk, dv)
+    mask = _keep_mask(b, lq, lk, seed=1) if masked else None
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # bool: True = attend, like ours
+    torch.testing.assert_close(out, expected, atol=ATOL, rtol=RTOL)
+    # weights checked against a softmax written out independently
+    scores = q @ k.transpose(-2, -1) / math.sqrt(dk)
+    if mask is not None:
+        scores = scores + torch.zeros_like(scores).masked_fill(~mask, -1e9)
+    torch.testing.assert_close(weights, torch.softmax(scores, -1), atol=ATOL, rtol=RTOL)
+    assert weights.shape == (b, h, lq, lk)
+
+
+def test_sdpa_weights_sum_to_one_and_masked_keys_get_exactly_zero():
+    torch.manual_seed(1)
+    q, k, v = torch.randn(2, 2, 6, 8), torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 3)
+    mask = _keep_mask(2, 6, 5, seed=3)
+    _, w = scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 2, 6))
+    assert (w.expand(2, 2, 6, 5)[~mask.expand(2, 2, 6, 5)] == 0).all()
+    assert (w[mask.expand(2, 2, 6, 5)] > 0).all()
+
+
+def test_fully_masked_row_gives_zeros_and_finite_gradients():
+    torch.manual_seed(2)
+    q = torch.randn(1, 1, 3, 4, requires_grad=True)
+    k = torch.randn(1, 1, 5, 4, requires_grad=True)
+    v = torch.randn(1, 1, 5, 2, requires_grad=True)
+    mask = torch.ones(1, 1, 3, 5, dtype=torch.bool)
+    mask[..., 1, :] = False  # query 1 may attend to nothing
+    out, w = scaled_dot_product_attention(q, k, v, mask)
+    assert torch.isfinite(out).all() and torch.isfinite(w).all()
+    assert (w[..., 1, :] == 0).all() and (out[..., 1, :] == 0).all()
+    torch.testing.assert_close(w[..., [0, 2], :].sum(-1), torch.ones(1, 1, 2))
+    out.sum().backward()
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        assert torch.isfinite(t.grad).all(), f"non-finite gradient in {name}"
+    assert (q.grad[..., 1, :] == 0).all()  # the empty row is cut off from its query
+
+
+def test_masked_softmax_equals_softmax_without_mask():
+    x = torch.randn(3, 4, 5)
+    torch.testing.assert_close(masked_softmax(x), torch.softmax(x, -1))
+    keep = torch.ones(5, dtype=torch.bool)
+    torch.testing.assert_close(masked_softmax(x, keep), torch.softmax(x, -1))
+
+
+def _pair(d_model, heads, seed=0):
+    torch.manual_seed(seed)
+    theirs = nn.MultiheadAttention(d_model, heads, batch_first=True).eval()
+    with torch.no_grad():  # non-zero biases so copying them is tested too
+        theirs.in_proj_bias.normal_()
+        theirs.out_proj.bias.normal_()
+    ours = load_torch_mha_weights(MultiHeadAttention(d_model, heads), theirs).eval()
+    return ours, theirs
+
+
+MHA_CASES = [  # (batch, Lq, Lk, d_model, heads)
+    (1, 1, 1, 4, 1),
+    (2, 5, 5, 8, 2),
+    (3, 4, 7, 12, 3),
+    (2, 9, 6, 32, 8),
+]
+
+
+@pytest.mark.parametrize("case", MHA_CASES, ids=str)
+@pytest.mark.parametrize("kind", ["self", "cross"])
+@pytest.mark.parametrize("masked", ["nomask", "padding", "attn_mask"])
+def test_mha_equals_torch(case, kind, masked):
+    b, lq, lk, d, h = case
+    if kind == "self":
+        lk = lq
+    ours, theirs = _pair(d, h)
+    torch.manual_seed(5)
+    x = torch.randn(b, lq, d)
+    mem = x if kind == "self" else torch.randn(b, lk, d)
+    kwargs, mask = {}, None
+    if masked == "padding":
+        lengths = torch.randint(1, lk + 1, (b,))
+        keep = torch.arange(lk) < lengths[:, None]  # (B, Lk)
+        mask = keep[:, None, None, :]  # (B, 1, 1, Lk)
+        kwargs = {"key_padding_mask": ~keep}  # torch: True = ignore
+    elif masked == "attn_mask":  # look-ahead for self-attention, a random pattern for cross
+        keep = torch.ones(lq, lk, dtype=torch.bool).tril() if kind == "self" else _keep_mask(1, lq, lk, 6)[0, 0]
+        mask = keep  # (Lq, Lk)
+        kwargs = {"attn_mask": ~keep}
+    out, w = ours(x, mem, mem, mask)
+    ref, ref_w = theirs(x, mem, mem, need_weights=True, average_attn_weights=False, **kwargs)
+    torch.testing.assert_close(out, ref, atol=ATOL, rtol=RTOL)
+    torch.testing.assert_close(w, ref_w, atol=ATOL, rtol=RTOL)
+    assert out.shape == (b, lq, d) and w.shape == (b, h, lq, lk)
+
+
+def test_mha_parameter_count_matches_torch_and_formula():
+    ours, theirs = _pair(512, 8)
+    n_ours = sum(p.numel() for p in ours.parameters())
+    assert n_ours == sum(p.numel() for p in theirs.parameters()) == 4 * 512 * 512 + 4 * 512
+
+
+def test_mha_fully_masked_row_no_nan():
+    ours, _ = _pair(8, 2)
+    x = torch.randn(2, 3, 8, requires_grad=True)
+    mask = torch.tensor([[True, True, True], [False, False, False]])[:, None, None, :]
+    out, w = ours(x, x, x, mask)
+    assert torch.isfinite(out).all() and (w[1] == 0).all()
+    out.sum().backward()
+    assert torch.isfinite(x.grad).all()
+
+
+def test_bad_input_raises_value_error_naming_argument_and_shapes():
+    with pytest.raises(ValueError, match=r"d_model=10.*num_heads=3"):
+        MultiHeadAttention(10, 3)
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(ValueError, match=r"mask.*\(3, 4\).*\(2, 2, 5, 5\)"):
+        mha(x, x, x, torch.ones(3, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"k and v.*\(2, 5, 8\).*\(2, 4, 8\)"):
+        mha(x, x, torch.randn(2, 4, 8))
+    with pytest.raises(ValueError, match=r"q must have shape.*d_model=8.*\(2, 5, 6\)"):
+        mha(torch.randn(2, 5, 6), x, x)
+    q = torch.randn(2, 3, 4)
+    with pytest.raises(ValueError, match=r"k and v.*\(2, 6, 4\).*\(2, 5, 4\)"):
+        scaled_dot_product_attention(q, torch.randn(2, 6, 4), torch.randn(2, 5, 4))
+    with pytest.raises(ValueError, match=r"q and k.*\(2, 3, 4\).*\(2, 6, 5\)"):
+        scaled_dot_product_attention(q, torch.randn(2, 6, 5), torch.randn(2, 6, 4))
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 4\) does not broadcast.*\(2, 3, 6\)"):
+        scaled_dot_product_attention(q, torch.randn(2, 6, 4), torch.randn(2, 6, 4), torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="bool"):
+        scaled_dot_product_attention(q, q, q, torch.ones(3, 3))
+
+
+def test_load_torch_mha_weights_rejects_other_sizes():
+    with pytest.raises(ValueError, match="embed_dim=8"):
+        load_torch_mha_weights(MultiHeadAttention(4, 2), nn.MultiheadAttention(8, 2))
+
+
+def _additive_by_loops(att: AdditiveAttention, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """w^T tanh(W q_i + U k_j), one (i, j) pair at a time."""
+    W, U, w = att.w_q.weight, att.w_k.weight, att.w_score.weight[0]
+    s = torch.empty(q.size(0), q.size(1), k.size(1))
+    for b in range(q.size(0)):
+        for i in range(q.size(1)):
+            for j in range(k.size(1)):
+                s[b, i, j] = w @ torch.tanh(W @ q[b, i] + U @ k[b, j])
+    return s
+
+
+def test_additive_equals_loops_with_different_query_and_key_sizes():
+    torch.manual_seed(3)
+    att = AdditiveAttention(d_q=5, d_k=3, d_hidden=7)
+    q, k, v = torch.randn(2, 4, 5), torch.randn(2, 6, 3), torch.randn(2, 6, 2)
+    mask = _keep_mask(2, 4, 6, seed=4)[:, 0]  # (B, Lq, Lk)
+    out, w = att(q, k, v, mask)
+    scores = _additive_by_loops(att, q, k).masked_fill(~mask, -1e9)
+    expected_w = torch.softmax(scores, -1)
+    torch.testing.assert_close(w, expected_w, atol=ATOL, rtol=RTOL)
+    torch.testing.assert_close(out, expected_w @ v, atol=ATOL, rtol=RTOL)
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 4))
+    assert (w[~mask] == 0).all()
+
+
+def test_additive_fully_masked_row_and_bad_input():
+    att = AdditiveAttention(4, 4, 8)
+    q = torch.randn(1, 2, 4, requires_grad=True)
+    mask = torch.tensor([[True, False], [False, False]])
+    out, w = att(q, q, q, mask)
+    assert (w[:, 1] == 0).all() and torch.isfinite(out).all()
+    out.sum().backward()
+    assert torch.isfinite(q.grad).all()
+    with pytest.raises(ValueError, match=r"k must have 4 features.*\(1, 2, 3\)"):
+        att(q, torch.randn(1, 2, 3), torch.randn(1, 2, 3))
+    with pytest.raises(ValueError, match=r"k and v.*\(1, 2, 4\).*\(1, 3, 4\)"):
+        att(q, q, torch.randn(1, 3, 4))
+    with pytest.raises(ValueError, match="d_hidden"):
+        AdditiveAttention(4, 4, 0)
+
+
+def test_bilinear_equals_nn_bilinear_and_generalises_dot_product():
+    torch.manual_seed(4)
+    att = BilinearAttention(d_q=5, d_k=3, scale=False)
+    ref = nn.Bilinear(5, 3, 1, bias=False)
+    with torch.no_grad():
+        ref.weight.copy_(att.weight[None])
+    q, k = torch.randn(4, 5), torch.randn(6, 3)
+    expected = ref(q[:, None, :].expand(4, 6, 5), k[None].expand(4, 6, 3)).squeeze(-1)  # (Lq, Lk)
+    torch.testing.assert_close(att.scores(q, k), expected, atol=ATOL, rtol=RTOL)
+    # with W = I and scaling it is the scaled dot product
+    dot = BilinearAttention(4, 4)
+    with torch.no_grad():
+        dot.weight.copy_(torch.eye(4))
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
+    torch.testing.assert_close(dot(q, k, v)[0], F.scaled_dot_product_attention(q, k, v), atol=ATOL, rtol=RTOL)
