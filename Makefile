@@ -14,9 +14,12 @@ help:
 	@echo "make serve    serve _build/html on http://localhost:8000"
 	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt tests/requirements-widgets7.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
+	rm -rf $(VENV)/widgets7
+	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps \
+	  --target $(VENV)/widgets7 -r tests/requirements-widgets7.txt
 	touch $(STAMP)
 
 venv: $(STAMP)

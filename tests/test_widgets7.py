@@ -1,0 +1,37 @@
+"""The interactive cells also run on ipywidgets 7.7, the version Colab ships.
+
+`make` installs ipywidgets 7.7 into .venv/widgets7 (tests/requirements-widgets7.txt); here every
+notebook in the book that calls `interact` is executed in a kernel that imports it from there.
+"""
+from __future__ import annotations
+
+import os
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from notebook_tools import ROOT, toc_notebooks
+
+pytestmark = pytest.mark.slow
+WIDGETS7 = ROOT / ".venv" / "widgets7"
+WIDGET_NOTEBOOKS = [p for p in toc_notebooks() if "interact(" in p.read_text()]
+
+
+def test_some_chapters_have_widgets():
+    assert WIDGET_NOTEBOOKS, "no notebook uses interact(): this test would check nothing"
+
+
+@pytest.mark.skipif(not (WIDGETS7 / "ipywidgets").is_dir(), reason="run `make test` to install .venv/widgets7")
+@pytest.mark.parametrize("path", WIDGET_NOTEBOOKS, ids=[p.stem for p in WIDGET_NOTEBOOKS])
+def test_notebook_runs_on_ipywidgets_7(path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(WIDGETS7), os.environ.get("PYTHONPATH", "")]))
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import ipywidgets; print(ipywidgets.__version__)"))
+    NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()  # raises on any error
+    assert nb.cells[-1].outputs[0]["text"].strip().startswith("7.7"), "the kernel did not use ipywidgets 7.7"
+    shown = [c for c in nb.cells if c.cell_type == "code" and "interact(" in c.source]
+    for cell in shown:
+        views = [o for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+        assert views, f"{path.name}: an interact cell displayed no widget under ipywidgets 7.7:\n{cell.source[:200]}"
