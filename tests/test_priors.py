@@ -1,0 +1,151 @@
+"""Tests for utils.priors: the motif data, the two classifiers and the train/evaluate helper."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from utils import priors
+
+
+def test_contains_motif_matches_string_search():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 4, (200, 10), generator=g)
+    expected = torch.tensor(["123" in "".join(map(str, r.tolist())) for r in x])
+    assert torch.equal(priors.contains_motif(x, (1, 2, 3)), expected)
+
+
+def test_make_motif_data_labels_balance_and_determinism():
+    x, y = priors.make_motif_data(301, length=12, motif=(0, 1, 2), seed=5)
+    assert x.shape == (301, 12) and y.shape == (301,) and x.dtype == torch.long
+    assert x.min() >= 0 and x.max() < 4
+    assert y.sum().item() == 150  # n // 2 positives
+    text = ["".join(map(str, r.tolist())) for r in x]
+    assert torch.equal(y, torch.tensor(["012" in t for t in text]).long())
+    x2, y2 = priors.make_motif_data(301, length=12, motif=(0, 1, 2), seed=5)
+    assert torch.equal(x, x2) and torch.equal(y, y2)
+    x3, _ = priors.make_motif_data(301, length=12, motif=(0, 1, 2), seed=6)
+    assert not torch.equal(x, x3)
+
+
+def test_make_motif_data_leaves_global_seed_alone():
+    torch.manual_seed(0)
+    a = torch.rand(3)
+    torch.manual_seed(0)
+    priors.make_motif_data(10, seed=1)
+    assert torch.equal(torch.rand(3), a)
+
+
+@pytest.mark.parametrize("kwargs", [dict(n=1), dict(n=10, length=3), dict(n=10, motif=(0, 9)),
+                                    dict(n=10, motif=()), dict(n=10, vocab_size=1)])
+def test_make_motif_data_bad_input(kwargs):
+    with pytest.raises(ValueError):
+        priors.make_motif_data(**kwargs)
+
+
+def test_contains_motif_bad_input():
+    with pytest.raises(ValueError, match="x must be a long tensor"):
+        priors.contains_motif(torch.zeros(3, 5))
+    with pytest.raises(ValueError, match="longer than the sequences"):
+        priors.contains_motif(torch.zeros(3, 2, dtype=torch.long), (0, 1, 2))
+
+
+def test_cnn_equals_conv1d_by_hand():
+    torch.manual_seed(0)
+    m = priors.MotifCNN(vocab_size=4, embed_dim=3, channels=5, kernel_size=3)
+    x = torch.randint(0, 4, (2, 9))
+    e = m.embed.weight[x]                                   # (B, L, E)
+    windows = e.unfold(1, 3, 1)                             # (B, L-2, E, k)
+    h = torch.einsum("blek,cek->blc", windows, m.conv.weight) + m.conv.bias
+    expected = m.head(torch.relu(h).amax(dim=1))
+    torch.testing.assert_close(m(x), expected)
+
+
+def test_cnn_output_is_shift_invariant_with_max_pool():
+    torch.manual_seed(0)
+    m = priors.MotifCNN(kernel_size=3)
+    x = torch.randint(0, 4, (4, 12))
+    x[:, :3] = 3
+    x[:, -3:] = 3  # same padding symbols at both ends, so shifting keeps the windows
+    torch.testing.assert_close(m(x), m(torch.roll(x, 1, dims=1)), atol=1e-6, rtol=0)  # roll moves only 3s
+
+
+def test_transformer_without_positions_is_permutation_invariant():
+    torch.manual_seed(0)
+    m = priors.TinyTransformer(use_positions=False).eval()
+    x = torch.randint(0, 4, (3, 10))
+    perm = torch.randperm(10)
+    torch.testing.assert_close(m(x[:, perm]), m(x))
+    with_pos = priors.TinyTransformer().eval()
+    with_pos.load_state_dict(m.state_dict())
+    assert not torch.allclose(with_pos(x[:, perm]), with_pos(x))
+
+
+def test_window_mask_and_locality():
+    mask = priors.local_window_mask(6, 1)
+    i = torch.arange(6)
+    assert torch.equal(mask, (i[:, None] - i[None, :]).abs() <= 1)
+    torch.manual_seed(0)
+    m = priors.TinyTransformer(window=1, use_positions=False).eval()
+    # One layer with window 1: encoder outputs 0..2 depend on tokens 0..3 only, so changing
+    # tokens 5.. must leave them unchanged.
+    x = torch.randint(0, 4, (1, 8))
+    y = x.clone()
+    y[0, 5:] = (y[0, 5:] + 1) % 4
+    h = lambda ids: m.encoder(m.embed(ids), mask=~priors.local_window_mask(8, 1))  # noqa: E731
+    torch.testing.assert_close(h(x)[0, :3], h(y)[0, :3])
+
+
+def test_similar_parameter_counts_and_count_parameters():
+    lin = nn.Linear(3, 4)
+    assert priors.count_parameters(lin) == 16
+    cnn = priors.count_parameters(priors.MotifCNN(4, 16, 44, 3))
+    tf = priors.count_parameters(priors.TinyTransformer(4, 16, 2, 32))
+    assert abs(cnn - tf) / tf < 0.05
+
+
+def test_model_bad_input():
+    with pytest.raises(ValueError, match="divisible"):
+        priors.TinyTransformer(d_model=10, num_heads=3)
+    with pytest.raises(ValueError, match="max_len"):
+        priors.TinyTransformer(max_len=4)(torch.zeros(1, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match="kernel_size"):
+        priors.MotifCNN(kernel_size=4)(torch.zeros(1, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="x must be a long tensor"):
+        priors.MotifCNN()(torch.zeros(2, 8))
+
+
+def test_train_and_evaluate_is_deterministic_and_learns():
+    x, y = priors.make_motif_data(256, length=10, motif=(0, 1, 2), seed=0)
+    xt, yt = priors.make_motif_data(200, length=10, motif=(0, 1, 2), seed=1)
+    make = lambda: priors.MotifCNN(4, 8, 8, 3)  # noqa: E731
+    threads = torch.get_num_threads()
+    a = priors.train_and_evaluate(make, x, y, xt, yt, steps=60, lr=1e-2, batch_size=64, seed=0)
+    b = priors.train_and_evaluate(make, x, y, xt, yt, steps=60, lr=1e-2, batch_size=64, seed=0)
+    assert a == b
+    assert a > 0.8  # chance is 0.5
+    assert torch.get_num_threads() == threads  # restored
+
+
+def test_accuracy_by_hand():
+    model = nn.Linear(1, 2)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[-1.0], [1.0]]))
+        model.bias.zero_()
+    # accuracy() checks ids, so wrap the linear model to accept long input
+    wrapped = nn.Sequential()
+    wrapped.forward = lambda ids: model(ids.float())  # type: ignore[method-assign]
+    x = torch.tensor([[1], [-1], [2], [-3]])
+    y = torch.tensor([1, 0, 0, 0])
+    assert priors.accuracy(wrapped, x, y) == 0.75
+
+
+def test_train_bad_input():
+    x, y = priors.make_motif_data(8, seed=0)
+    m = priors.MotifCNN()
+    with pytest.raises(ValueError, match="y must be"):
+        priors.train_classifier(m, x, y[:3])
+    with pytest.raises(ValueError, match="steps"):
+        priors.train_classifier(m, x, y, steps=0)
+    with pytest.raises(ValueError, match="lr"):
+        priors.train_classifier(m, x, y, lr=0.0)
