@@ -43,6 +43,8 @@ def refresh(path: pathlib.Path, timeout: int = 600) -> float:
     if not code or not code[0].source.startswith(SETUP_MARKER):
         raise SystemExit(f"{path}: the first code cell must be the setup cell (starts with {SETUP_MARKER!r})")
     code[0].source = setup_source()
+    # The setup cell is plumbing: fold it on the website (Jupyter Book's hide-input tag).
+    code[0].metadata["tags"] = sorted({*code[0].metadata.get("tags", []), "hide-input"})
     for cell in code:
         cell.outputs, cell.execution_count = [], None
     start = time.perf_counter()

@@ -48,6 +48,7 @@ def test_setup_cell_is_the_canonical_one(path):
     source = "".join(code[0]["source"])
     assert source.startswith(SETUP_MARKER), f"{path.name}: first code cell is not the setup cell"
     assert source == setup_source(), f"{path.name}: setup cell differs from tests/notebook_tools.py; run make refresh"
+    assert "hide-input" in code[0]["metadata"].get("tags", []), f"{path.name}: setup cell not folded; run make refresh"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)

@@ -1,8 +1,10 @@
 """The course library: each idea of the Transformer written once, imported by the chapters.
 
-Modules (one per topic): ``attention``, ``masks``, ``positional``, ``loss``, ``model``,
-``plotting``, plus the helpers later chapters add. Boolean masks mean **True = may attend
-/ is a real token** and broadcast to ``(batch, heads, query_len, key_len)``.
+Modules, one per topic, in the order the chapters introduce them: ``priors`` (ch. 1),
+``attention`` (2), ``masks`` (3), ``positional`` (4), ``loss`` (5), ``complexity`` (6),
+``model`` (7), ``training``, ``decoding`` and ``bleu`` (8), and ``plotting`` (shared).
+Boolean masks mean **True = may attend / is a real token** and broadcast to
+``(batch, heads, query_len, key_len)``.
 """
 from __future__ import annotations
 

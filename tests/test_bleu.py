@@ -1,0 +1,95 @@
+"""BLEU from scratch, checked on cases small enough to compute by hand."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from utils.bleu import (brevity_penalty, closest_ref_length, corpus_bleu, modified_precision, ngrams,
+                        sentence_bleu)
+
+REF = "Thank you so much , my brother".split()
+CAT = "the cat sat on the mat".split()
+CAT_REF = "the cat is on the mat".split()
+
+
+def test_ngrams_are_contiguous_and_counted():
+    grams = ngrams("Thank you so much".split(), 2)
+    assert grams == {("Thank", "you"): 1, ("you", "so"): 1, ("so", "much"): 1}
+    assert ngrams("a b a b".split(), 2)[("a", "b")] == 2
+    assert ngrams(["a"], 2) == {}
+
+
+def test_thank_thank_thank_is_clipped_to_one_third():
+    assert modified_precision("Thank Thank Thank".split(), [REF], 1) == (1, 3)
+
+
+def test_clipping_uses_the_largest_count_in_any_single_reference():
+    cand = "the the the".split()
+    refs = ["the cat".split(), "the the dog".split()]
+    assert modified_precision(cand, refs, 1) == (2, 3)   # not 1 + 2 = 3
+
+
+def test_hand_computed_precisions_and_scores():
+    # unigrams: the x2, cat, on, mat match; sat does not -> 5/6
+    # bigrams: "the cat", "on the", "the mat" match -> 3/5; trigrams: only "on the mat" -> 1/4
+    assert [modified_precision(CAT, [CAT_REF], n) for n in (1, 2, 3, 4)] == [(5, 6), (3, 5), (1, 4), (0, 3)]
+    assert math.isclose(sentence_bleu(CAT, [CAT_REF], max_n=2), math.sqrt(5 / 6 * 3 / 5))    # sqrt(1/2)
+    assert math.isclose(sentence_bleu(CAT, [CAT_REF], max_n=3), 0.5)                         # (1/8)^(1/3)
+    assert sentence_bleu(CAT, [CAT_REF], max_n=4) == 0.0                                      # p_4 = 0
+
+
+def test_weights_are_not_raised_to_an_extra_power():
+    # the formula with an extra ^(1/N) would give sqrt(sqrt(1/2)) = 0.84 here instead of 0.71
+    assert not math.isclose(sentence_bleu(CAT, [CAT_REF], max_n=2), math.sqrt(0.5) ** 0.5)
+    w = sentence_bleu(CAT, [CAT_REF], max_n=2, weights=[0.25, 0.75])
+    assert math.isclose(w, (5 / 6) ** 0.25 * (3 / 5) ** 0.75)
+
+
+def test_identical_is_one_and_no_overlap_is_zero():
+    assert sentence_bleu(REF, [REF]) == 1.0
+    assert sentence_bleu("a b c d e".split(), [REF]) == 0.0
+
+
+def test_brevity_penalty():
+    assert brevity_penalty(8, 7) == 1.0
+    assert math.isclose(brevity_penalty(7, 7), 1.0)
+    assert math.isclose(brevity_penalty(2, 7), math.exp(1 - 7 / 2))
+    assert brevity_penalty(0, 7) == 0.0
+    # "Thank you": both n-gram precisions are perfect, only the penalty remains
+    assert math.isclose(sentence_bleu("Thank you".split(), [REF], max_n=2), math.exp(-2.5))
+
+
+def test_closest_reference_length_prefers_the_shorter_on_a_tie():
+    refs = ["a b c".split(), "a b c d e".split()]
+    assert closest_ref_length("a b c d".split(), refs) == 3
+    assert closest_ref_length("a b c d e f".split(), refs) == 5
+
+
+def test_corpus_bleu_pools_counts_before_dividing():
+    cands = [CAT, "Thank you".split()]
+    refs = [[CAT_REF], [REF]]
+    # unigrams (5 + 2) / (6 + 2), bigrams (3 + 1) / (5 + 1), lengths c = 8, r = 13
+    expected = math.exp(1 - 13 / 8) * math.sqrt(7 / 8 * 4 / 6)
+    assert math.isclose(corpus_bleu(cands, refs, max_n=2), expected)
+    mean_of_sentences = (sentence_bleu(CAT, [CAT_REF], 2) + sentence_bleu(cands[1], [REF], 2)) / 2
+    assert not math.isclose(corpus_bleu(cands, refs, max_n=2), mean_of_sentences)
+
+
+def test_works_on_token_ids():
+    assert math.isclose(sentence_bleu([5, 6, 7, 8], [[5, 6, 7, 8, 9]], max_n=4), math.exp(1 - 5 / 4))
+
+
+def test_bad_input():
+    with pytest.raises(TypeError, match="list of tokens"):
+        sentence_bleu("the cat", [CAT_REF])
+    with pytest.raises(TypeError, match="references"):
+        sentence_bleu(CAT, "the cat is on the mat")
+    with pytest.raises(ValueError, match="weights"):
+        sentence_bleu(CAT, [CAT_REF], max_n=2, weights=[0.5, 0.6])
+    with pytest.raises(ValueError, match="max_n"):
+        sentence_bleu(CAT, [CAT_REF], max_n=0)
+    with pytest.raises(ValueError, match="candidates"):
+        corpus_bleu([CAT, CAT], [[CAT_REF]])
+    with pytest.raises(ValueError, match="lengths"):
+        brevity_penalty(-1, 3)

@@ -1,0 +1,127 @@
+"""Greedy decoding and beam search, on a hand-made model whose answers are known and on a tiny Transformer."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from utils.decoding import BigramModel, beam_search, greedy_decode, sequence_log_prob
+from utils.model import Transformer
+
+PAD, BOS, EOS, A, B, C, D = range(7)
+
+
+def bigram(table: dict[int, dict[int, float]]) -> BigramModel:
+    """A BigramModel from {last token: {next token: probability}}; unlisted pairs get ~0."""
+    p = torch.full((7, 7), 1e-12)
+    for last, row in table.items():
+        for nxt, prob in row.items():
+            p[last, nxt] = prob
+    p[PAD, PAD] = p[EOS, EOS] = 1.0
+    return BigramModel((p / p.sum(1, keepdim=True)).log())
+
+
+# greedy takes A (0.6) and ends with 0.6 * 0.4 = 0.24; B then EOS scores 0.4 * 0.9 = 0.36
+MYOPIC = {BOS: {A: 0.6, B: 0.4}, A: {EOS: 0.4, C: 0.3, D: 0.3}, B: {EOS: 0.9, C: 0.1}, C: {EOS: 1.0}, D: {EOS: 1.0}}
+SRC = torch.zeros(1, 2, dtype=torch.long)
+
+
+def all_scores(model, max_len=4):
+    """Brute force: the probability of every sequence that ends with EOS within max_len tokens."""
+    out = {}
+    for n in range(1, max_len + 1):
+        for body in itertools.product([A, B, C, D], repeat=n - 1):
+            seq = (BOS, *body, EOS)
+            lp = sum(model.generator.weight[b, a].item() for a, b in zip(seq, seq[1:]))
+            out[seq] = lp
+    return out
+
+
+def test_greedy_is_myopic_and_beam_finds_the_better_sequence():
+    model = bigram(MYOPIC)
+    assert greedy_decode(model, SRC, 5, BOS, EOS).tolist() == [[BOS, A, EOS]]
+    [[(best, score)]] = beam_search(model, SRC, 5, BOS, EOS, beam_size=2)
+    assert best.tolist() == [BOS, B, EOS]
+    assert math.isclose(score, math.log(0.36), rel_tol=1e-5)
+    brute = max(all_scores(model).items(), key=lambda kv: kv[1])
+    assert list(brute[0]) == best.tolist()
+
+
+def test_beam_size_one_equals_greedy_on_a_transformer():
+    torch.manual_seed(0)
+    model = Transformer(9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0)
+    src = torch.randint(3, 9, (5, 6))
+    greedy = greedy_decode(model, src, 7, BOS, EOS)
+    scores = sequence_log_prob(model, src, greedy, EOS)
+    beams = beam_search(model, src, 7, BOS, EOS, beam_size=1)
+    for i, ((seq, score),) in enumerate(beams):
+        row = greedy[i][: len(seq)]
+        assert seq.tolist() == row.tolist()
+        assert math.isclose(score, scores[i].item(), rel_tol=1e-4, abs_tol=1e-5)
+
+
+def test_beams_are_sorted_and_scores_are_the_sequence_log_probs():
+    torch.manual_seed(1)
+    model = Transformer(9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0)
+    src = torch.randint(3, 9, (3, 5))
+    for i, beams in enumerate(beam_search(model, src, 6, BOS, EOS, beam_size=4, num_return=4)):
+        assert len(beams) == 4
+        ended = [bool(seq[-1] == EOS) for seq, _ in beams]
+        assert ended == sorted(ended, reverse=True), "finished hypotheses come first"
+        for group in (True, False):
+            scores = [s for (_, s), e in zip(beams, ended) if e == group]
+            assert scores == sorted(scores, reverse=True)
+        assert len({tuple(seq.tolist()) for seq, _ in beams}) == 4, "beams must be distinct"
+        for seq, s in beams:
+            if seq[-1] == EOS:
+                again = sequence_log_prob(model, src[i:i + 1], seq[None], EOS).item()
+                assert math.isclose(s, again, rel_tol=1e-4, abs_tol=1e-5)
+
+
+def test_wide_beam_finds_the_exact_best_of_a_small_model():
+    model = bigram({BOS: {A: 0.5, B: 0.5}, A: {C: 0.5, D: 0.5}, B: {EOS: 0.3, C: 0.7},
+                    C: {EOS: 0.2, A: 0.8}, D: {EOS: 0.9, B: 0.1}})
+    [[(seq, score)]] = beam_search(model, SRC, 3, BOS, EOS, beam_size=50)
+    best = max(all_scores(model, max_len=3).items(), key=lambda kv: kv[1])
+    assert seq.tolist() == list(best[0]) and math.isclose(score, best[1], rel_tol=1e-5)
+
+
+def test_length_normalisation_changes_the_winner():
+    # "EOS" at once: 0.4 (log -0.92, 1 token); "A B C EOS": 0.6*0.8*0.8*0.9 = 0.3456 (log -1.06, 4 tokens)
+    model = bigram({BOS: {EOS: 0.4, A: 0.6}, A: {EOS: 0.2, B: 0.8}, B: {EOS: 0.2, C: 0.8},
+                    C: {EOS: 0.9, D: 0.1}, D: {EOS: 1.0}})
+    [[(raw_best, raw_score), *_]] = beam_search(model, SRC, 6, BOS, EOS, beam_size=4, num_return=3)
+    [[(norm_best, norm_score), *_]] = beam_search(model, SRC, 6, BOS, EOS, beam_size=4, num_return=3, alpha=1.0)
+    assert raw_best.tolist() == [BOS, EOS]
+    assert math.isclose(raw_score, math.log(0.4), rel_tol=1e-5)
+    # per-token means: EOS -0.92; A B C EOS -0.27 (the best)
+    assert norm_best.tolist() == [BOS, A, B, C, EOS]
+    assert math.isclose(norm_score, math.log(0.6 * 0.8 * 0.8 * 0.9) / 4, rel_tol=1e-5)
+
+
+def test_greedy_pads_after_eos_and_respects_max_len():
+    model = bigram({BOS: {A: 0.9, EOS: 0.1}, A: {A: 0.9, EOS: 0.1}})
+    out = greedy_decode(model, torch.zeros(2, 1, dtype=torch.long), 3, BOS, EOS)
+    assert out.shape == (2, 4) and (out[:, 1:] == A).all()
+    stop = bigram({BOS: {EOS: 1.0}})
+    assert greedy_decode(stop, SRC, 5, BOS, EOS).tolist() == [[BOS, EOS]]
+
+
+def test_bad_arguments_raise():
+    model = bigram(MYOPIC)
+    with pytest.raises(ValueError, match="num_return"):
+        beam_search(model, SRC, 5, BOS, EOS, beam_size=2, num_return=3)
+    with pytest.raises(ValueError, match="beam_size"):
+        beam_search(model, SRC, 5, BOS, EOS, beam_size=0)
+    with pytest.raises(ValueError, match="alpha"):
+        beam_search(model, SRC, 5, BOS, EOS, alpha=-1.0)
+    with pytest.raises(ValueError, match="max_len"):
+        greedy_decode(model, SRC, 0, BOS, EOS)
+    with pytest.raises(ValueError, match="src"):
+        greedy_decode(model, torch.zeros(3, dtype=torch.long), 4, BOS, EOS)
+    with pytest.raises(TypeError, match="encode"):
+        greedy_decode(torch.nn.Linear(2, 2), SRC, 4, BOS, EOS)
+    with pytest.raises(ValueError, match="square"):
+        BigramModel(torch.zeros(3, 4))

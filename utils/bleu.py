@@ -1,0 +1,113 @@
+"""BLEU (Papineni et al., 2002) from scratch, on lists of tokens.
+
+    BLEU = BP * exp( sum_n w_n * log p_n ),   BP = 1 if c > r else exp(1 - r / c)
+
+``p_n`` is the clipped ("modified") n-gram precision: each candidate n-gram counts at most as
+often as it appears in any single reference. Weights default to uniform ``w_n = 1 / N``.
+There is no further exponent ``1/N`` on top of the weights (some write one by mistake).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Sequence
+
+__all__ = ["ngrams", "modified_precision", "brevity_penalty", "closest_ref_length", "sentence_bleu", "corpus_bleu"]
+
+Tokens = Sequence  # a sentence: a list (or tuple) of tokens, e.g. words or ids
+
+
+def _check_tokens(name: str, tokens) -> list:
+    if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)):
+        raise TypeError(f"{name} must be a list of tokens (split the sentence first), got {type(tokens).__name__}")
+    return list(tokens)
+
+
+def _check_refs(references) -> list[list]:
+    if isinstance(references, str) or not isinstance(references, (list, tuple)) or not references:
+        raise TypeError(f"references must be a non-empty list of token lists, got {references!r}")
+    return [_check_tokens(f"references[{i}]", r) for i, r in enumerate(references)]
+
+
+def ngrams(tokens: Tokens, n: int) -> Counter:
+    """Counts of the contiguous n-grams (as tuples): ``ngrams("a b a b".split(), 2)`` -> {(a,b): 2, (b,a): 1}."""
+    tokens = _check_tokens("tokens", tokens)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+
+
+def modified_precision(candidate: Tokens, references: Sequence[Tokens], n: int) -> tuple[int, int]:
+    """(clipped matches, candidate n-grams) for one sentence; p_n is their ratio.
+
+    Each n-gram's count is clipped to its largest count in any one reference.
+    """
+    cand = ngrams(candidate, n)
+    max_ref = Counter()
+    for ref in _check_refs(references):
+        max_ref |= ngrams(ref, n)         # | keeps the maximum count of each n-gram
+    clipped = sum(min(count, max_ref[g]) for g, count in cand.items())
+    return clipped, sum(cand.values())
+
+
+def closest_ref_length(candidate: Tokens, references: Sequence[Tokens]) -> int:
+    """The reference length closest to the candidate's (the shorter one on a tie)."""
+    c = len(_check_tokens("candidate", candidate))
+    return min((abs(len(r) - c), len(r)) for r in _check_refs(references))[1]
+
+
+def brevity_penalty(c: int, r: int) -> float:
+    """1 if the candidate is longer than the reference (c > r), else exp(1 - r / c); 0 if c == 0."""
+    if c < 0 or r < 0:
+        raise ValueError(f"lengths must be >= 0, got c={c}, r={r}")
+    if c > r:
+        return 1.0
+    return 0.0 if c == 0 else math.exp(1 - r / c)
+
+
+def _weights(max_n: int, weights) -> list[float]:
+    if isinstance(max_n, bool) or not isinstance(max_n, int) or max_n < 1:
+        raise ValueError(f"max_n must be a positive int, got {max_n!r}")
+    if weights is None:
+        return [1.0 / max_n] * max_n
+    weights = list(weights)
+    if len(weights) != max_n or any(w < 0 for w in weights) or not math.isclose(sum(weights), 1.0):
+        raise ValueError(f"weights must be {max_n} non-negative numbers summing to 1, got {weights}")
+    return weights
+
+
+def corpus_bleu(candidates: Sequence[Tokens], references: Sequence[Sequence[Tokens]], max_n: int = 4,
+                weights: Sequence[float] | None = None) -> float:
+    """Corpus BLEU in [0, 1]: n-gram matches and lengths are summed over all sentences first.
+
+    ``references[i]`` is the list of references for ``candidates[i]``. If some p_n is 0 the
+    geometric mean is 0, so BLEU is 0.0 (no smoothing).
+    """
+    w = _weights(max_n, weights)
+    if isinstance(candidates, str) or not isinstance(candidates, (list, tuple)) or not candidates:
+        raise TypeError(f"candidates must be a non-empty list of token lists, got {candidates!r}")
+    if len(references) != len(candidates):
+        raise ValueError(f"got {len(candidates)} candidates but {len(references)} reference lists")
+    matches, totals = [0] * max_n, [0] * max_n
+    c = r = 0
+    for cand, refs in zip(candidates, references):
+        for n in range(1, max_n + 1):
+            m, t = modified_precision(cand, refs, n)
+            matches[n - 1] += m
+            totals[n - 1] += t
+        c += len(cand)
+        r += closest_ref_length(cand, refs)
+    log_sum = 0.0
+    for wn, m, t in zip(w, matches, totals):
+        if wn == 0:
+            continue
+        if m == 0:   # log 0: the geometric mean is 0 (also when the candidate has no n-grams)
+            return 0.0
+        log_sum += wn * math.log(m / t)
+    return brevity_penalty(c, r) * math.exp(log_sum)
+
+
+def sentence_bleu(candidate: Tokens, references: Sequence[Tokens], max_n: int = 4,
+                  weights: Sequence[float] | None = None) -> float:
+    """BLEU of one candidate against its references (``corpus_bleu`` of a one-sentence corpus)."""
+    return corpus_bleu([_check_tokens("candidate", candidate)], [_check_refs(references)], max_n, weights)
