@@ -33,8 +33,8 @@ def clean(nb: nbformat.NotebookNode) -> None:
     })
     for cell in nb.cells:
         cell.metadata = nbformat.from_dict({k: v for k, v in cell.metadata.items() if k in KEEP_CELL_METADATA})
-        if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
+        if cell.cell_type == "code" and any(WIDGET_VIEW in o.get("data", {}) for o in cell.outputs):
+            cell.outputs = []  # the live widget (and interact's returned function) means nothing offline
 
 
 def refresh(path: pathlib.Path, timeout: int = 600) -> float:
