@@ -15,6 +15,8 @@ import weakref
 from typing import Any, Callable, Sequence
 
 import torch
+
+from .checks import check_int as _check_int
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -31,12 +33,6 @@ __all__ = [
 
 # ----------------------------------------------------------------------------- checks
 
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
 
 
 def _check_qkv(q: Any, k: Any, v: Any, same_length: bool) -> None:

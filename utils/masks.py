@@ -17,6 +17,8 @@ import numbers
 
 import torch
 
+from .checks import check_int as _check_int
+
 __all__ = [
     "padding_mask", "causal_mask", "decoder_mask", "lengths_to_mask",
     "to_mha_mask", "to_sdpa_mask", "to_additive_mask", "check_mask",
@@ -27,12 +29,6 @@ __all__ = [
 PATTERNS = ("bidirectional", "causal", "prefix")
 
 
-def _check_int(value, name: str, minimum: int | None = 0) -> None:
-    """An int (not a bool, not a float), optionally at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
 
 
 def _check_keep(keep, name: str = "keep") -> None:
@@ -92,7 +88,7 @@ def lengths_to_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
     longest = int(lengths.max()) if lengths.numel() else 0
     if max_len is not None:
-        _check_int(max_len, "max_len")
+        _check_int(max_len, "max_len", 0)
     if max_len is None:
         max_len = longest
     elif max_len < longest:
@@ -179,7 +175,7 @@ def prefix_lm_mask(size: int, prefix_len: int, device: torch.device | str | None
     the causal mask, ``prefix_len=size`` the full (bidirectional) one.
     """
     causal = causal_mask(size, device=device)
-    _check_int(prefix_len, "prefix_len")
+    _check_int(prefix_len, "prefix_len", 0)
     if prefix_len > size:
         raise ValueError(f"prefix_len={prefix_len} is longer than size={size}")
     in_prefix = torch.arange(size, device=device) < prefix_len  # (size,) over keys

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
+from .checks import check_int as _check_int
 from .masks import causal_mask, padding_mask
 from .positional import PositionalEncoding
 
@@ -21,9 +22,6 @@ __all__ = ["FeedForward", "Embeddings", "LayerNorm", "EncoderLayer", "DecoderLay
            "load_torch_encoder_layer_weights", "load_torch_decoder_layer_weights"]
 
 
-def _check_positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
 class FeedForward(nn.Module):
@@ -31,8 +29,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
-        _check_positive_int("d_model", d_model)
-        _check_positive_int("d_ff", d_ff)
+        _check_int(d_model, "d_model", 1)
+        _check_int(d_ff, "d_ff", 1)
         self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
 
@@ -45,8 +43,8 @@ class Embeddings(nn.Module):
 
     def __init__(self, vocab: int, d_model: int):
         super().__init__()
-        _check_positive_int("vocab", vocab)
-        _check_positive_int("d_model", d_model)
+        _check_int(vocab, "vocab", 1)
+        _check_int(d_model, "d_model", 1)
         self.vocab, self.d_model = vocab, d_model
         self.lut = nn.Embedding(vocab, d_model)
 
@@ -69,7 +67,7 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
-        _check_positive_int("d_model", d_model)
+        _check_int(d_model, "d_model", 1)
         if not eps > 0:
             raise ValueError(f"eps must be > 0, got {eps!r}")
         self.d_model, self.eps = d_model, eps
@@ -190,7 +188,7 @@ class Transformer(nn.Module):
         for name, value in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab), ("d_model", d_model),
                             ("num_heads", num_heads), ("num_layers", num_layers), ("d_ff", d_ff),
                             ("max_len", max_len)):
-            _check_positive_int(name, value)
+            _check_int(value, name, 1)
         if d_model % num_heads:
             raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
         if not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
@@ -257,7 +255,7 @@ def parameter_count(src_vocab: int, tgt_vocab: int, d_model: int = 512, num_laye
     """
     for name, value in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab), ("d_model", d_model),
                         ("num_layers", num_layers), ("d_ff", d_ff)):
-        _check_positive_int(name, value)
+        _check_int(value, name, 1)
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError(f"share_embeddings needs src_vocab == tgt_vocab, got {src_vocab} and {tgt_vocab}")
     d = d_model

@@ -49,8 +49,6 @@ class PositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_input(x, self.d_model)
-        if x.dim() != 3 or x.size(-1) != self.d_model:
-            raise ValueError(f"x must have shape (batch, length, d_model={self.d_model}), got {tuple(x.shape)}")
         if x.size(1) > self.max_len:
             raise ValueError(f"sequence length {x.size(1)} exceeds max_len={self.max_len}; "
                              f"build PositionalEncoding with a larger max_len")
@@ -61,12 +59,14 @@ class PositionalEncoding(nn.Module):
 
 
 def _check_input(x, d_model: int) -> None:
-    """x must be a float tensor: adding the table to integer ids would silently truncate it."""
+    """x must be a float ``(B, T, d_model)`` tensor: adding the table to integer ids would truncate it."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor of shape (batch, length, d_model={d_model}), "
                         f"got {type(x).__name__}")
     if not x.dtype.is_floating_point:
         raise TypeError(f"x must be a floating-point tensor (embeddings, not token ids), got {x.dtype}")
+    if x.dim() != 3 or x.size(-1) != d_model:
+        raise ValueError(f"x must have shape (batch, length, d_model={d_model}), got {tuple(x.shape)}")
 
 
 def _check_d_model(d_model) -> None:
@@ -150,8 +150,6 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_input(x, self.d_model)
-        if x.dim() != 3 or x.size(-1) != self.d_model:
-            raise ValueError(f"x must have shape (batch, length, d_model={self.d_model}), got {tuple(x.shape)}")
         if x.size(1) > self.max_len:
             raise ValueError(f"sequence length {x.size(1)} exceeds max_len={self.max_len}: a learned table "
                              f"has no vector for positions >= {self.max_len}")

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .checks import check_int as _check_int
 from .positional import sinusoidal_encoding
 
 __all__ = [
@@ -25,9 +26,6 @@ __all__ = [
 DEFAULT_MOTIF: tuple[int, ...] = (0, 1, 2, 3)
 
 
-def _check_int(value, name: str, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
 def _check_ids(x: torch.Tensor, name: str = "x") -> None:

@@ -9,14 +9,14 @@
 """
 from __future__ import annotations
 
-import math
 import sys
 from typing import Callable
 
 import torch
 from torch import nn
 
-from .loss import masked_cross_entropy
+from .checks import check_int as _check_int
+from .loss import masked_cross_entropy, perplexity as _perplexity_of
 
 __all__ = [
     "PAD", "BOS", "EOS", "DIGIT_OFFSET", "VOCAB_SIZE",
@@ -29,10 +29,6 @@ PAD, BOS, EOS, DIGIT_OFFSET = 0, 1, 2, 3
 VOCAB_SIZE = DIGIT_OFFSET + 10
 
 
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
 
 
 def noam_lr(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> float:
@@ -41,9 +37,9 @@ def noam_lr(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> 
     ``factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)``; the peak, at
     ``step == warmup_steps``, is ``factor / sqrt(d_model * warmup_steps)``.
     """
-    _positive_int("step", step)
-    _positive_int("d_model", d_model)
-    _positive_int("warmup_steps", warmup_steps)
+    _check_int(step, "step", 1)
+    _check_int(d_model, "d_model", 1)
+    _check_int(warmup_steps, "warmup_steps", 1)
     if not factor > 0:
         raise ValueError(f"factor must be > 0, got {factor!r}")
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
@@ -80,9 +76,9 @@ def reverse_batch(n: int, generator: torch.Generator | None = None, min_len: int
     ``tgt (n, 2 + max_len)`` = BOS, reversed digits, EOS, PAD...; the decoder reads
     ``tgt[:, :-1]`` and is trained to predict ``tgt[:, 1:]``.
     """
-    _positive_int("n", n)
-    _positive_int("min_len", min_len)
-    _positive_int("max_len", max_len)
+    _check_int(n, "n", 1)
+    _check_int(min_len, "min_len", 1)
+    _check_int(max_len, "max_len", 1)
     if min_len > max_len:
         raise ValueError(f"min_len={min_len} must be <= max_len={max_len}")
     lengths = torch.randint(min_len, max_len + 1, (n,), generator=generator)         # (n,)
@@ -142,7 +138,7 @@ def train(model: nn.Module, make_batch: Callable[[], tuple[torch.Tensor, torch.T
 
     The progress bar is plain tqdm on stderr (text, so it also shows in a saved notebook).
     """
-    _positive_int("steps", steps)
+    _check_int(steps, "steps", 1)
     from tqdm import tqdm
 
     losses = []
@@ -162,4 +158,4 @@ def perplexity(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, pad_id: i
     model.eval()
     dec_in, dec_out = tgt[:, :-1], tgt[:, 1:]
     nll = masked_cross_entropy(model(src, dec_in), dec_out, dec_out != pad_id)
-    return math.exp(nll.item())
+    return float(_perplexity_of(nll))

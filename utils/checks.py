@@ -1,0 +1,19 @@
+"""Argument checks shared by the ``utils`` modules, so every error names the argument,
+says what it received and what was expected, in the same words everywhere."""
+from __future__ import annotations
+
+import numbers
+
+__all__ = ["check_int"]
+
+
+def check_int(value, name: str, minimum: int | None = None) -> int:
+    """``value`` must be an int (not a bool or a float) and, if given, at least ``minimum``.
+
+    Raises ``TypeError`` for a wrong type and ``ValueError`` for a value below ``minimum``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
