@@ -9,26 +9,14 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import statistics
 import sys
-import time
 
 import torch
 from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from utils.attention import MultiHeadAttention, load_torch_mha_weights  # noqa: E402
-
-
-def median_time(fn, repeats: int, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from utils.complexity import time_fn  # noqa: E402
 
 
 def main() -> None:
@@ -53,9 +41,9 @@ def main() -> None:
         # Interleave the three timings in rounds so a burst of machine load hits all of them.
         t_ours, t_w, t_now = [], [], []
         for _ in range(3):
-            t_ours.append(median_time(lambda: ours(x, x, x), args.repeats))
-            t_w.append(median_time(lambda: theirs(x, x, x), args.repeats))
-            t_now.append(median_time(lambda: theirs(x, x, x, need_weights=False), args.repeats))
+            t_ours.append(time_fn(ours, x, x, x, repeats=args.repeats, warmup=3))
+            t_w.append(time_fn(theirs, x, x, x, repeats=args.repeats, warmup=3))
+            t_now.append(time_fn(theirs, x, x, x, need_weights=False, repeats=args.repeats, warmup=3))
     t_ours, t_w, t_now = min(t_ours), min(t_w), min(t_now)
 
     print(f"B={args.batch} T={args.length} d_model={args.d_model} heads={args.heads} "

@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils.attention import scaled_dot_product_attention
-from utils.complexity import (band_mask, banded_attention, count_flops, fit_power_law, flops_by_op,
+from utils.masks import band_mask
+from utils.complexity import (banded_attention, count_flops, fit_power_law, flops_by_op,
                               online_softmax_attention, peak_memory, time_fn, windowed_attention)
 
 

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from utils import priors
+from utils.masks import band_mask
 
 
 def test_contains_motif_matches_string_search():
@@ -82,7 +83,7 @@ def test_transformer_without_positions_is_permutation_invariant():
 
 
 def test_window_mask_and_locality():
-    mask = priors.local_window_mask(6, 1)
+    mask = band_mask(6, 1)
     i = torch.arange(6)
     assert torch.equal(mask, (i[:, None] - i[None, :]).abs() <= 1)
     torch.manual_seed(0)
@@ -92,7 +93,7 @@ def test_window_mask_and_locality():
     x = torch.randint(0, 4, (1, 8))
     y = x.clone()
     y[0, 5:] = (y[0, 5:] + 1) % 4
-    h = lambda ids: m.encoder(m.embed(ids), mask=~priors.local_window_mask(8, 1))  # noqa: E731
+    h = lambda ids: m.encoder(m.embed(ids), mask=~band_mask(8, 1))  # noqa: E731
     torch.testing.assert_close(h(x)[0, :3], h(y)[0, :3])
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .checks import check_int as _check_int
+from .masks import band_mask
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -26,7 +27,7 @@ from .attention import scaled_dot_product_attention
 from .masks import check_mask
 
 __all__ = [
-    "band_mask", "banded_attention", "windowed_attention", "online_softmax_attention",
+    "banded_attention", "windowed_attention", "online_softmax_attention",
     "count_flops", "flops_by_op", "time_fn", "peak_memory", "fit_power_law",
 ]
 
@@ -53,20 +54,6 @@ def _check_qkv(q: Any, k: Any, v: Any, same_length: bool) -> None:
 
 
 # ------------------------------------------------------------ restricted (windowed) attention
-
-def band_mask(n: int, window: int, causal: bool = False,
-              device: torch.device | str | None = None) -> torch.Tensor:
-    """Keep-mask ``(n, n)`` of a local window: query i sees key j when ``|i - j| <= window``
-    (``causal=True``: when ``0 <= i - j <= window``). Each query sees at most
-    ``r = 2 * window + 1`` keys (``window + 1`` when causal)."""
-    _check_int(n, "n", 1)
-    _check_int(window, "window", 0)
-    i = torch.arange(n, device=device)[:, None]
-    j = torch.arange(n, device=device)[None, :]
-    if causal:
-        return (i - j >= 0) & (i - j <= window)
-    return (i - j).abs() <= window
-
 
 def banded_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int,
                      causal: bool = False) -> torch.Tensor:

@@ -20,6 +20,7 @@ import torch
 from .checks import check_int as _check_int
 
 __all__ = [
+    "band_mask",
     "padding_mask", "causal_mask", "decoder_mask", "lengths_to_mask",
     "to_mha_mask", "to_sdpa_mask", "to_additive_mask", "check_mask",
     "to_key_padding_mask", "to_mha_attn_mask",
@@ -180,6 +181,20 @@ def prefix_lm_mask(size: int, prefix_len: int, device: torch.device | str | None
         raise ValueError(f"prefix_len={prefix_len} is longer than size={size}")
     in_prefix = torch.arange(size, device=device) < prefix_len  # (size,) over keys
     return causal | in_prefix[None, :]
+
+
+def band_mask(n: int, window: int, causal: bool = False,
+              device: torch.device | str | None = None) -> torch.Tensor:
+    """Keep-mask ``(n, n)`` of a local window (restricted attention, chapters 1 and 6): query i sees key j when ``|i - j| <= window``
+    (``causal=True``: when ``0 <= i - j <= window``). Each query sees at most
+    ``r = 2 * window + 1`` keys (``window + 1`` when causal)."""
+    _check_int(n, "n", 1)
+    _check_int(window, "window", 0)
+    i = torch.arange(n, device=device)[:, None]
+    j = torch.arange(n, device=device)[None, :]
+    if causal:
+        return (i - j >= 0) & (i - j <= window)
+    return (i - j).abs() <= window
 
 
 def attention_pattern(kind: str, lengths, prefix_len: int = 0, max_len: int | None = None) -> torch.Tensor:

@@ -16,11 +16,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import check_int as _check_int
+from .masks import band_mask
 from .positional import sinusoidal_encoding
 
 __all__ = [
     "DEFAULT_MOTIF", "contains_motif", "make_motif_data", "MotifCNN", "TinyTransformer",
-    "local_window_mask", "count_parameters", "train_classifier", "accuracy", "train_and_evaluate",
+    "count_parameters", "train_classifier", "accuracy", "train_and_evaluate",
 ]
 
 DEFAULT_MOTIF: tuple[int, ...] = (0, 1, 2, 3)
@@ -111,14 +112,6 @@ class MotifCNN(nn.Module):
         return self.head(h.amax(dim=-1))              # (B, num_classes)
 
 
-def local_window_mask(length: int, window: int) -> torch.Tensor:
-    """Course-convention mask ``(length, length)``: True where ``|i - j| <= window`` (may attend)."""
-    _check_int(length, "length", 1)
-    _check_int(window, "window", 0)
-    i = torch.arange(length)
-    return (i[:, None] - i[None, :]).abs() <= window
-
-
 class TinyTransformer(nn.Module):
     """Embedding (+ sinusoidal positions) -> ``nn.TransformerEncoder`` -> max over positions -> Linear.
 
@@ -158,7 +151,7 @@ class TinyTransformer(nn.Module):
         mask = None
         if self.window is not None:
             # nn.TransformerEncoder's boolean mask means True = may NOT attend: negate ours.
-            mask = ~local_window_mask(x.size(1), self.window).to(x.device)
+            mask = ~band_mask(x.size(1), self.window, device=x.device)
         h = self.encoder(h, mask=mask)                            # (B, L, d_model)
         # Max over positions, the same read-out as MotifCNN: the two models differ only in how
         # they mix positions (a local filter there, attention here).
