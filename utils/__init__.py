@@ -35,11 +35,12 @@ def pick_device() -> torch.device:
 def setup(seed: int = 0) -> torch.device:
     """What every chapter's first cell calls: seed, fix print and plot styles, pick the device.
 
-    Prints are rounded (4 decimals, no scientific notation) so stored outputs stay stable.
+    Prints are rounded (4 decimals, no scientific notation) so stored outputs stay stable,
+    and wrapped at 79 characters so the website shows them whole.
     """
     seed_everything(seed)
-    torch.set_printoptions(precision=4, sci_mode=False)
-    np.set_printoptions(precision=4, suppress=True)
+    torch.set_printoptions(precision=4, sci_mode=False, linewidth=79)
+    np.set_printoptions(precision=4, suppress=True, linewidth=79)
     from . import plotting  # noqa: F401  (applies the figure style)
 
     plotting.use_course_style()
