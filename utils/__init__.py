@@ -14,7 +14,7 @@ import random
 import numpy as np
 import torch
 
-__all__ = ["setup", "seed_everything", "pick_device"]
+__all__ = ["setup", "seed_everything", "pick_device", "glue"]
 
 
 def seed_everything(seed: int = 0) -> None:
@@ -45,3 +45,21 @@ def setup(seed: int = 0) -> torch.device:
 
     plotting.use_course_style()
     return pick_device()
+
+
+def glue(name: str, value, display: bool = False) -> None:
+    """Store ``value`` under ``name`` for the prose (MyST-NB's ``{glue:text}`name``` role).
+
+    On the website the number in the sentence is the one this cell computed. Where MyST-NB is
+    not installed (Colab), the value is printed instead when ``display`` is true.
+    Round floats before gluing so the stored output, and so nbval, stays exact.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str, got {name!r}")
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        if display:
+            print(f"{name} = {value}")
+        return
+    myst_glue(name, value, display=display)
