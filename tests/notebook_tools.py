@@ -54,3 +54,29 @@ def toc_files() -> list[str]:
 def toc_notebooks() -> list[pathlib.Path]:
     """The notebooks listed in _toc.yml (the ones nbval must test)."""
     return [ROOT / f"{f}.ipynb" for f in toc_files() if (ROOT / f"{f}.ipynb").exists()]
+
+
+def notebook_client(nb, path: pathlib.Path, timeout: int):
+    """An nbclient runner whose widget front end never talks back to the kernel mid-cell.
+
+    nbclient plays the front end of every Output widget (interact draws into one): it routes
+    the widget's outputs and `clear_output` calls into the widget, and answers each captured
+    output with a comm message sent on the kernel's shell socket, from the event loop that
+    is waiting on that same socket for the cell's reply. With pyzmq's asyncio sockets such a
+    send can swallow the edge-triggered wake-up, so the reply sits unread until the cell
+    timeout: the random multi-minute stalls once seen in chapter 4 and the ipywidgets 7.7
+    test. The kernel does not need those messages (they only mirror state back to it), so
+    here the Output widget keeps its outputs client-side and sends nothing.
+    """
+    from nbclient import NotebookClient
+    from nbclient.output_widget import OutputWidget
+
+    class QuietOutputWidget(OutputWidget):
+        def _publish_msg(self, *args, **kwargs) -> None:
+            pass  # no shell traffic while a cell runs (see above)
+
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            record_timing=False, store_widget_state=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.widget_registry["@jupyter-widgets/output"]["OutputModel"] = QuietOutputWidget
+    return client
