@@ -61,12 +61,13 @@ def notebook_client(nb, path: pathlib.Path, timeout: int):
 
     nbclient plays the front end of every Output widget (interact draws into one): it routes
     the widget's outputs and `clear_output` calls into the widget, and answers each captured
-    output with a comm message sent on the kernel's shell socket, from the event loop that
-    is waiting on that same socket for the cell's reply. With pyzmq's asyncio sockets such a
-    send can swallow the edge-triggered wake-up, so the reply sits unread until the cell
-    timeout: the random multi-minute stalls once seen in chapter 4 and the ipywidgets 7.7
-    test. The kernel does not need those messages (they only mirror state back to it), so
-    here the Output widget keeps its outputs client-side and sends nothing.
+    output with a comm message sent synchronously on the kernel's shell socket, from inside
+    the event loop that is at that moment awaiting the cell's reply on that same socket.
+    That is the pattern reported to block until the cell timeout (nbclient issue #312), and
+    it matches what was seen here: random multi-minute stalls in chapter 4 and in the
+    ipywidgets 7.7 test, never an error. The kernel does not need those messages (they only
+    mirror the widget's outputs back to it), so here the Output widget keeps its outputs
+    client-side and sends nothing; widgets still display as before.
     """
     from nbclient import NotebookClient
     from nbclient.output_widget import OutputWidget
