@@ -14,9 +14,9 @@ import sys
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "tests"))
-from notebook_tools import tested_notebooks  # noqa: E402
+from notebook_tools import course_notebooks  # noqa: E402
 
-_LISTED = {p.resolve() for p in tested_notebooks()}
+_LISTED = {p.resolve() for p in course_notebooks()}
 _NOTEBOOK_SECONDS: dict[str, float] = collections.defaultdict(float)
 collect_ignore_glob = ["_build/*", ".venv/*", "book/transformer-course/*"]
 

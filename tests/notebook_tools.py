@@ -82,6 +82,6 @@ def extra_notebooks() -> list[pathlib.Path]:
     return [ROOT / f"{f}.ipynb" for f in EXTRA_NOTEBOOKS]
 
 
-def tested_notebooks() -> list[pathlib.Path]:
+def course_notebooks() -> list[pathlib.Path]:
     """Every notebook nbval and the repository checks cover: the TOC's, then the extras."""
     return [*toc_notebooks(), *extra_notebooks()]
