@@ -1,8 +1,8 @@
 """Small Sphinx additions for the course's website (listed in _config.yml).
 
-1. The bibliography speaks author-year everywhere: a pybtex style `course` whose labels
-   read "Vaswani et al., 2017", as the citations in the text do, and which sorts the list
-   by author, year and title.
+1. The bibliography speaks author-year everywhere: citations in the text read
+   "(Vaswani et al., 2017)" (referencing style `author_year_round`) and the list's labels
+   read "Vaswani et al., 2017" too (pybtex style `course`, sorted by author, year, title).
 2. Each script is included once per page. sphinx-thebe's inline configuration (and
    togglebutton's) can be registered twice in a Jupyter Book build; the second copy
    redeclares `const THEBE_JS_URL` and the browser reports an uncaught error.
@@ -10,7 +10,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import sphinxcontrib.bibtex.plugin
 from pybtex.plugin import register_plugin
+from sphinxcontrib.bibtex.style.referencing import BracketStyle
+from sphinxcontrib.bibtex.style.referencing.author_year import (
+    AuthorYearReferenceStyle,
+)
 from pybtex.style.formatting.unsrt import Style as UnsrtStyle
 from pybtex.style.labels import BaseLabelStyle
 
@@ -46,6 +53,23 @@ class CourseStyle(UnsrtStyle):
     default_sorting_style = "author_year_title"
 
 
+def _round() -> BracketStyle:
+    return BracketStyle(left="(", right=")")
+
+
+@dataclasses.dataclass
+class RoundAuthorYearStyle(AuthorYearReferenceStyle):
+    """Author-year citations in round brackets: (Rush, 2018)."""
+
+    bracket_parenthetical: BracketStyle = dataclasses.field(
+        default_factory=_round
+    )
+    bracket_textual: BracketStyle = dataclasses.field(default_factory=_round)
+    bracket_author: BracketStyle = dataclasses.field(default_factory=_round)
+    bracket_label: BracketStyle = dataclasses.field(default_factory=_round)
+    bracket_year: BracketStyle = dataclasses.field(default_factory=_round)
+
+
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
     seen, unique = set(), []
     for script in context.get("script_files", []):
@@ -66,5 +90,10 @@ def setup(app):
         "pybtex.style.labels", "course_author_year", AuthorYearLabelStyle
     )
     register_plugin("pybtex.style.formatting", "course", CourseStyle)
+    sphinxcontrib.bibtex.plugin.register_plugin(
+        "sphinxcontrib.bibtex.style.referencing",
+        "author_year_round",
+        RoundAuthorYearStyle,
+    )
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

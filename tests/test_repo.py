@@ -271,3 +271,15 @@ def test_code_and_outputs_fit_79_columns(path):
         f"{path.name}: {len(long)} lines wider than {MAX_COLUMNS} columns "
         "(ruff format; wrap prints by hand):\n" + "\n".join(long[:40])
     )
+
+
+def test_every_reference_has_a_doi_or_url():
+    bib = (ROOT / "book" / "references.bib").read_text()
+    entries = re.findall(r"^@\w+\{([^,]+),(.*?)^\}", bib, re.M | re.S)
+    assert entries, "no entries parsed from book/references.bib"
+    bare = [
+        key
+        for key, body in entries
+        if not re.search(r"^\s*(doi|url)\s*=", body, re.M)
+    ]
+    assert not bare, f"references without a DOI or URL: {bare}"
