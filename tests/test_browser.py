@@ -5,7 +5,8 @@ The site is built once per run (the `built_site` fixture in conftest.py) and ser
 every request outside 127.0.0.1 blocked, and must show: no failed or external request, no
 console error, all maths typeset, every image loaded, no code, output or equation block
 wider than its column (at 1280 px), and, on a chapter, a Colab link to that chapter's own
-notebook. A full-page screenshot of each page goes to _build/screenshots/ for a person.
+notebook. A full-page screenshot (JPEG) of each page at both sizes goes to
+_build/screenshots/ for a person to look at.
 
 Chromium comes from the system (Debian: `apt-get install chromium`); Playwright drives it
 (`executable_path`), so `playwright install` is never needed. Without Chromium the test
@@ -90,7 +91,8 @@ def browser():
         from playwright.sync_api import sync_playwright
     except ImportError:
         _skip_or_fail("playwright is not installed: make venv")
-    SHOTS.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(SHOTS, ignore_errors=True)  # no stale pictures of old pages
+    SHOTS.mkdir(parents=True)
     with sync_playwright() as p:
         chromium = p.chromium.launch(
             executable_path=executable, args=CHROMIUM_FLAGS
@@ -223,8 +225,12 @@ def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
         browser_page.goto(f"{site_url}/{page}.html", wait_until="load")
         report = browser_page.evaluate(INSPECT, viewport == "desktop")
         name = page.replace("/", "_")
+        # JPEG: encoding a 1280 x 30000 px page as PNG takes seconds longer.
         browser_page.screenshot(
-            path=SHOTS / f"{name}-{width}.png", full_page=True
+            path=SHOTS / f"{name}-{width}.jpeg",
+            full_page=True,
+            type="jpeg",
+            quality=80,
         )
     finally:
         browser_page.close()
