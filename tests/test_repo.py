@@ -283,3 +283,23 @@ def test_every_reference_has_a_doi_or_url():
         if not re.search(r"^\s*(doi|url)\s*=", body, re.M)
     ]
     assert not bare, f"references without a DOI or URL: {bare}"
+
+
+def test_site_is_self_contained_and_licensed():
+    """What keeps the site offline-complete and licensed, as configured."""
+    cfg = config()
+    assert "sphinx-mathjax-offline" in cfg["sphinx"]["extra_extensions"], (
+        "MathJax must ship with the site (no CDN)"
+    )
+    favicon = cfg["html"]["favicon"]
+    assert (ROOT / favicon).is_file(), f"favicon {favicon} missing"
+    footer = cfg["html"]["extra_footer"]
+    assert "creativecommons.org/licenses/by-sa/4.0" in footer
+    assert "LICENSE" in footer
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+    assert "CC BY-SA 4.0" in (ROOT / "LICENSE-CONTENT.md").read_text()
+    pins = (ROOT / "requirements.txt").read_text().splitlines()
+    for package in ("playwright", "sphinx-mathjax-offline"):
+        assert any(line.startswith(f"{package}==") for line in pins), (
+            f"{package} is not pinned in requirements.txt"
+        )
