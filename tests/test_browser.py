@@ -69,7 +69,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def site_url(built_site):
+def site_url(request):
+    # Asked for here, not as an argument: a run without Chromium skips before building.
+    built_site = request.getfixturevalue("built_site")
     if built_site.returncode != 0:
         pytest.fail("the site did not build (see test_book.py)")
     handler = functools.partial(_QuietHandler, directory=str(HTML))
