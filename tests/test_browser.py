@@ -4,7 +4,8 @@ The site is built once per run (the `built_site` fixture in conftest.py) and ser
 127.0.0.1. Every page is opened at a desktop (1280x800) and a phone (390x844) viewport with
 every request outside 127.0.0.1 blocked, and must show: no failed or external request, no
 console error, all maths typeset, every image loaded, no code, output or equation block
-wider than its column (at 1280 px), and, on a chapter, a Colab link to that chapter's own
+wider than its column (at 1280 px), no page wider than its window (a phone must not scroll
+sideways), and, on a chapter, a Colab link to that chapter's own
 notebook. A full-page screenshot (JPEG) of each page at both sizes goes to
 _build/screenshots/ for a person to look at.
 
@@ -117,7 +118,7 @@ async (checkOverflow) => {
   const firstLine = (el) =>
     (el.innerText || el.textContent || "").trim().split("\\n")[0].slice(0, 90);
   const report = {untypeset: [], mathErrors: [], rawTex: [], images: [],
-                  overflow: [], colab: []};
+                  overflow: [], pageOverflow: [], colab: []};
 
   for (const el of document.querySelectorAll(".math")) {
     if (!el.querySelector("mjx-container")) report.untypeset.push(firstLine(el));
@@ -154,6 +155,26 @@ async (checkOverflow) => {
                              `${firstLine(el)}`);
       }
     }
+  }
+  // The page itself must not scroll sideways (a phone shows a strip of blank page).
+  const W = window.innerWidth;
+  if (document.documentElement.scrollWidth > W + 1) {
+    const clipped = (el) => {
+      for (let a = el.parentElement; a; a = a.parentElement) {
+        if (getComputedStyle(a).overflowX !== "visible" &&
+            a.getBoundingClientRect().right <= W + 1) return true;
+      }
+      return false;
+    };
+    const culprits = [...document.querySelectorAll("article *")].filter(
+      (el) => el.getBoundingClientRect().right > W + 1 && !clipped(el) &&
+              el.getClientRects().length);
+    const outermost = culprits.filter(
+      (el) => !culprits.includes(el.parentElement));
+    report.pageOverflow.push(
+      `page is ${document.documentElement.scrollWidth} px wide in a ${W} px ` +
+      "window; widest: " + outermost.slice(0, 5).map(
+        (el) => `<${el.tagName.toLowerCase()}> ${firstLine(el)}`).join(" | "));
   }
   for (const a of document.querySelectorAll("a[href*='colab.research.google.com']")) {
     report.colab.push(a.getAttribute("href"));
@@ -245,6 +266,7 @@ def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
         "rawTex": "raw TeX delimiters in the text",
         "images": "image not loaded",
         "overflow": "block wider than the column",
+        "pageOverflow": "page wider than the window",
     }
     for key, label in labels.items():
         problems += [f"{label}: {item}" for item in report[key]]
