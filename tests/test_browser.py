@@ -147,11 +147,15 @@ async (checkOverflow) => {
       "article div.math, article mjx-container[display='true']");
     for (const el of blocks) {
       if (!el.getClientRects().length) continue;  // folded, not shown
+      // Typeset maths: the mjx-container inside div.math is the box that scrolls.
+      if (el.matches("div.math") && el.querySelector("mjx-container")) continue;
       const box = el.closest(".bd-article") || document.body;
       const over = Math.max(el.scrollWidth - el.clientWidth,
         el.getBoundingClientRect().right - box.getBoundingClientRect().right);
       if (over > 1) {
-        report.overflow.push(`${Math.round(over)} px too wide: ` +
+        const kind = el.matches("div.math, mjx-container") ? "equation" :
+          el.closest(".cell_output, .output") ? "output" : "code";
+        report.overflow.push(`${kind} ${Math.round(over)} px too wide: ` +
                              `${firstLine(el)}`);
       }
     }
