@@ -14,12 +14,12 @@ import dataclasses
 
 import sphinxcontrib.bibtex.plugin
 from pybtex.plugin import register_plugin
+from pybtex.style.formatting.unsrt import Style as UnsrtStyle
+from pybtex.style.labels import BaseLabelStyle
 from sphinxcontrib.bibtex.style.referencing import BracketStyle
 from sphinxcontrib.bibtex.style.referencing.author_year import (
     AuthorYearReferenceStyle,
 )
-from pybtex.style.formatting.unsrt import Style as UnsrtStyle
-from pybtex.style.labels import BaseLabelStyle
 
 
 def _last_names(person) -> str:

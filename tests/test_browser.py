@@ -24,7 +24,6 @@ import threading
 import urllib.parse
 
 import pytest
-
 from notebook_tools import ROOT, config, toc_files
 
 pytestmark = pytest.mark.slow

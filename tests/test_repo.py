@@ -11,14 +11,13 @@ import pathlib
 import re
 
 import pytest
-
 from notebook_tools import (
     EXTRA_NOTEBOOKS,
     ROOT,
     SETUP_MARKER,
     config,
-    setup_source,
     course_notebooks,
+    setup_source,
     toc_files,
 )
 
