@@ -1,8 +1,10 @@
-"""utils.complexity against independent computations: a band mask built with loops, full
-attention (ours and PyTorch's), analytic FLOP formulas, exact power laws, known tensor sizes."""
+"""utils.complexity against independent computations: a band mask built with
+loops, full attention (ours and PyTorch's), analytic FLOP formulas, exact power
+laws, known tensor sizes, a sleeping call for the two clocks."""
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 import torch
@@ -10,9 +12,18 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils.attention import scaled_dot_product_attention
+from utils.complexity import (
+    banded_attention,
+    count_flops,
+    fit_power_law,
+    flops_by_op,
+    online_softmax_attention,
+    peak_memory,
+    time_fn,
+    time_interleaved,
+    windowed_attention,
+)
 from utils.masks import band_mask
-from utils.complexity import (banded_attention, count_flops, fit_power_law, flops_by_op,
-                              online_softmax_attention, peak_memory, time_fn, windowed_attention)
 
 
 def _qkv(*shape, seed=0):
@@ -45,7 +56,8 @@ def test_windowed_equals_banded_and_full_attention_with_band_mask(window, causal
 
 def test_windowed_attention_with_different_value_size_and_2d_inputs():
     g = torch.Generator().manual_seed(1)
-    q, k, v = torch.randn(11, 4, generator=g), torch.randn(11, 4, generator=g), torch.randn(11, 6, generator=g)
+    q, k = torch.randn(2, 11, 4, generator=g).unbind(0)
+    v = torch.randn(11, 6, generator=g)
     out = windowed_attention(q, k, v, 2)
     assert out.shape == (11, 6)
     torch.testing.assert_close(out, scaled_dot_product_attention(q, k, v, band_mask(11, 2))[0])
@@ -90,17 +102,24 @@ def test_online_softmax_attention_cross_attention_lengths_and_large_scores():
 
 
 def test_online_softmax_attention_uses_less_memory_than_full():
-    x = torch.zeros(1, 512, 16)
-    full = peak_memory(lambda x: scaled_dot_product_attention(x, x, x)[0], x)
-    online = peak_memory(online_softmax_attention, x, x, x, 32)
-    assert full >= 2 * 4 * 512 * 512  # scores and weights, float32
+    def peaks(n, d=16):
+        x = torch.zeros(1, n, d)
+        full = peak_memory(lambda x: scaled_dot_product_attention(x, x, x)[0], x)
+        return full, peak_memory(online_softmax_attention, x, x, x, 32)
+
+    (full, online), (full2, online2) = peaks(512), peaks(1024)
+    # scores and weights alive together, float32, plus the output
+    assert full == 2 * 4 * 512 * 512 + 4 * 512 * 16
     assert online < full / 4
+    assert 1.9 < online2 / online < 2.1  # linear in n
+    assert 3.9 < full2 / full < 4.1  # quadratic in n
 
 
 # ------------------------------------------------------------------ measuring helpers
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (3, 5, 7), (64, 32, 16)])
 def test_count_flops_of_a_matmul_is_2mnk(m, n, k):
-    a, b = torch.randn(m, k), torch.randn(k, n)
+    g = torch.Generator().manual_seed(7)
+    a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
     assert count_flops(torch.matmul, a, b) == 2 * m * n * k
     assert flops_by_op(torch.matmul, a, b) == {"aten.mm": 2 * m * n * k}
 
@@ -162,6 +181,8 @@ def test_fit_power_law_with_noise_is_close():
     (lambda: windowed_attention(torch.zeros(4, 3), torch.zeros(4, 3), torch.zeros(4, 3), -2), ValueError, "window"),
     (lambda: windowed_attention(torch.zeros(4), torch.zeros(4, 3), torch.zeros(4, 3), 1), ValueError, "q"),
     (lambda: windowed_attention(torch.zeros(4, 3, dtype=torch.long), torch.zeros(4, 3), torch.zeros(4, 3), 1), TypeError, "q"),
+    (lambda: online_softmax_attention(torch.zeros(4, 3), torch.zeros(4, 3, dtype=torch.float64), torch.zeros(4, 3), 1), TypeError, "dtype"),
+    (lambda: online_softmax_attention([[1.0]], torch.zeros(4, 3), torch.zeros(4, 3), 1), TypeError, "q"),
     (lambda: online_softmax_attention(torch.zeros(4, 3), torch.zeros(4, 3), torch.zeros(4, 3), 0), ValueError, "block_size"),
     (lambda: online_softmax_attention(torch.zeros(4, 3), torch.zeros(4, 3), torch.zeros(5, 3), 2), ValueError, "k and v"),
     (lambda: online_softmax_attention(torch.zeros(4, 3), torch.zeros(4, 3), torch.zeros(4, 3), 2,
@@ -171,6 +192,10 @@ def test_fit_power_law_with_noise_is_close():
     (lambda: count_flops("not a function"), TypeError, "fn"),
     (lambda: time_fn(lambda: None, repeats=0), ValueError, "repeats"),
     (lambda: time_fn(lambda: None, num_threads=0), ValueError, "num_threads"),
+    (lambda: time_fn(lambda: None, clock="gpu"), ValueError, "clock"),
+    (lambda: time_fn(lambda: None, clock="cpu", num_threads=2), ValueError, "num_threads"),
+    (lambda: time_interleaved({}), TypeError, "calls"),
+    (lambda: time_interleaved({"a": lambda: None}, rounds=0), ValueError, "rounds"),
     (lambda: peak_memory(3), TypeError, "fn"),
     (lambda: fit_power_law([1, 2, 3], [1, 2]), ValueError, "same length"),
     (lambda: fit_power_law([1], [1]), ValueError, "at least 2"),
@@ -189,3 +214,61 @@ def test_time_fn_repeats_a_fast_call_until_min_time():
     assert len(calls) > 2  # appending takes far less than 5 ms, so min_time asks for more runs
     with pytest.raises(ValueError, match="min_time"):
         time_fn(lambda: None, min_time=-1)
+
+
+def test_cpu_clock_ignores_waiting_and_wall_clock_does_not():
+    # sleeping is waiting, like a thread whose core is taken by another process
+    nap = 0.02
+    wall = time_fn(time.sleep, nap, repeats=3, warmup=0)
+    cpu = time_fn(time.sleep, nap, repeats=3, warmup=0, clock="cpu")
+    assert wall >= nap
+    assert cpu < nap / 4
+
+
+def test_cpu_clock_sees_work_and_restores_threads():
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(256, 256, generator=g)
+    threads = torch.get_num_threads()
+    cpu = time_fn(torch.matmul, a, a, repeats=5, clock="cpu")
+    assert torch.get_num_threads() == threads
+    assert 0 < cpu < 1
+
+
+def test_time_interleaved_runs_every_call_each_round_and_keeps_the_minimum():
+    order = []
+    naps = iter([0.03, 0.0, 0.0, 0.03])  # a: slow then fast; b: fast then slow
+
+    def make(name):
+        def call():
+            order.append(name)
+            time.sleep(next(naps))
+
+        return call
+
+    best = time_interleaved(
+        {"a": make("a"), "b": make("b")}, rounds=2, repeats=1, warmup=0
+    )
+    assert order == ["a", "b", "a", "b"]  # interleaved, not a-a-b-b
+    assert best["a"] < 0.02 and best["b"] < 0.02  # each keeps its fast round
+
+
+def test_private_dispatch_mode_api():
+    """peak_memory rests on torch.utils._python_dispatch.TorchDispatchMode, a
+    private API. Proven on torch 2.13 (the pinned version) and 2.11 (the floor
+    for Colab); this test fails first if a release changes it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+    assert (major, minor) >= (2, 11), torch.__version__
+    seen = []
+
+    class Spy(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = torch.ones(3)
+    with Spy():
+        y = x * 2
+    assert seen == ["aten.mul.Tensor"] and torch.equal(y, torch.full((3,), 2.0))
+    assert peak_memory(torch.ones, 10, 10) == 400
