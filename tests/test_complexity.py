@@ -254,8 +254,8 @@ def test_time_interleaved_runs_every_call_each_round_and_keeps_the_minimum():
 
 def test_private_dispatch_mode_api():
     """peak_memory rests on torch.utils._python_dispatch.TorchDispatchMode, a
-    private API. Proven on torch 2.13 (the pinned version) and 2.11 (the floor
-    for Colab); this test fails first if a release changes it."""
+    private API. Proven here on torch 2.13 (the pinned version); the course's
+    floor is 2.11 (Colab). This test fails first if a release changes it."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     major, minor = (int(p) for p in torch.__version__.split(".")[:2])

@@ -1,12 +1,13 @@
 """Argument checks shared by the ``utils`` modules, so every error names the argument,
 says what it received and what was expected, in the same words everywhere."""
+
 from __future__ import annotations
 
 import numbers
 
 import torch
 
-__all__ = ["check_int", "check_tensor", "check_qkv"]
+__all__ = ["check_int", "check_qkv", "check_tensor"]
 
 
 def check_int(value, name: str, minimum: int | None = None) -> int:
@@ -15,14 +16,17 @@ def check_int(value, name: str, minimum: int | None = None) -> int:
     Raises ``TypeError`` for a wrong type and ``ValueError`` for a value below ``minimum``.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be an int, got {type(value).__name__} {value!r}"
+        )
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
     return int(value)
 
 
-def check_tensor(x, name: str, *, ndim: int | None = None,
-                 floating: bool | None = None) -> torch.Tensor:
+def check_tensor(
+    x, name: str, *, ndim: int | None = None, floating: bool | None = None
+) -> torch.Tensor:
     """``x`` must be a tensor; with ``ndim``, of at least that many dims; with
     ``floating=True``, of a floating-point dtype.
 
@@ -30,7 +34,9 @@ def check_tensor(x, name: str, *, ndim: int | None = None,
     few dims.
     """
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor, got {type(x).__name__}"
+        )
     if floating and not x.dtype.is_floating_point:
         raise TypeError(
             f"{name} must be a floating-point tensor, got dtype {x.dtype}"

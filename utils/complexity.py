@@ -18,16 +18,18 @@ import math
 import statistics
 import time
 import weakref
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.utils.flop_counter import FlopCounterMode
 
 # Private PyTorch API, used by `peak_memory` only (PyTorch has no public hook
-# that sees every operator's outputs). Proven on torch 2.11 to 2.13 by
+# that sees every operator's outputs). Proven on torch 2.13 (the pinned
+# version; the course's floor is 2.11) by
 # tests/test_complexity.py::test_private_dispatch_mode_api.
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
 
 from .attention import scaled_dot_product_attention
 from .checks import check_int, check_qkv
@@ -35,14 +37,14 @@ from .masks import band_mask, check_mask
 
 __all__ = [
     "banded_attention",
-    "windowed_attention",
-    "online_softmax_attention",
     "count_flops",
+    "fit_power_law",
     "flops_by_op",
+    "online_softmax_attention",
+    "peak_memory",
     "time_fn",
     "time_interleaved",
-    "peak_memory",
-    "fit_power_law",
+    "windowed_attention",
 ]
 
 
@@ -140,7 +142,7 @@ def online_softmax_attention(
     scale = 1.0 / math.sqrt(q.size(-1))
     opts = {"dtype": q.dtype, "device": q.device}
     m = torch.full((*batch, lq, 1), float("-inf"), **opts)
-    l = torch.zeros((*batch, lq, 1), **opts)  # noqa: E741 (the paper's name)
+    l = torch.zeros((*batch, lq, 1), **opts)
     acc = torch.zeros((*batch, lq, v.size(-1)), **opts)
     for start in range(0, lk, block_size):
         stop = min(start + block_size, lk)
@@ -153,7 +155,7 @@ def online_softmax_attention(
         shift = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
         p = torch.exp(s - shift)  # (..., Lq, block), unnormalised weights
         rescale = torch.exp(m - shift)  # how much the old running sums shrink
-        l = l * rescale + p.sum(dim=-1, keepdim=True)  # noqa: E741
+        l = l * rescale + p.sum(dim=-1, keepdim=True)
         acc = acc * rescale + p @ v[..., start:stop, :]
         m = m_new
     # l == 0 only for rows with nothing visible: their output stays 0
