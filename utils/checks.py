@@ -7,7 +7,7 @@ import numbers
 
 import torch
 
-__all__ = ["check_int", "check_qkv", "check_tensor"]
+__all__ = ["check_int", "check_number", "check_qkv", "check_tensor"]
 
 
 def check_int(value, name: str, minimum: int | None = None) -> int:
@@ -67,3 +67,22 @@ def check_qkv(q, k, v) -> None:
             "k and v must have the same length: "
             f"k {tuple(k.shape)}, v {tuple(v.shape)}"
         )
+
+
+def check_number(value, name: str, minimum: float | None = None,
+                 maximum: float | None = None) -> float:
+    """``value`` must be a real number (int, float or NumPy scalar; not a bool, str or NaN)
+    within ``[minimum, maximum]`` where given.
+
+    Raises ``TypeError`` for a wrong type and ``ValueError`` for NaN or a value out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if value != value:
+        raise ValueError(f"{name} must be a number, got NaN")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value!r}")
+    return value
