@@ -32,7 +32,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from .attention import scaled_dot_product_attention
-from .checks import check_int, check_qkv
+from .checks import check_int, check_number, check_qkv
 from .masks import band_mask, check_mask
 
 __all__ = [
@@ -218,14 +218,7 @@ def time_fn(
     _check_callable(fn)
     check_int(repeats, "repeats", 1)
     check_int(warmup, "warmup", 0)
-    if (
-        isinstance(min_time, bool)
-        or not isinstance(min_time, (int, float))
-        or not min_time >= 0
-    ):
-        raise ValueError(
-            f"min_time must be a number of seconds >= 0, got {min_time!r}"
-        )
+    check_number(min_time, "min_time", 0)
     if clock not in ("wall", "cpu"):
         raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
     if num_threads is not None:
