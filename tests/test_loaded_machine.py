@@ -48,7 +48,9 @@ def busy_cpu():
     procs = []
     try:
         for code in (SPIN, MATMUL):
-            procs.append(subprocess.Popen([sys.executable, "-c", code], env=env))
+            procs.append(
+                subprocess.Popen([sys.executable, "-c", code], env=env)
+            )
         time.sleep(1.0)  # let both reach their loops
         assert all(p.poll() is None for p in procs), "a busy process died"
         yield procs
@@ -62,7 +64,12 @@ def busy_cpu():
 def _pytest(*args: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     return subprocess.run(
-        [*cmd, *args], cwd=ROOT, capture_output=True, text=True, timeout=900
+        [*cmd, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
 
 
