@@ -374,18 +374,20 @@ def test_cpu_clock_sees_work_and_restores_threads():
 
 def test_time_interleaved_runs_every_call_each_round_and_keeps_the_minimum():
     order = []
-    naps = iter([0.03, 0.0, 0.0, 0.03])  # a: slow then fast; b: fast then slow
+    # CPU seconds of work per call: a is slow then fast, b fast then slow
+    work = iter([0.03, 0.0, 0.0, 0.03])
 
     def make(name):
         def call():
             order.append(name)
-            time.sleep(next(naps))
+            end = time.thread_time() + next(work)
+            while time.thread_time() < end:  # busy: CPU time, unlike a sleep
+                pass
 
         return call
 
-    best = time_interleaved(
-        {"a": make("a"), "b": make("b")}, rounds=2, repeats=1, warmup=0
-    )
+    calls = {"a": make("a"), "b": make("b")}
+    best = time_interleaved(calls, rounds=2, repeats=1, warmup=0, clock="cpu")
     assert order == ["a", "b", "a", "b"]  # interleaved, not a-a-b-b
     assert best["a"] < 0.02 and best["b"] < 0.02  # each keeps its fast round
 
