@@ -27,10 +27,11 @@ def check_int(value, name: str, minimum: int | None = None) -> int:
 def check_tensor(
     x, name: str, *, ndim: int | None = None, floating: bool | None = None
 ) -> torch.Tensor:
-    """``x`` must be a tensor; with ``ndim``, of that rank; with ``floating``, of a
-    floating (True) or non-floating (False) dtype.
+    """``x`` must be a tensor; with ``ndim``, of that rank; with ``floating``,
+    of a floating (True) or non-floating (False) dtype.
 
-    Raises ``TypeError`` for a non-tensor or a wrong dtype, ``ValueError`` for a wrong rank.
+    Raises ``TypeError`` for a non-tensor or a wrong dtype, ``ValueError``
+    for a wrong rank.
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(
@@ -49,11 +50,11 @@ def check_tensor(
 def check_ids(
     ids, name: str, vocab_size: int | None = None, *, ndim: int | None = None
 ) -> torch.Tensor:
-    """``ids`` must be an integer tensor of token ids (rank ``ndim`` if given), each in
-    ``[0, vocab_size)`` if ``vocab_size`` is given.
+    """``ids`` must be an integer tensor of token ids (rank ``ndim`` if
+    given), each in ``[0, vocab_size)`` if ``vocab_size`` is given.
 
-    Raises ``TypeError`` for a non-tensor or a non-integer dtype (bool and float included),
-    ``ValueError`` for a wrong rank or an id out of range.
+    Raises ``TypeError`` for a non-tensor or a non-integer dtype (bool and
+    float included), ``ValueError`` for a wrong rank or an id out of range.
     """
     check_tensor(ids, name, ndim=ndim)
     if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():

@@ -6,9 +6,9 @@ The task: a sequence of ``length`` symbols from a ``vocab_size``-letter
 alphabet is labelled 1 when it contains the motif (default ``0 1 2``) as a
 run of neighbouring symbols anywhere, else 0. Positives get the motif written
 at a random place. By default (``negatives="shuffled"``) every negative gets
-the same symbols written at a random place too, only in another order (``2 0
-1``, say), so both classes carry the motif's symbols and symbol counts say
-next to nothing about the label: a model must notice the symbols *in order*
+the same symbols written at a random place too, only in another order
+(``2 0 1``, say), so both classes carry the motif's symbols and symbol
+counts say next to nothing about the label: a model must notice the symbols *in order*
 and *next to each other*. That is local structure, what a convolution assumes
 and what self-attention has to learn from data. ``negatives="random"`` gives
 the naive task (negatives are plain random sequences without the motif),
@@ -67,7 +67,8 @@ def contains_motif(
 def _plant(
     rows: torch.Tensor, runs: torch.Tensor, g: torch.Generator
 ) -> torch.Tensor:
-    """Write ``runs (N, k)`` into ``rows (N, L)`` at random starts (in place)."""
+    """Write ``runs (N, k)`` into ``rows (N, L)`` at random starts, in
+    place."""
     n, k = runs.shape
     starts = torch.randint(0, rows.size(1) - k + 1, (n,), generator=g)
     cols = starts[:, None] + torch.arange(k)  # (N, k)
