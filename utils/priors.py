@@ -8,11 +8,11 @@ run of neighbouring symbols anywhere, else 0. Positives get the motif written
 at a random place. By default (``negatives="shuffled"``) every negative gets
 the same symbols written at a random place too, only in another order
 (``2 0 1``, say), so both classes carry the motif's symbols and symbol
-counts say next to nothing about the label: a model must notice the symbols *in order*
-and *next to each other*. That is local structure, what a convolution assumes
-and what self-attention has to learn from data. ``negatives="random"`` gives
-the naive task (negatives are plain random sequences without the motif),
-where counts do leak the label.
+counts say next to nothing about the label: a model must notice the symbols
+*in order* and *next to each other*. That is local structure, what a
+convolution assumes and what self-attention has to learn from data.
+``negatives="random"`` gives the naive task (negatives are plain random
+sequences without the motif), where counts do leak the label.
 """
 
 from __future__ import annotations
