@@ -42,7 +42,7 @@ def check_tensor(
         raise TypeError(f"{name} must have {kind} dtype, got {x.dtype}")
     if ndim is not None and x.dim() != ndim:
         raise ValueError(
-            f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}"
+            f"{name} must have {ndim} dims, got shape {tuple(x.shape)}"
         )
     return x
 
@@ -66,6 +66,6 @@ def check_ids(
         if lo < 0 or hi >= vocab_size:
             bad = lo if lo < 0 else hi
             raise ValueError(
-                f"{name} must be in [0, {vocab_size}), found {bad}"
+                f"{name} must hold ids in [0, {vocab_size}), found {bad}"
             )
     return ids
