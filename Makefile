@@ -15,9 +15,10 @@ help:
 	@echo "make browser  build the site and check every page in headless Chromium (screenshots in _build/screenshots)"
 	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
 
-$(STAMP): requirements.txt tests/requirements-widgets7.txt
+$(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widgets7.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt \
+	  -r tests/requirements-test.txt
 	rm -rf $(VENV)/widgets7
 	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps \
 	  --target $(VENV)/widgets7 -r tests/requirements-widgets7.txt
