@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-requirements
 NB     ?= book/*.ipynb
 
-.PHONY: help venv book serve test unit notebooks browser refresh freeze clean
+.PHONY: help venv book serve test unit notebooks browser refresh link-terms freeze clean
 
 help:
 	@echo "make book     build the static site into _build/html (strict: warnings are errors)"
@@ -48,6 +48,10 @@ notebooks: $(STAMP)
 
 browser: $(STAMP)
 	$(BIN)/python -m pytest tests/test_book.py tests/test_browser.py
+
+# Link each chapter's first use of every glossary term (markdown only: no re-execution).
+link-terms: $(STAMP)
+	$(BIN)/python tests/glossary_links.py book/[0-9]*.ipynb
 
 refresh: $(STAMP)
 	$(BIN)/python tests/refresh.py $(NB)

@@ -302,3 +302,15 @@ def test_site_is_self_contained_and_licensed():
         assert any(line.startswith(f"{package}==") for line in pins), (
             f"{package} is not pinned in requirements.txt"
         )
+
+
+CHAPTERS = [p for p in NOTEBOOKS if p.stem[:2].isdigit()]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_first_use_of_each_glossary_term_is_linked(path):
+    from glossary_links import link_notebook
+
+    missing = link_notebook(path, write=False)
+    assert not missing, (f"{path.name}: first uses not linked to the glossary: {missing}; "
+                         f"run `make link-terms`")
