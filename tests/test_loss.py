@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,6 +12,12 @@ from utils.loss import (masked_cross_entropy, perplexity, sequence_cross_entropy
                         stable_softmax, token_cross_entropy)
 
 SHAPES = [(1, 1, 2), (2, 3, 4), (3, 7, 11), (5, 2, 50), (4, 9, 3)]
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    """Every test starts from the same random state, so a failure reproduces."""
+    torch.manual_seed(0)
 
 
 def _batch(seed: int, shape: tuple[int, int, int], dtype=torch.float32):
@@ -65,6 +72,25 @@ def test_padding_logits_are_never_read():
     poisoned[~mask] = float("inf")
     torch.testing.assert_close(masked_cross_entropy(poisoned, targets, mask),
                                masked_cross_entropy(logits, targets, mask))
+
+
+@pytest.mark.parametrize("poison", [float("inf"), float("-inf"), float("nan")])
+def test_non_finite_padded_logits_leave_value_and_gradient_finite(poison):
+    logits, targets, mask = _batch(9, (3, 5, 4), torch.float64)
+    assert (~mask).any() and mask.any()
+    clean = logits.clone().requires_grad_()
+    masked_cross_entropy(clean, targets, mask).backward()
+    poisoned = logits.masked_fill(~mask[..., None], poison).requires_grad_()
+    loss = masked_cross_entropy(poisoned, targets, mask)
+    loss.backward()
+    assert torch.isfinite(loss) and torch.isfinite(poisoned.grad).all()
+    torch.testing.assert_close(loss, masked_cross_entropy(logits, targets, mask))
+    torch.testing.assert_close(poisoned.grad, clean.grad)
+    assert (poisoned.grad[~mask] == 0).all()
+    # ignore_index alone reads the padded rows: its gradient is NaN there
+    ref = poisoned.detach().clone().requires_grad_()
+    _reference(ref, targets, mask).backward()
+    assert torch.isnan(ref.grad).any()
 
 
 def test_all_masked_returns_zero_with_zero_grad():
@@ -122,20 +148,31 @@ def test_perplexity():
         perplexity(-1.0)
     with pytest.raises(ValueError, match="mean_token_loss"):
         perplexity(torch.ones(2))
+    with pytest.raises(ValueError, match="mean_token_loss must be finite"):
+        perplexity(float("inf"))
+    with pytest.raises(TypeError, match="mean_token_loss must be a real number"):
+        perplexity("2.3")
+    with pytest.raises(TypeError, match="mean_token_loss must be a floating-point"):
+        perplexity(torch.tensor(2))
+    assert math.isclose(perplexity(np.float32(math.log(7))).item(), 7.0, rel_tol=1e-6)
 
 
 def test_bad_input_names_the_argument():
     logits, targets, mask = _batch(8, (2, 3, 4))
     with pytest.raises(ValueError, match="logits"):
         masked_cross_entropy(logits[0], targets, mask)                       # 2-D logits
-    with pytest.raises(ValueError, match="logits"):
+    with pytest.raises(TypeError, match="logits must be a floating-point"):
         masked_cross_entropy(logits.long(), targets, mask)                   # integer logits
     with pytest.raises(ValueError, match="targets"):
         masked_cross_entropy(logits, targets[:, :2], mask)                   # wrong length
     with pytest.raises(TypeError, match="targets"):
         masked_cross_entropy(logits, targets.float(), mask)                  # float ids
-    with pytest.raises(ValueError, match="mask"):
+    with pytest.raises(TypeError, match="mask must be a bool"):
         masked_cross_entropy(logits, targets, mask.float())                  # float mask
+    with pytest.raises(TypeError, match=r"targets has dtype torch.uint8.*\.long\(\)"):
+        masked_cross_entropy(logits, targets.to(torch.uint8), mask)          # uint8 targets
+    with pytest.raises(TypeError, match="targets must be a torch.Tensor"):
+        masked_cross_entropy(logits, targets.tolist(), mask)
     with pytest.raises(ValueError, match="mask"):
         masked_cross_entropy(logits, targets, mask[:, :2])                   # wrong shape
     with pytest.raises(ValueError, match=r"targets at real positions .* found 4"):
@@ -145,5 +182,7 @@ def test_bad_input_names_the_argument():
     for eps in (-0.1, 1.0, float("nan")):
         with pytest.raises(ValueError, match="label_smoothing"):
             masked_cross_entropy(logits, targets, mask, label_smoothing=eps)
-    with pytest.raises(TypeError, match="label_smoothing"):
+    with pytest.raises(TypeError, match="label_smoothing must be a real number"):
         masked_cross_entropy(logits, targets, mask, label_smoothing="0.1")
+    with pytest.raises(ValueError, match="logits must have shape"):
+        masked_cross_entropy(logits[None], targets, mask)

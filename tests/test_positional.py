@@ -3,11 +3,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from utils.positional import (LearnedPositionalEmbedding, PositionalEncoding, apply_rotary, frequencies,
                               shift_matrix, sinusoidal_encoding)
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    """Every test starts from the same random state, so a failure reproduces."""
+    torch.manual_seed(0)
 
 
 def loop_encoding(max_len: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
@@ -42,10 +49,28 @@ def test_sinusoidal_other_base_and_large_positions():
     torch.testing.assert_close(pe[10000], loop_encoding(10001, 8)[10000].float(), atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("max_len, d_model", [(0, 4), (-1, 4), (3.0, 4), (True, 4), (5, 3), (5, 0), (5, 7), (5, 4.0)])
-def test_sinusoidal_rejects_bad_sizes(max_len, d_model):
-    with pytest.raises(ValueError, match="max_len" if (max_len in (0, -1) or isinstance(max_len, (bool, float))) else "d_model"):
+@pytest.mark.parametrize("max_len, d_model, name", [(0, 4, "max_len"), (-1, 4, "max_len"), (5, 3, "d_model"),
+                                                   (5, 0, "d_model"), (5, 7, "d_model")])
+def test_sinusoidal_rejects_bad_values(max_len, d_model, name):
+    with pytest.raises(ValueError, match=name):
         sinusoidal_encoding(max_len, d_model)
+
+
+@pytest.mark.parametrize("max_len, d_model, name", [(3.0, 4, "max_len"), (True, 4, "max_len"), (5, 4.0, "d_model"),
+                                                   ("5", 4, "max_len")])
+def test_sinusoidal_rejects_wrong_kinds(max_len, d_model, name):
+    with pytest.raises(TypeError, match=f"{name} must be an int"):
+        sinusoidal_encoding(max_len, d_model)
+
+
+def test_numpy_sizes_are_accepted_and_bad_base_rejected():
+    torch.testing.assert_close(sinusoidal_encoding(np.int64(6), np.int64(4)), sinusoidal_encoding(6, 4))
+    assert PositionalEncoding(np.int64(8), dropout=np.float64(0.1), max_len=np.int32(9)).pe.shape == (9, 8)
+    for bad in (0.0, -2.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="base"):
+            sinusoidal_encoding(4, 4, base=bad)
+    with pytest.raises(TypeError, match="base"):
+        frequencies(4, base="10000")
 
 
 def test_module_adds_exactly_the_table():
@@ -69,9 +94,12 @@ def test_table_is_a_buffer_not_a_parameter():
     assert "pe" in dict(pos.named_buffers())
     moved = pos.to(torch.float64)
     assert moved.pe.dtype == torch.float64  # buffers follow .to(...) like parameters do
+    assert not pos.pe.requires_grad  # an optimiser could never move it
+    assert "pe" not in pos.state_dict()  # rebuilt from the formula, not saved
+    # the gradient flows to the input unchanged: d(x + pe)/dx = 1
     x = torch.zeros(1, 3, 8, dtype=torch.float64, requires_grad=True)
     pos.eval()(x).sum().backward()
-    assert pos.pe.grad is None
+    torch.testing.assert_close(x.grad, torch.ones_like(x))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
@@ -128,6 +156,8 @@ def test_wrong_input_types():
         pos([[0.0] * 8])
     with pytest.raises(ValueError, match="dropout"):
         PositionalEncoding(8, dropout=1.0)
+    with pytest.raises(TypeError, match="dropout must be a real number"):
+        PositionalEncoding(8, dropout="0.1")
 
 
 def test_frequencies_and_wavelengths():
@@ -202,9 +232,11 @@ def test_apply_rotary_positions_and_errors():
         apply_rotary(x, torch.arange(4))
     with pytest.raises(ValueError, match="d_model"):
         apply_rotary(torch.randn(3, 5))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="x must be a floating-point"):
         apply_rotary(torch.ones(3, 4, dtype=torch.long))
-    with pytest.raises(ValueError, match="x must be"):
+    with pytest.raises(TypeError, match="positions must hold numbers"):
+        apply_rotary(x, torch.ones(3, dtype=torch.bool))
+    with pytest.raises(ValueError, match="x must have at least 2 dims"):
         apply_rotary(torch.randn(4))
 
 

@@ -490,9 +490,9 @@ def shape_trace(
 
     skip = (nn.ModuleList, nn.Dropout)
     for name, module in model.named_modules():
-        if name and len(name.split(".")) <= max_depth:
-            if not isinstance(module, skip):
-                handles.append(module.register_forward_hook(hook_for(name)))
+        shallow = name and len(name.split(".")) <= max_depth
+        if shallow and not isinstance(module, skip):
+            handles.append(module.register_forward_hook(hook_for(name)))
     was_training = model.training
     try:
         model.eval()
