@@ -10,6 +10,12 @@ from torch import nn
 from utils import masks
 from utils.attention import MultiHeadAttention, load_torch_mha_weights, scaled_dot_product_attention
 
+@pytest.fixture(autouse=True)
+def _seed():
+    """Every test starts from the same random state, so a failure reproduces."""
+    torch.manual_seed(0)
+
+
 IDS = torch.tensor([[5, 7, 9, 0, 0], [8, 6, 0, 0, 0], [1, 2, 3, 4, 5]])  # 0 = <pad>
 
 
@@ -85,6 +91,35 @@ def test_attention_pattern_zoo():
     torch.testing.assert_close(masks.attention_pattern("causal", lengths), masks.decoder_mask(ids))
     pre = masks.attention_pattern("prefix", lengths, prefix_len=3)
     torch.testing.assert_close(pre, pad & masks.prefix_lm_mask(6, 3))
+
+
+def test_band_mask_hand_written_cases():
+    """Written out by hand, not from the |i - j| <= w formula."""
+    Y, N = True, False
+    assert masks.band_mask(4, 1).tolist() == [
+        [Y, Y, N, N],
+        [Y, Y, Y, N],
+        [N, Y, Y, Y],
+        [N, N, Y, Y],
+    ]
+    assert masks.band_mask(4, 1, causal=True).tolist() == [
+        [Y, N, N, N],
+        [Y, Y, N, N],
+        [N, Y, Y, N],
+        [N, N, Y, Y],
+    ]
+    assert masks.band_mask(3, 0).tolist() == [[Y, N, N], [N, Y, N], [N, N, Y]]
+    # a window as wide as the sequence is the full mask / the causal mask
+    assert masks.band_mask(5, 4).all()
+    torch.testing.assert_close(masks.band_mask(5, 4, causal=True), masks.causal_mask(5))
+
+
+def test_band_mask_counts_match_the_docstring():
+    n, w = 9, 2
+    for causal, r in ((False, 2 * w + 1), (True, w + 1)):
+        counts = masks.band_mask(n, w, causal=causal).sum(-1)
+        assert counts.max() == r  # at most r keys per query ...
+        assert (counts[w:n - w] == r).all()  # ... exactly r away from the edges
 
 
 # ---------------------------------------------------------------- converters
@@ -199,7 +234,28 @@ def test_fully_masked_row_is_zero_not_nan():
     (lambda: masks.to_mha_attn_mask(torch.ones(2, 3, 3, 3, dtype=torch.bool), 2), ValueError, "keep"),
     (lambda: masks.check_mask(torch.ones(2, 4, dtype=torch.bool), (2, 1, 3, 3)), ValueError, "mask"),
     (lambda: masks.check_mask(torch.ones(3, 3), (2, 1, 3, 3)), TypeError, "mask"),
+    (lambda: masks.padding_mask(torch.tensor([[1, 0]], dtype=torch.uint8)), TypeError, "ids has dtype torch.uint8"),
+    (lambda: masks.padding_mask(torch.tensor([[1, 0]]), pad_id="0"), TypeError, "pad_id must be an int"),
+    (lambda: masks.causal_mask(np.float64(3)), TypeError, "size must be an int"),
+    (lambda: masks.decoder_mask(torch.zeros(2, 0, dtype=torch.long)), ValueError, "ids must hold at least one"),
+    (lambda: masks.lengths_to_mask("3, 4"), TypeError, "lengths must be a 1-D tensor"),
+    (lambda: masks.lengths_to_mask([[1, 2]]), ValueError, "lengths must have 1 dims"),
+    (lambda: masks.lengths_to_mask([True, False]), TypeError, "lengths must be integers"),
+    (lambda: masks.lengths_to_mask(None), TypeError, "lengths"),
+    (lambda: masks.band_mask(5, 2, causal="yes"), TypeError, "causal must be a bool"),
+    (lambda: masks.band_mask(5.0, 2), TypeError, "n must be an int"),
+    (lambda: masks.attention_pattern(None, [3]), TypeError, "kind must be a str"),
+    (lambda: masks.attention_pattern("causal", [0, 0]), ValueError, "empty sequence"),
+    (lambda: masks.to_additive_mask(torch.ones(2, dtype=torch.bool), torch.int64), TypeError, "dtype"),
+    (lambda: masks.to_mha_attn_mask(torch.ones(3, 3, dtype=torch.bool), 2.0), TypeError, "num_heads"),
 ])
 def test_bad_input_names_the_argument(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
+
+
+def test_builders_accept_numpy_ints():
+    assert masks.causal_mask(np.int64(3)).shape == (3, 3)
+    assert masks.prefix_lm_mask(np.int64(4), np.int32(2)).shape == (4, 4)
+    assert masks.padding_mask(IDS, pad_id=np.int64(0)).shape == (3, 1, 1, 5)
+    assert masks.lengths_to_mask(np.array([1, 3])).tolist() == [[True, False, False], [True] * 3]

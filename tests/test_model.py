@@ -2,6 +2,7 @@
 correct encoder-decoder must have (causality, padding invariance, parameter count)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -12,6 +13,12 @@ from utils.model import (DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Tra
                          parameter_count, shape_trace)
 
 D, H, FF = 16, 4, 32
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    """Every test starts from the same random state, so a failure reproduces."""
+    torch.manual_seed(0)
 
 
 def small(norm_first: bool = False, **kw) -> Transformer:
@@ -157,8 +164,14 @@ def test_parameter_count_formula(share, norm_first):
 
 
 def test_base_parameter_count_and_nn_transformer():
-    """The paper's base body (6+6 layers, 512, 2048) is nn.Transformer minus its two final LayerNorms."""
-    body = nn.Transformer(512, 8, 6, 6, 2048, batch_first=True)
+    """The paper's base body (6+6 layers, 512, 2048) is nn.Transformer minus its two final LayerNorms.
+
+    Built on the meta device: shapes without storage, so counting 44M parameters takes no memory
+    and a fraction of a second. (The formula is checked against our own model, built for real,
+    on small configurations above.)"""
+    with torch.device("meta"):
+        body = nn.Transformer(512, 8, 6, 6, 2048, batch_first=True)
+    assert next(body.parameters()).is_meta
     parts = parameter_count(37000, 37000, share_embeddings=True)
     assert parts["encoder layers"] + parts["decoder layers"] + 2 * 2 * 512 == sum(p.numel() for p in body.parameters())
     assert parts["total"] == 63_119_496
@@ -171,13 +184,18 @@ def test_shared_embeddings_are_tied():
     assert model.generator.weight is not model.tgt_embed.lut.weight
 
 
-def test_shape_trace_order_and_shapes():
-    model = small()
+@pytest.mark.parametrize("training", [True, False])
+def test_shape_trace_order_and_shapes_and_restores_the_mode(training):
+    model = small(dropout=0.5).train(training)
+    seen = []
+    model.generator.register_forward_hook(lambda m, a, o: seen.append((m.training, torch.is_grad_enabled())))
     rows = shape_trace(model, torch.randint(1, 11, (2, 6)), torch.randint(1, 13, (2, 4)))
     names = [r[0] for r in rows]
     assert names.index("encoder") < names.index("decoder") < names.index("generator")
     assert dict((r[0], r[2]) for r in rows)["generator"] == (2, 4, 13)
-    assert model.training is False  # small() put it in eval; the trace restores the mode
+    assert seen == [(False, False)]  # traced in eval mode without gradients
+    assert model.training is training and all(m.training is training for m in model.modules())
+    assert torch.is_grad_enabled()  # no_grad stayed local
 
 
 # ---- bad input -----------------------------------------------------------------------------
@@ -228,3 +246,116 @@ def test_bad_shared_vocab_and_layers():
         EncoderLayer(10, 4, FF)
     with pytest.raises(ValueError, match="d_ff"):
         FeedForward(D, 0)
+
+
+# ---- issue 14: one set of checks, empty sequences, masks of rank 4
+
+
+def test_empty_sequences_are_value_errors():
+    model = small()
+    src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
+    with pytest.raises(ValueError, match=r"src must hold at least one position.*\(2, 0\)"):
+        model(src[:, :0], tgt)
+    with pytest.raises(ValueError, match=r"tgt must hold at least one position.*\(2, 0\)"):
+        model(src, tgt[:, :0])
+    memory, mask = model.encode(src)
+    with pytest.raises(ValueError, match="tgt must hold at least one position"):
+        model.decode(tgt[:, :0], memory, mask)
+    # an empty batch is fine: nothing to compute, the right shape
+    assert model(src[:0], tgt[:0]).shape == (0, 4, 13)
+
+
+def test_ids_kinds_and_sizes():
+    model = small()
+    src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
+    with pytest.raises(TypeError, match=r"tgt has dtype torch.uint8"):
+        model(src, tgt.to(torch.uint8))
+    with pytest.raises(TypeError, match=r"src must hold integer token ids.*torch.bool"):
+        model(src > 3, tgt)
+    with pytest.raises(ValueError, match=r"src must have 2 dims \(batch, length\)"):
+        model(src[0], tgt)
+    with pytest.raises(TypeError, match="src must be a torch.Tensor"):
+        model(src.tolist(), tgt)
+    with pytest.raises(ValueError, match=r"tgt must hold ids in \[0, 13\), found 13"):
+        model(src, tgt.masked_fill(tgt == tgt[0, 0], 13))
+    torch.testing.assert_close(model(src.int(), tgt.int()), model(src, tgt))  # int32 ids work too
+
+
+def test_ids_are_range_checked_once_per_forward(monkeypatch):
+    import utils.model as M
+
+    calls = []
+    real = M.check_ids
+
+    def counting(ids, name, vocab_size=None, **kw):
+        if vocab_size is not None:
+            calls.append(name)
+        return real(ids, name, vocab_size, **kw)
+
+    monkeypatch.setattr(M, "check_ids", counting)
+    small()(torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4)))
+    assert sorted(calls) == ["src", "tgt"]
+
+
+def test_numpy_sizes_accepted_and_float_sizes_rejected():
+    model = Transformer(np.int64(11), np.int64(13), d_model=np.int64(D), num_heads=np.int32(H),
+                        num_layers=np.int64(1), d_ff=np.int64(FF), pad_id=np.int64(0))
+    assert model.d_model == D and type(model.d_model) is int
+    with pytest.raises(TypeError, match="d_model must be an int, got float 16.0"):
+        Transformer(11, 13, d_model=16.0, num_heads=H)
+    with pytest.raises(TypeError, match="dropout must be a real number"):
+        Transformer(11, 13, d_model=D, num_heads=H, dropout="0.1")
+    with pytest.raises(TypeError, match="pad_id must be an int"):
+        Transformer(11, 13, d_model=D, num_heads=H, pad_id=None)
+    with pytest.raises(TypeError, match="share_embeddings must be a bool"):
+        Transformer(11, 11, d_model=D, num_heads=H, share_embeddings=1)
+
+
+def test_layers_refuse_rank_2_masks_and_accept_them_lifted():
+    torch.manual_seed(4)
+    layer = DecoderLayer(D, H, FF, 0.0).eval()
+    x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
+    with pytest.raises(ValueError, match=r"mask must have 4 dims.*\(4, 4\)"):
+        layer(x, memory, None, causal_mask(4))
+    out = layer(x, memory, None, causal_mask(4)[None, None])
+    # causal: changing the last position leaves the first three unchanged
+    x2 = x.clone()
+    x2[:, -1] += 1.0
+    torch.testing.assert_close(layer(x2, memory, None, causal_mask(4)[None, None])[:, :3], out[:, :3])
+
+
+def test_decode_checks_memory_and_src_mask():
+    model = small()
+    src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
+    memory, mask = model.encode(src)
+    with pytest.raises(TypeError, match="memory must be a floating-point"):
+        model.decode(tgt, memory.long(), mask)
+    with pytest.raises(ValueError, match=r"src_mask must have 4 dims.*\(2, 5\)"):
+        model.decode(tgt, memory, mask[:, 0, 0])
+    with pytest.raises(ValueError, match=r"src_mask of shape \(2, 1, 1, 4\)"):
+        model.decode(tgt, memory, mask[..., :4])
+    with pytest.raises(TypeError, match="src_mask must be a bool"):
+        model.decode(tgt, memory, mask.float())
+    # decode hides padded target keys (masks.decoder_mask): changing the pad
+    # embedding moves no other position's output; only the pad's own row
+    padded = tgt.clone()
+    padded[:, 1] = 0
+    with torch.no_grad():
+        a = model.decode(padded, memory, mask)
+        model.tgt_embed.lut.weight[0] += 1.0
+        b = model.decode(padded, memory, mask)
+    others = torch.ones(4, dtype=torch.bool)
+    others[1] = False
+    torch.testing.assert_close(a[:, others], b[:, others])
+    assert not torch.allclose(a[:, 1], b[:, 1])  # the change is visible where it may be
+
+
+def test_load_weights_reject_wrong_types():
+    with pytest.raises(TypeError, match="theirs must be an nn.TransformerEncoderLayer"):
+        load_torch_encoder_layer_weights(EncoderLayer(D, H, FF), nn.TransformerDecoderLayer(D, H, FF))
+    with pytest.raises(TypeError, match="ours must be a utils DecoderLayer"):
+        load_torch_decoder_layer_weights(EncoderLayer(D, H, FF), nn.TransformerDecoderLayer(D, H, FF))
+    with pytest.raises(TypeError, match="model must be an nn.Module"):
+        shape_trace(lambda x: x, torch.zeros(1))
+    with pytest.raises(ValueError, match="eps must be in"):
+        LayerNorm(D, eps=0.0)
