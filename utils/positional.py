@@ -1,13 +1,16 @@
 """Position information for attention, which by itself ignores order.
 
-Sinusoidal positional encoding (Vaswani et al., 2017), with i counting dimension *pairs*:
+Sinusoidal positional encoding (Vaswani et al., 2017), with i counting
+dimension *pairs*:
 
     PE[pos, 2i]   = sin(pos * w_i)        w_i = 1 / 10000^(2i / d_model)
     PE[pos, 2i+1] = cos(pos * w_i)
 
-Plus the helpers chapter 4 uses: ``frequencies`` (the w_i), ``shift_matrix`` (the fixed
-block rotation with PE[p + k] = shift_matrix(k) @ PE[p]), ``apply_rotary`` (rotary position
-embedding, Su et al.) and ``LearnedPositionalEmbedding`` (a trained table, as in BERT).
+Plus the helpers chapter 4 uses: ``frequencies`` (the w_i),
+``shift_matrix`` (the fixed block rotation with
+PE[p + k] = shift_matrix(k) @ PE[p]), ``apply_rotary`` (rotary position
+embedding, Su et al.) and ``LearnedPositionalEmbedding`` (a trained table,
+as in BERT).
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ __all__ = [
 def sinusoidal_encoding(
     max_len: int, d_model: int, base: float = 10000.0
 ) -> torch.Tensor:
-    """The fixed encoding table ``(max_len, d_model)``; even columns sin, odd columns cos."""
+    """The fixed encoding table ``(max_len, d_model)``; even columns sin,
+    odd columns cos. Computed in float64 so that large positions keep their
+    precision, returned as float32."""
     max_len = check_int(max_len, "max_len", 1)
     d_model = _check_d_model(d_model)
     base = _check_base(base)
@@ -40,15 +45,15 @@ def sinusoidal_encoding(
     pe = torch.empty(max_len, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle)
-    return (
-        pe.float()
-    )  # computed in float64 so large positions keep their precision
+    return pe.float()
 
 
 class PositionalEncoding(nn.Module):
-    """Adds the sinusoidal table to ``x (B, T, d_model)`` and applies dropout; T <= max_len.
+    """Adds the sinusoidal table to ``x (B, T, d_model)`` and applies
+    dropout; T <= max_len.
 
-    The table is a buffer (moves with ``.to(device)``, never trained, not saved in state_dict).
+    The table is a buffer: it moves with ``.to(device)``, is never trained
+    and is not saved in the state_dict.
     """
 
     def __init__(
@@ -103,9 +108,11 @@ def _check_base(base) -> float:
 
 
 def frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """The angular frequency of each dimension pair, ``w_i = base^(-2i / d_model)``; shape ``(d_model/2,)``.
+    """The angular frequency of each dimension pair,
+    ``w_i = base^(-2i / d_model)``; shape ``(d_model/2,)``.
 
-    Pair i repeats every ``2 * pi / w_i`` positions: from 2*pi (i = 0) up to nearly base * 2*pi.
+    Pair i repeats every ``2 * pi / w_i`` positions: from 2*pi (i = 0) up
+    to nearly base * 2*pi.
     """
     d_model = _check_d_model(d_model)
     base = _check_base(base)
@@ -116,11 +123,14 @@ def frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
 def shift_matrix(
     k: float, d_model: int, base: float = 10000.0
 ) -> torch.Tensor:
-    """The fixed ``(d_model, d_model)`` map with ``PE[p + k] = shift_matrix(k) @ PE[p]`` for every p.
+    """The fixed ``(d_model, d_model)`` map with
+    ``PE[p + k] = shift_matrix(k) @ PE[p]`` for every p.
 
-    Block diagonal: pair i gets ``[[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]]`` (angle
-    addition for (sin, cos)). It depends on the offset k only, never on p. For row vectors
-    (rows of the table) write ``pe[p + k] = pe[p] @ shift_matrix(k).T``.
+    Block diagonal: pair i gets
+    ``[[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]]`` (angle
+    addition for (sin, cos)). It depends on the offset k only, never on p.
+    For row vectors (rows of the table) write
+    ``pe[p + k] = pe[p] @ shift_matrix(k).T``.
     """
     k = check_number(k, "k", finite=True)
     d_model = _check_d_model(d_model)
@@ -138,11 +148,13 @@ def apply_rotary(
     positions: torch.Tensor | None = None,
     base: float = 10000.0,
 ) -> torch.Tensor:
-    """Rotary position embedding: rotate each pair ``(x[..., 2i], x[..., 2i+1])`` by ``pos * w_i``.
+    """Rotary position embedding: rotate each pair
+    ``(x[..., 2i], x[..., 2i+1])`` by ``pos * w_i``.
 
-    x ``(..., T, d)`` with d even; positions ``(T,)`` (default ``0..T-1``). Returns the same
-    shape. For one row at position m this is ``x @ shift_matrix(m, d)``, so the score between a
-    rotated query at m and a rotated key at n is ``q @ shift_matrix(m - n) @ k``: it depends on
+    x ``(..., T, d)`` with d even; positions ``(T,)`` (default
+    ``0..T-1``). Returns the same shape. For one row at position m this is
+    ``x @ shift_matrix(m, d)``, so the score between a rotated query at m
+    and a rotated key at n is ``q @ shift_matrix(m - n) @ k``: it depends on
     the offset m - n only. Pairs are interleaved as in the RoFormer paper.
     """
     check_tensor(x, "x", floating=True, min_ndim=2)
@@ -160,11 +172,9 @@ def apply_rotary(
             f"positions must have shape ({t},) (one per row of x), "
             f"got {tuple(positions.shape)}"
         )
-    # the table is computed on the CPU in float64, then moved to x
-    angle = (
-        positions.to("cpu", torch.float64)[:, None]
-        * frequencies(d, base).double()
-    )  # (T, d/2)
+    # angles in float64 on the CPU (like the table), then moved to x
+    pos = positions.to("cpu", torch.float64)[:, None]  # (T, 1)
+    angle = pos * frequencies(d, base).double()  # (T, d/2)
     cos, sin = torch.cos(angle).to(x), torch.sin(angle).to(x)
     x0, x1 = x[..., 0::2], x[..., 1::2]  # (..., T, d/2)
     out = torch.empty_like(x)
@@ -174,9 +184,11 @@ def apply_rotary(
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """A trained table of ``max_len`` position vectors added to ``x (B, T, d_model)`` (as in BERT).
+    """A trained table of ``max_len`` position vectors added to
+    ``x (B, T, d_model)`` (as in BERT).
 
-    Unlike the sinusoidal table it has no row for positions >= max_len, so longer inputs raise.
+    Unlike the sinusoidal table it has no row for positions >= max_len, so
+    longer inputs raise.
     """
 
     def __init__(self, max_len: int, d_model: int, dropout: float = 0.0):
@@ -185,17 +197,17 @@ class LearnedPositionalEmbedding(nn.Module):
         d_model = check_int(d_model, "d_model", 1)
         dropout = check_probability(dropout, "dropout")
         self.d_model, self.max_len = d_model, max_len
-        self.table = nn.Embedding(
-            max_len, d_model
-        )  # a parameter: trained with the model
+        # a parameter: trained with the model
+        self.table = nn.Embedding(max_len, d_model)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_input(x, self.d_model)
         if x.size(1) > self.max_len:
             raise ValueError(
-                f"sequence length {x.size(1)} exceeds max_len={self.max_len}: a learned table "
-                f"has no vector for positions >= {self.max_len}"
+                f"sequence length {x.size(1)} exceeds "
+                f"max_len={self.max_len}: a learned table has no vector "
+                f"for positions >= {self.max_len}"
             )
         positions = torch.arange(x.size(1), device=x.device)
         return self.dropout(x + self.table(positions).to(x.dtype))
