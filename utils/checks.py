@@ -199,7 +199,7 @@ def check_ids(
         )
     if ids.is_floating_point() or ids.is_complex() or not ids.dtype.is_signed:
         raise TypeError(
-            f"{name} must hold integer token ids (int64 or int32), "
+            f"{name} must hold integer token ids (e.g. int64), "
             f"got dtype {ids.dtype}"
         )
     _check_ndim(ids, name, ndim, "(batch, length)" if ndim == 2 else "")

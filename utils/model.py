@@ -83,6 +83,8 @@ class Embeddings(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         # (B, T) -> (B, T, d_model)
         check_ids(ids, self.name, self.vocab)
+        if ids.dtype not in (torch.int32, torch.int64):
+            ids = ids.long()  # nn.Embedding reads int32 and int64 only
         return self.lut(ids) * math.sqrt(self.d_model)
 
 
