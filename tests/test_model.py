@@ -376,7 +376,7 @@ def test_ids_kinds_and_sizes():
     with pytest.raises(TypeError, match="src must be a torch.Tensor"):
         model(src.tolist(), tgt)
     with pytest.raises(
-        ValueError, match=r"tgt must hold ids in \[0, 13\), found 13"
+        ValueError, match=r"tgt must be in \[0, 13\), found 13"
     ):
         model(src, tgt.masked_fill(tgt == tgt[0, 0], 13))
     torch.testing.assert_close(

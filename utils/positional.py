@@ -97,7 +97,7 @@ def _check_d_model(d_model, name: str = "d_model") -> int:
     d_model = check_int(d_model, name, 2)
     if d_model % 2:
         raise ValueError(
-            f"{name} must be an even int (sin/cos come in pairs), "
+            f"{name} must be a positive even int (sin/cos come in pairs), "
             f"got {d_model!r}"
         )
     return d_model
