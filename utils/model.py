@@ -135,9 +135,10 @@ class _Residual(nn.Module):
         self.norm_first = norm_first
 
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
-        if self.norm_first:
-            return x + self.dropout(sublayer(self.norm(x)))  # x + F(LN(x))
-        return self.norm(x + self.dropout(sublayer(x)))  # LN(x + F(x))
+        if self.norm_first:  # Pre-Norm: x + F(LN(x))
+            return x + self.dropout(sublayer(self.norm(x)))
+        # Post-Norm: LN(x + F(x))
+        return self.norm(x + self.dropout(sublayer(x)))
 
 
 class EncoderLayer(nn.Module):
