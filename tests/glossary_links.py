@@ -32,6 +32,13 @@ PROTECTED = re.compile(
 )
 
 
+# Terms that are also everyday words are linked only where the sentence marks the term
+# ("the *memory*", the encoder's output), never in the everyday sense (computer memory).
+MARKED_ONLY = {
+    "memory": re.compile(r"the [\"*]memory", re.I),
+}
+
+
 def glossary_terms(path: pathlib.Path = GLOSSARY) -> dict[str, str]:
     """Every name in the glossary (lower case) -> the name its entry is filed under."""
     text = path.read_text()
@@ -95,10 +102,14 @@ def link_cells(sources: list[str], terms: dict[str, str]) -> tuple[list[str], li
                     continue
                 if not _is_prose_line(line, in_fence):
                     continue
+                marked = MARKED_ONLY.get(name)
+                spans = [x.span() for x in marked.finditer(line)] if marked else None
                 for a, b in _prose_spans(line):
-                    m = pattern.search(line, a, b)
-                    if m:
-                        hit = (li, m)
+                    for m in pattern.finditer(line, a, b):
+                        if spans is None or any(s <= m.start() < e for s, e in spans):
+                            hit = (li, m)
+                            break
+                    if hit:
                         break
                 if hit:
                     break
