@@ -26,7 +26,8 @@ from torch import nn
 from .checks import check_int, check_number
 from .loss import masked_cross_entropy
 from .model import Transformer
-from .translation import Vocab, make_batches, make_splits, source_vocab, target_vocab
+from .translation import (Vocab, encode_batch, group_pairs, make_batches, make_splits,
+                          source_vocab, target_vocab)
 
 __all__ = [
     "noam_lr", "noam_scheduler", "paper_adam", "train_step", "evaluate_loss",
@@ -189,14 +190,14 @@ class Progress:
 
 # The settings of chapter 8's translator; every key is an argument of train_translator.
 TRANSLATOR_DEFAULTS = dict(
-    steps=900, batch_size=64, d_model=64, num_heads=4, num_layers=2, d_ff=256, dropout=0.1,
-    label_smoothing=0.1, warmup_steps=150, factor=1.0, eval_every=50, max_train_words=7,
+    steps=400, batch_size=128, d_model=64, num_heads=4, num_layers=2, d_ff=128, dropout=0.1,
+    label_smoothing=0.1, warmup_steps=100, factor=1.0, eval_every=50, max_train_words=6,
     norm_first=False,
 )
 
 
 def new_translator(vocab_src: Vocab, vocab_tgt: Vocab, d_model: int = 64, num_heads: int = 4,
-                   num_layers: int = 2, d_ff: int = 256, dropout: float = 0.1,
+                   num_layers: int = 2, d_ff: int = 128, dropout: float = 0.1,
                    norm_first: bool = False) -> Transformer:
     """The chapter's model: a small ``utils.model.Transformer`` (random weights)."""
     return Transformer(len(vocab_src), len(vocab_tgt), d_model=d_model, num_heads=num_heads,
@@ -248,10 +249,10 @@ def train_translator(steps: int = TRANSLATOR_DEFAULTS["steps"], seed: int = 0,
         start, epoch, batches = time.perf_counter(), 0, []
         for step in range(1, steps + 1):
             if not batches:
-                batches = make_batches(splits["train"], cfg["batch_size"], vocab_src, vocab_tgt,
-                                       seed=seed * 1000 + epoch, device=device)[::-1]
+                batches = group_pairs(splits["train"], cfg["batch_size"],
+                                      seed=seed * 1000 + epoch)[::-1]
                 epoch += 1
-            src, tgt = batches.pop()
+            src, tgt = encode_batch(batches.pop(), vocab_src, vocab_tgt, device)
             history["lr"].append(optimizer.param_groups[0]["lr"])
             history["train_loss"].append(train_step(model, src, tgt, optimizer, scheduler,
                                                     cfg["label_smoothing"], vocab_tgt.pad_id))
@@ -276,16 +277,17 @@ def _cache_path(directory, steps: int, seed: int, settings: dict) -> pathlib.Pat
 
 def load_or_train_translator(steps: int = TRANSLATOR_DEFAULTS["steps"], seed: int = 0,
                              device: torch.device | str | None = None, progress: bool = True,
-                             directory: str | pathlib.Path = ".",
+                             directory: str | pathlib.Path = ".", force: bool = False,
                              **settings) -> tuple[Transformer, Vocab, Vocab, dict]:
     """``train_translator(...)``, cached: the weights and history are saved to
     ``directory/translator-<hash of the settings>.pt`` and loaded from there next time.
 
     Same settings, same file: chapter 9 reuses chapter 8's run in one checkout, and retrains
-    (deterministically) when it runs alone. ``history["cached"]`` says which happened.
+    (deterministically) when it runs alone. ``force=True`` trains (and rewrites the file)
+    even when a cached run exists. ``history["cached"]`` says which happened.
     """
     path = _cache_path(directory, steps, seed, settings)
-    if path.is_file():
+    if path.is_file() and not force:
         saved = torch.load(path, map_location="cpu", weights_only=False)
         cfg = saved["history"]["settings"]
         vocab_src, vocab_tgt = source_vocab(), target_vocab()

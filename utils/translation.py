@@ -32,7 +32,7 @@ from .checks import check_int
 
 __all__ = [
     "MAX_NUMBER", "english_words", "chinese_numerals", "make_splits",
-    "Vocab", "source_vocab", "target_vocab", "encode_batch", "make_batches",
+    "Vocab", "source_vocab", "target_vocab", "encode_batch", "make_batches", "group_pairs",
     "pad_fraction",
 ]
 
@@ -119,7 +119,7 @@ def _all_pairs() -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
                  for n in range(1, MAX_NUMBER + 1))
 
 
-def make_splits(seed: int = 0, max_train_words: int = 7, n_valid: int = 1000,
+def make_splits(seed: int = 0, max_train_words: int = 6, n_valid: int = 1000,
                 n_test: int = 2000) -> dict[str, list[Pair]]:
     """Every number 1..99,999 as a pair ``(english words, chinese characters)``, split.
 
@@ -238,6 +238,13 @@ def make_batches(pairs: Sequence[Pair], batch_size: int, vocab_src: Vocab, vocab
     the shuffled pairs are cut into pools of 50 batches, each pool is sorted by length and
     cut into batches, and the batch order is shuffled again (so lengths do not come in order).
     """
+    groups = group_pairs(pairs, batch_size, seed, bucket)
+    return [encode_batch(g, vocab_src, vocab_tgt, device) for g in groups]
+
+
+def group_pairs(pairs: Sequence[Pair], batch_size: int, seed: int | None = 0,
+                bucket: bool = True) -> list[list[Pair]]:
+    """The grouping of ``make_batches`` without the encoding: a list of lists of pairs."""
     check_int(batch_size, "batch_size", 1)
     pairs = list(pairs)
     rng = random.Random(seed)
@@ -252,7 +259,7 @@ def make_batches(pairs: Sequence[Pair], batch_size: int, vocab_src: Vocab, vocab
     groups = [pairs[i:i + batch_size] for i in range(0, len(pairs), batch_size)]
     if bucket and seed is not None:
         rng.shuffle(groups)
-    return [encode_batch(g, vocab_src, vocab_tgt, device) for g in groups]
+    return groups
 
 
 def pad_fraction(batches: Iterable[tuple[torch.Tensor, torch.Tensor]], pad_id: int = 0) -> float:
