@@ -54,3 +54,30 @@ def toc_files() -> list[str]:
 def toc_notebooks() -> list[pathlib.Path]:
     """The notebooks listed in _toc.yml (the ones nbval must test)."""
     return [ROOT / f"{f}.ipynb" for f in toc_files() if (ROOT / f"{f}.ipynb").exists()]
+
+
+def notebook_client(nb, path: pathlib.Path, timeout: int):
+    """An nbclient runner whose widget front end never talks back to the kernel mid-cell.
+
+    nbclient plays the front end of every Output widget (interact draws into one): it routes
+    the widget's outputs and `clear_output` calls into the widget, and answers each captured
+    output with a comm message sent synchronously on the kernel's shell socket, from inside
+    the event loop that is at that moment awaiting the cell's reply on that same socket.
+    That is the pattern reported to block until the cell timeout (nbclient issue #312), and
+    it matches what was seen here: random multi-minute stalls in chapter 4 and in the
+    ipywidgets 7.7 test, never an error. The kernel does not need those messages (they only
+    mirror the widget's outputs back to it), so here the Output widget keeps its outputs
+    client-side and sends nothing; widgets still display as before.
+    """
+    from nbclient import NotebookClient
+    from nbclient.output_widget import OutputWidget
+
+    class QuietOutputWidget(OutputWidget):
+        def _publish_msg(self, *args, **kwargs) -> None:
+            pass  # no shell traffic while a cell runs (see above)
+
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            record_timing=False, store_widget_state=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.widget_registry["@jupyter-widgets/output"]["OutputModel"] = QuietOutputWidget
+    return client
