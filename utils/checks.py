@@ -1,19 +1,303 @@
-"""Argument checks shared by the ``utils`` modules, so every error names the argument,
-says what it received and what was expected, in the same words everywhere."""
+"""Argument checks shared by every ``utils`` module: one set of rules.
+
+Each check returns the value it accepted (converted where that is harmless,
+e.g. ``np.int64(8) -> 8``) or raises an error whose message names the
+argument, says what it received and what was expected.
+
+Which error? The rule, decided once for the whole library:
+
+* ``TypeError``: the **wrong kind** of thing. Not a tensor where a tensor is
+  needed; a tensor of the wrong dtype (float token ids, an int64 mask,
+  integer queries); a float or a bool where an int is needed (``8.0``,
+  ``True``); a str where a number is needed (``"0.1"``).
+* ``ValueError``: the **right kind, wrong value**. A shape or rank that does
+  not fit, a number out of range (a negative size, ``dropout=1.0``, NaN),
+  token ids outside the vocabulary, tensors on different devices.
+
+NumPy scalars count as the Python numbers they stand for (``np.int64`` is an
+int, ``np.float32`` a float), so sizes read from arrays work as they are.
+"""
+
 from __future__ import annotations
 
+import math
 import numbers
+from typing import Any, Sequence
 
-__all__ = ["check_int"]
+import torch
+
+__all__ = [
+    "check_int",
+    "check_number",
+    "check_probability",
+    "check_tensor",
+    "check_ids",
+    "check_qkv",
+    "check_mask",
+]
 
 
-def check_int(value, name: str, minimum: int | None = None) -> int:
-    """``value`` must be an int (not a bool or a float) and, if given, at least ``minimum``.
+def _kind(value: Any) -> str:
+    """A short description of what was received, for error messages."""
+    if isinstance(value, torch.Tensor):
+        return f"tensor of dtype {value.dtype} and shape {tuple(value.shape)}"
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{type(value).__name__} {text}"
 
-    Raises ``TypeError`` for a wrong type and ``ValueError`` for a value below ``minimum``.
+
+def check_int(value: Any, name: str, minimum: int | None = None) -> int:
+    """``value`` as a Python int; it must be an integer, at least ``minimum``.
+
+    Python and NumPy integers pass. ``bool`` (``True`` is not a size) and
+    floats, even whole ones such as ``8.0``, raise ``TypeError``.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be an int, got {_kind(value)}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
     return int(value)
+
+
+def _interval(lo, hi, lo_closed: bool, hi_closed: bool) -> str:
+    left = "(-inf" if lo is None else ("[" if lo_closed else "(") + f"{lo}"
+    right = "inf)" if hi is None else f"{hi}" + ("]" if hi_closed else ")")
+    return f"{left}, {right}"
+
+
+def check_number(
+    value: Any,
+    name: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    *,
+    min_inclusive: bool = True,
+    max_inclusive: bool = True,
+    finite: bool = False,
+) -> float:
+    """``value`` as a Python float; it must be a real number in the range.
+
+    Ints, floats and NumPy scalars pass; ``bool``, str, tensors and None
+    raise ``TypeError``. NaN, a value outside ``[minimum, maximum]`` (ends
+    excluded when ``min_inclusive`` / ``max_inclusive`` is false) and, with
+    ``finite=True``, an infinity raise ``ValueError``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        hint = " (a number, not a str)" if isinstance(value, str) else ""
+        raise TypeError(
+            f"{name} must be a real number{hint}, got {_kind(value)}"
+        )
+    number = float(value)
+    if math.isnan(number):
+        raise ValueError(f"{name} must be a number, got NaN")
+    if finite and math.isinf(number):
+        raise ValueError(f"{name} must be finite, got {number}")
+    too_low = minimum is not None and (
+        number < minimum or (not min_inclusive and number == minimum)
+    )
+    too_high = maximum is not None and (
+        number > maximum or (not max_inclusive and number == maximum)
+    )
+    if too_low or too_high:
+        span = _interval(minimum, maximum, min_inclusive, max_inclusive)
+        raise ValueError(f"{name} must be in {span}, got {value!r}")
+    return number
+
+
+def check_probability(
+    value: Any, name: str, *, allow_one: bool = False
+) -> float:
+    """``value`` as a float in ``[0, 1)`` (``[0, 1]`` with ``allow_one``).
+
+    Dropout rates and label smoothing use the half-open range: a rate of 1
+    would drop or smooth away everything.
+    """
+    return check_number(value, name, 0.0, 1.0, max_inclusive=allow_one)
+
+
+def _check_ndim(
+    x: torch.Tensor,
+    name: str,
+    ndim: int | Sequence[int] | None,
+    what: str = "",
+) -> None:
+    if ndim is None:
+        return
+    allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+    if x.dim() not in allowed:
+        dims = " or ".join(str(n) for n in allowed)
+        layout = f" {what}" if what else ""
+        raise ValueError(
+            f"{name} must have {dims} dims{layout}, got shape {tuple(x.shape)}"
+        )
+
+
+def check_tensor(
+    x: Any,
+    name: str,
+    *,
+    ndim: int | Sequence[int] | None = None,
+    floating: bool | None = None,
+    min_ndim: int | None = None,
+) -> torch.Tensor:
+    """``x`` must be a ``torch.Tensor``; returns it unchanged.
+
+    ``ndim``: the allowed rank (an int or several). ``min_ndim``: the lowest
+    allowed rank. ``floating=True`` asks for a floating-point dtype,
+    ``floating=False`` for anything else (integers, bool).
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {_kind(x)}")
+    if floating is True and not x.is_floating_point():
+        raise TypeError(
+            f"{name} must be a floating-point tensor, got dtype {x.dtype} "
+            f"(convert with .float())"
+        )
+    if floating is False and x.is_floating_point():
+        raise TypeError(
+            f"{name} must not be floating-point, got dtype {x.dtype}"
+        )
+    _check_ndim(x, name, ndim)
+    if min_ndim is not None and x.dim() < min_ndim:
+        raise ValueError(
+            f"{name} must have at least {min_ndim} dims, "
+            f"got shape {tuple(x.shape)}"
+        )
+    return x
+
+
+def check_ids(
+    ids: Any,
+    name: str,
+    vocab_size: int | None = None,
+    *,
+    ndim: int | Sequence[int] | None = None,
+) -> torch.Tensor:
+    """Token ids: a signed integer tensor, values in ``[0, vocab_size)``.
+
+    Bool, floating-point and unsigned dtypes raise ``TypeError``. ``uint8``
+    is refused on purpose: PyTorch reads a uint8 index tensor as a mask, and
+    uint8 arithmetic wraps around (0 - 1 = 255). ``ndim`` fixes the rank
+    (2 for ``(batch, length)``); ``vocab_size`` the range of the values.
+    """
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(
+            f"{name} must be a torch.Tensor of token ids, got {_kind(ids)}"
+        )
+    if ids.dtype == torch.uint8:
+        raise TypeError(
+            f"{name} has dtype torch.uint8: PyTorch reads uint8 indices as a "
+            f"mask and uint8 arithmetic wraps around, so ids must use a "
+            f"signed integer dtype; convert with .long()"
+        )
+    if ids.dtype == torch.bool:
+        raise TypeError(
+            f"{name} must hold integer token ids, got dtype torch.bool "
+            f"(a mask, not ids?)"
+        )
+    if ids.is_floating_point() or ids.is_complex() or not ids.dtype.is_signed:
+        raise TypeError(
+            f"{name} must hold integer token ids (int64 or int32), "
+            f"got dtype {ids.dtype}"
+        )
+    _check_ndim(ids, name, ndim, "(batch, length)" if ndim == 2 else "")
+    if vocab_size is not None:
+        vocab_size = check_int(vocab_size, "vocab_size", 1)
+        if ids.numel():
+            low, high = int(ids.min()), int(ids.max())
+            if low < 0 or high >= vocab_size:
+                bad = low if low < 0 else high
+                raise ValueError(
+                    f"{name} must hold ids in [0, {vocab_size}), "
+                    f"found {bad} (min {low}, max {high})"
+                )
+    return ids
+
+
+def check_qkv(q: Any, k: Any, v: Any) -> None:
+    """Queries ``(..., Lq, d_k)``, keys ``(..., Lk, d_k)``, values
+    ``(..., Lk, d_v)``.
+
+    All three floating-point tensors of one dtype on one device, rank >= 2;
+    q and k share the last dim, k and v the length; the batch dims
+    (everything before the last two) broadcast together.
+    """
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(t, name, floating=True)
+        if t.dim() < 2:
+            raise ValueError(
+                f"{name} must have at least 2 dims (..., length, features), "
+                f"got shape {tuple(t.shape)}"
+            )
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(
+            f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, "
+            f"v {v.dtype}"
+        )
+    if not q.device == k.device == v.device:
+        raise ValueError(
+            f"q, k and v must be on one device, got q {q.device}, "
+            f"k {k.device}, v {v.device}"
+        )
+    if q.size(-1) != k.size(-1):
+        raise ValueError(
+            f"q and k must share the feature size d_k (last dim): "
+            f"q {tuple(q.shape)}, k {tuple(k.shape)}"
+        )
+    if k.size(-2) != v.size(-2):
+        raise ValueError(
+            f"k and v must have the same length (dim -2): "
+            f"k {tuple(k.shape)}, v {tuple(v.shape)}"
+        )
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the batch dims of q, k and v (all but the last two) must "
+            f"broadcast: q {tuple(q.shape)}, k {tuple(k.shape)}, "
+            f"v {tuple(v.shape)}"
+        ) from None
+
+
+def check_mask(
+    mask: Any,
+    name: str,
+    shape: Sequence[int],
+    *,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """A boolean keep-mask (True = may attend) that broadcasts to ``shape``.
+
+    ``shape`` is the shape it is applied to, usually the attention scores
+    ``(..., Lq, Lk)``. A 0/1 or float mask raises ``TypeError`` (convert a
+    0/1 mask with ``.bool()``); a mask that would need to grow ``shape`` to
+    broadcast raises ``ValueError``, as does a mask on another ``device``.
+    """
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {_kind(mask)}")
+    if mask.dtype != torch.bool:
+        raise TypeError(
+            f"{name} must be a bool tensor (True = may attend), got dtype "
+            f"{mask.dtype}; convert a 0/1 mask with .bool()"
+        )
+    target = torch.Size(shape)
+    try:
+        fits = torch.broadcast_shapes(mask.shape, target) == target
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"{name} of shape {tuple(mask.shape)} does not broadcast to the "
+            f"shape {tuple(target)} it masks"
+        )
+    want = torch.device(device) if device is not None else None
+    if want is not None and (
+        mask.device.type != want.type
+        or (want.index is not None and mask.device.index != want.index)
+    ):
+        raise ValueError(
+            f"{name} is on {mask.device} but the tensors it masks are on "
+            f"{want}"
+        )
+    return mask
