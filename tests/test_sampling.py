@@ -135,9 +135,9 @@ def test_bad_input():
         top_k_filter(LOGITS, 0)
     with pytest.raises(TypeError, match="k"):
         top_k_filter(LOGITS, 2.0)
-    with pytest.raises(ValueError, match="p must"):
+    with pytest.raises(ValueError, match="p must be in"):
         top_p_filter(LOGITS, 0.0)
-    with pytest.raises(ValueError, match="p must"):
+    with pytest.raises(ValueError, match="p must be in"):
         top_p_filter(LOGITS, 1.5)
     with pytest.raises(TypeError, match="generator"):
         sample(LOGITS, generator=3)

@@ -9,11 +9,9 @@ then top-p) and ``sample`` draws ids from the result with an explicit
 
 from __future__ import annotations
 
-import numbers
-
 import torch
 
-from .checks import check_int
+from .checks import check_int, check_number
 
 __all__ = [
     "apply_temperature",
@@ -38,23 +36,15 @@ def _check_logits(logits) -> None:
         )
 
 
-def _check_real(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"{name} must be a number, got {type(value).__name__} {value!r}"
-        )
-    return float(value)
-
-
 def apply_temperature(
     logits: torch.Tensor, temperature: float
 ) -> torch.Tensor:
     """``logits / temperature``: below 1 sharpens the distribution, above 1
     flattens it. ``temperature`` must be > 0 (0 is greedy: use ``argmax``)."""
     _check_logits(logits)
-    t = _check_real(temperature, "temperature")
-    if not t > 0 or t == float("inf"):
-        raise ValueError(f"temperature must be a finite number > 0, got {t}")
+    t = check_number(
+        temperature, "temperature", 0.0, min_inclusive=False, finite=True
+    )
     return logits / t
 
 
@@ -81,9 +71,7 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
     ``p = 1`` keeps every token. ``p`` must be in (0, 1].
     """
     _check_logits(logits)
-    p = _check_real(p, "p")
-    if not 0.0 < p <= 1.0:
-        raise ValueError(f"p must be in (0, 1], got {p}")
+    p = check_number(p, "p", 0.0, 1.0, min_inclusive=False)
     sorted_logits, order = logits.sort(dim=-1, descending=True)
     probs = sorted_logits.softmax(dim=-1)
     # mass of the tokens strictly before each one: a token is kept while
@@ -106,7 +94,7 @@ def next_token_probs(
     ``temperature=0`` puts all the mass on the argmax (greedy).
     """
     _check_logits(logits)
-    t = _check_real(temperature, "temperature")
+    t = check_number(temperature, "temperature", 0.0, finite=True)
     if t == 0:
         greedy = logits.argmax(dim=-1, keepdim=True)
         return torch.zeros_like(logits).scatter(-1, greedy, 1.0)
@@ -128,7 +116,8 @@ def sample(
     """Draw one token id per row: logits ``(..., V)`` -> ids ``(...)`` (long).
 
     Pass a seeded ``torch.Generator`` to make the draws reproducible
-    independently of the global random state.
+    independently of the global random state. ``temperature=0`` returns
+    the argmax without drawing.
     """
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(
@@ -136,6 +125,8 @@ def sample(
             f"got {type(generator).__name__}"
         )
     probs = next_token_probs(logits, temperature, top_k, top_p)
+    if temperature == 0:  # greedy: no random draw, the generator is untouched
+        return probs.argmax(dim=-1)
     flat = probs.reshape(-1, probs.size(-1))
     ids = torch.multinomial(flat, 1, generator=generator)
     return ids.view(probs.shape[:-1])
