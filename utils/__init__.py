@@ -2,7 +2,8 @@
 
 Modules, one per topic, in the order the chapters introduce them: ``priors`` (ch. 1),
 ``attention`` (2), ``masks`` (3), ``positional`` (4), ``loss`` (5), ``complexity`` (6),
-``model`` (7), ``training``, ``decoding`` and ``bleu`` (8), and ``plotting`` (shared).
+``model`` (7), ``training``, ``decoding`` and ``bleu`` (8), and ``plotting`` and
+``diagrams`` (shared: plots of numbers, and diagrams drawn by code).
 Boolean masks mean **True = may attend / is a real token** and broadcast to
 ``(batch, heads, query_len, key_len)``.
 """

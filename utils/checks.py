@@ -215,13 +215,15 @@ def check_ids(
     return ids
 
 
-def check_qkv(q: Any, k: Any, v: Any) -> None:
+def check_qkv(q: Any, k: Any, v: Any, *, share_d_k: bool = True) -> None:
     """Queries ``(..., Lq, d_k)``, keys ``(..., Lk, d_k)``, values
     ``(..., Lk, d_v)``.
 
     All three floating-point tensors of one dtype on one device, rank >= 2;
     q and k share the last dim, k and v the length; the batch dims
-    (everything before the last two) broadcast together.
+    (everything before the last two) broadcast together. ``share_d_k=False``
+    drops the rule on the last dims (scorers whose queries and keys differ
+    in size check those themselves).
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(t, name, floating=True)
@@ -240,7 +242,7 @@ def check_qkv(q: Any, k: Any, v: Any) -> None:
             f"q, k and v must be on one device, got q {q.device}, "
             f"k {k.device}, v {v.device}"
         )
-    if q.size(-1) != k.size(-1):
+    if share_d_k and q.size(-1) != k.size(-1):
         raise ValueError(
             f"q and k must share the feature size d_k (last dim): "
             f"q {tuple(q.shape)}, k {tuple(k.shape)}"
@@ -263,16 +265,17 @@ def check_qkv(q: Any, k: Any, v: Any) -> None:
 def check_mask(
     mask: Any,
     name: str,
-    shape: Sequence[int],
+    shape: Sequence[int] | None = None,
     *,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
     """A boolean keep-mask (True = may attend) that broadcasts to ``shape``.
 
     ``shape`` is the shape it is applied to, usually the attention scores
-    ``(..., Lq, Lk)``. A 0/1 or float mask raises ``TypeError`` (convert a
-    0/1 mask with ``.bool()``); a mask that would need to grow ``shape`` to
-    broadcast raises ``ValueError``, as does a mask on another ``device``.
+    ``(..., Lq, Lk)``; ``None`` checks the kind only. A 0/1 or float mask
+    raises ``TypeError`` (convert a 0/1 mask with ``.bool()``); a mask that
+    would need to grow ``shape`` to broadcast raises ``ValueError``, as does
+    a mask on another ``device``.
     """
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {_kind(mask)}")
@@ -281,7 +284,7 @@ def check_mask(
             f"{name} must be a bool tensor (True = may attend), got dtype "
             f"{mask.dtype}; convert a 0/1 mask with .bool()"
         )
-    target = torch.Size(shape)
+    target = torch.Size(mask.shape if shape is None else shape)
     try:
         fits = torch.broadcast_shapes(mask.shape, target) == target
     except RuntimeError:

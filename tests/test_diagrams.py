@@ -1,0 +1,92 @@
+"""utils.diagrams: geometry, labels from code, legibility limits and argument checks."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from utils import diagrams as D  # noqa: E402
+
+
+@pytest.fixture
+def ax():
+    fig, ax = D.canvas(6, 3)
+    yield ax
+    plt.close(fig)
+
+
+def _texts(ax) -> list[str]:
+    return [t.get_text() for t in ax.texts]
+
+
+def test_canvas_units_are_inches():
+    fig, ax = D.canvas(5, 2, title="T")
+    assert tuple(fig.get_size_inches()) == (5, 2)
+    assert ax.get_xlim() == (0, 5) and ax.get_ylim() == (0, 2)
+    assert "T" in _texts(ax)
+    plt.close(fig)
+
+
+def test_canvas_refuses_figures_the_site_would_shrink():
+    with pytest.raises(ValueError, match="width must be <= 7.2"):
+        D.canvas(9, 3)
+
+
+def test_box_anchors(ax):
+    b = D.box(ax, (2, 1), "FFN", w=1.0, h=0.4, kind="ffn")
+    assert b.left == (1.5, 1) and b.right == (2.5, 1)
+    assert b.top == (2, 1.2) and b.bottom == (2, 0.8)
+    assert "FFN" in _texts(ax)
+
+
+def test_box_rejects_unknown_kind_and_small_text(ax):
+    with pytest.raises(ValueError, match="kind must be one of"):
+        D.box(ax, (1, 1), "x", kind="purple")
+    with pytest.raises(ValueError, match="fontsize must be >= 9"):
+        D.box(ax, (1, 1), "x", fontsize=6)
+    with pytest.raises(TypeError, match="xy must be an"):
+        D.box(ax, 1.0, "x")
+
+
+def test_tensor_writes_every_entry_and_widens_cells(ax):
+    values = torch.tensor([[1.5, -22.25], [0.0, 3.0]])
+    b = D.tensor(ax, (3, 1.5), values, fmt="{:.2f}", title="S (2, 2)")
+    assert {"1.50", "-22.25", "0.00", "3.00", "S (2, 2)"} <= set(_texts(ax))
+    assert b.h == pytest.approx(2 * 0.28)
+    assert b.w > 2 * 0.28  # "-22.25" does not fit a square 0.28-inch cell
+
+
+def test_tensor_draws_booleans_as_filled_cells(ax):
+    D.tensor(ax, (3, 1.5), torch.tensor([[True, False]]))
+    faces = [p.get_facecolor() for p in ax.patches]
+    assert len(faces) == 2 and faces[0] != faces[1]
+    assert _texts(ax) == []
+
+
+def test_tensor_argument_checks(ax):
+    with pytest.raises(TypeError, match="values or shape"):
+        D.tensor(ax, (1, 1))
+    with pytest.raises(ValueError, match="1-D or 2-D"):
+        D.tensor(ax, (1, 1), torch.zeros(2, 2, 2))
+    with pytest.raises(ValueError, match="colors must be 2 x 3"):
+        D.tensor(ax, (1, 1), shape=(2, 3), colors=[["red"] * 3])
+
+
+def test_arrow_label_and_bracket(ax):
+    a, b = D.box(ax, (1, 1), "a"), D.box(ax, (4, 1), "b")
+    D.arrow(ax, a.right, b.left, text=D.shape_text(torch.zeros(2, 7)))
+    D.bracket(ax, (0.2, 0.5), (0.2, 2.5), "N x")
+    assert "(2, 7)" in _texts(ax) and "N x" in _texts(ax)
+    with pytest.raises(ValueError, match="side must be"):
+        D.bracket(ax, (0, 0), (0, 1), "x", side="middle")
+
+
+def test_shape_text_names_dimensions():
+    assert D.shape_text(torch.Size([2, 5, 16])) == "(2, 5, 16)"
+    assert D.shape_text((2, 5), ["B", "T"]) == "(B=2, T=5)"
+    with pytest.raises(ValueError, match="rank 2"):
+        D.shape_text((2, 5), ["B"])
