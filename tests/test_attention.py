@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,6 +13,13 @@ from utils.attention import (AdditiveAttention, BilinearAttention, MultiHeadAtte
                              load_torch_mha_weights, masked_softmax, scaled_dot_product_attention)
 
 ATOL = RTOL = 1e-5
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    """Every test starts from the same random state, so a failure reproduces."""
+    torch.manual_seed(0)
+
 SHAPES = [  # (batch, heads, Lq, Lk, d_k, d_v)
     (1, 1, 1, 1, 1, 1),
     (2, 3, 4, 4, 8, 8),
@@ -74,7 +82,7 @@ def test_fully_masked_row_gives_zeros_and_finite_gradients():
 
 
 def test_masked_softmax_equals_softmax_without_mask():
-    x = torch.randn(3, 4, 5)
+    x = torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(9))
     torch.testing.assert_close(masked_softmax(x), torch.softmax(x, -1))
     keep = torch.ones(5, dtype=torch.bool)
     torch.testing.assert_close(masked_softmax(x, keep), torch.softmax(x, -1))
@@ -100,7 +108,7 @@ MHA_CASES = [  # (batch, Lq, Lk, d_model, heads)
 
 @pytest.mark.parametrize("case", MHA_CASES, ids=str)
 @pytest.mark.parametrize("kind", ["self", "cross"])
-@pytest.mark.parametrize("masked", ["nomask", "padding", "attn_mask"])
+@pytest.mark.parametrize("masked", ["nomask", "padding", "key_padding", "attn_mask"])
 def test_mha_equals_torch(case, kind, masked):
     b, lq, lk, d, h = case
     if kind == "self":
@@ -109,17 +117,20 @@ def test_mha_equals_torch(case, kind, masked):
     torch.manual_seed(5)
     x = torch.randn(b, lq, d)
     mem = x if kind == "self" else torch.randn(b, lk, d)
-    kwargs, mask = {}, None
-    if masked == "padding":
-        lengths = torch.randint(1, lk + 1, (b,))
+    kwargs, ours_kwargs = {}, {}
+    if masked in ("padding", "key_padding"):
+        lengths = torch.randint(1, lk + 1, (b,), generator=torch.Generator().manual_seed(7))
         keep = torch.arange(lk) < lengths[:, None]  # (B, Lk)
-        mask = keep[:, None, None, :]  # (B, 1, 1, Lk)
+        if masked == "padding":
+            ours_kwargs = {"mask": keep[:, None, None, :]}  # (B, 1, 1, Lk)
+        else:
+            ours_kwargs = {"key_padding_mask": keep}  # (B, Lk), True = real token
         kwargs = {"key_padding_mask": ~keep}  # torch: True = ignore
     elif masked == "attn_mask":  # look-ahead for self-attention, a random pattern for cross
         keep = torch.ones(lq, lk, dtype=torch.bool).tril() if kind == "self" else _keep_mask(1, lq, lk, 6)[0, 0]
-        mask = keep  # (Lq, Lk)
+        ours_kwargs = {"mask": keep[None, None]}  # (1, 1, Lq, Lk)
         kwargs = {"attn_mask": ~keep}
-    out, w = ours(x, mem, mem, mask)
+    out, w = ours(x, mem, mem, **ours_kwargs)
     ref, ref_w = theirs(x, mem, mem, need_weights=True, average_attn_weights=False, **kwargs)
     torch.testing.assert_close(out, ref, atol=ATOL, rtol=RTOL)
     torch.testing.assert_close(w, ref_w, atol=ATOL, rtol=RTOL)
@@ -134,7 +145,7 @@ def test_mha_parameter_count_matches_torch_and_formula():
 
 def test_mha_fully_masked_row_no_nan():
     ours, _ = _pair(8, 2)
-    x = torch.randn(2, 3, 8, requires_grad=True)
+    x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(8), requires_grad=True)
     mask = torch.tensor([[True, True, True], [False, False, False]])[:, None, None, :]
     out, w = ours(x, x, x, mask)
     assert torch.isfinite(out).all() and (w[1] == 0).all()
@@ -147,8 +158,8 @@ def test_bad_input_raises_value_error_naming_argument_and_shapes():
         MultiHeadAttention(10, 3)
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 5, 8)
-    with pytest.raises(ValueError, match=r"mask.*\(3, 4\).*\(2, 2, 5, 5\)"):
-        mha(x, x, x, torch.ones(3, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"mask.*\(1, 3, 4, 4\).*\(2, 2, 5, 5\)"):
+        mha(x, x, x, torch.ones(1, 3, 4, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"k and v.*\(2, 5, 8\).*\(2, 4, 8\)"):
         mha(x, x, torch.randn(2, 4, 8))
     with pytest.raises(ValueError, match=r"q must have shape.*d_model=8.*\(2, 5, 6\)"):
@@ -225,3 +236,125 @@ def test_bilinear_equals_nn_bilinear_and_generalises_dot_product():
         dot.weight.copy_(torch.eye(4))
     q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
     torch.testing.assert_close(dot(q, k, v)[0], F.scaled_dot_product_attention(q, k, v), atol=ATOL, rtol=RTOL)
+
+
+# ---- issue 14: masks of rank 4 only in the module, sentences instead of cryptic errors
+
+
+def test_the_silently_wrong_padding_mask_is_now_an_error():
+    """A (B, S) padding mask with B == Lq used to broadcast as (Lq, Lk) and
+    mask the wrong pairs without a word; now it is refused with a hint."""
+    ours, theirs = _pair(8, 2)
+    x = torch.randn(3, 3, 8)  # B == Lq == 3: the ambiguous case
+    keep = torch.tensor([[True, True, False], [True, False, False], [True, True, True]])
+    with pytest.raises(ValueError, match=r"mask must have 4 dims.*\(3, 3\).*key_padding_mask"):
+        ours(x, x, x, keep)
+    with pytest.raises(ValueError, match=r"mask must have 4 dims.*\(1, 3, 3\)"):
+        ours(x, x, x, keep[None])
+    # the two right ways agree with nn.MultiheadAttention
+    ref, _ = theirs(x, x, x, key_padding_mask=~keep)
+    by_kpm, _ = ours(x, x, x, key_padding_mask=keep)
+    by_mask, _ = ours(x, x, x, keep[:, None, None, :])
+    torch.testing.assert_close(by_kpm, ref, atol=ATOL, rtol=RTOL)
+    torch.testing.assert_close(by_mask, ref, atol=ATOL, rtol=RTOL)
+    # and the old reading of the same tensor, (Lq, Lk), is a different answer
+    wrong, _ = ours(x, x, x, keep[None, None])
+    assert not torch.allclose(wrong, ref, atol=1e-3)
+
+
+def test_mask_and_key_padding_mask_combine():
+    ours, theirs = _pair(8, 2)
+    x = torch.randn(2, 4, 8)
+    keep_keys = torch.tensor([[True, True, True, False], [True, True, False, False]])
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()
+    got, w = ours(x, x, x, causal[None, None], key_padding_mask=keep_keys)
+    ref, _ = theirs(x, x, x, attn_mask=~causal, key_padding_mask=~keep_keys)
+    torch.testing.assert_close(got, ref, atol=ATOL, rtol=RTOL)
+    assert (w[1, :, :, 2:] == 0).all() and (w.triu(1) == 0).all()
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, words",
+    [
+        ({"key_padding_mask": torch.ones(2, 4, dtype=torch.bool)}, ValueError, r"key_padding_mask.*\(2, 5\).*\(2, 4\)"),
+        ({"key_padding_mask": torch.ones(2, 1, 1, 5, dtype=torch.bool)}, ValueError, "key_padding_mask must have shape"),
+        ({"key_padding_mask": torch.ones(2, 5)}, TypeError, "key_padding_mask must be a bool"),
+        ({"mask": torch.ones(1, 1, 5, 5)}, TypeError, "mask must be a bool"),
+        ({"mask": [[True]]}, TypeError, "mask must be a torch.Tensor"),
+        ({"mask": torch.ones(2, 3, 5, 5, dtype=torch.bool)}, ValueError, r"mask of shape \(2, 3, 5, 5\)"),
+    ],
+)
+def test_module_mask_errors(kwargs, exc, words):
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(exc, match=words):
+        mha(x, x, x, **kwargs)
+
+
+def test_integer_and_mixed_dtype_inputs_get_sentences():
+    q = torch.randn(2, 3, 4)
+    with pytest.raises(TypeError, match=r"q must be a floating-point.*int64"):
+        scaled_dot_product_attention(q.long(), q, q)
+    with pytest.raises(TypeError, match=r"share one dtype.*k torch.float64"):
+        scaled_dot_product_attention(q, q.double(), q)
+    mha = MultiHeadAttention(4, 2)
+    with pytest.raises(TypeError, match=r"q must be a floating-point"):
+        mha(q.long(), q, q)
+    with pytest.raises(TypeError, match=r"float64 but the module's weights are torch.float32"):
+        mha(q.double(), q.double(), q.double())
+    with pytest.raises(ValueError, match=r"batch dims of q, k and v.*q \(2, 3, 4\).*k \(3, 3, 4\)"):
+        scaled_dot_product_attention(q, torch.randn(3, 3, 4), torch.randn(3, 3, 4))
+    with pytest.raises(ValueError, match="d_k >= 1"):
+        scaled_dot_product_attention(torch.randn(2, 0), torch.randn(3, 0), torch.randn(3, 2))
+
+
+def test_dropout_is_a_probability_like_pytorchs_dropout_p():
+    q, k, v = torch.randn(2, 5, 4), torch.randn(2, 6, 4), torch.randn(2, 6, 3)
+    torch.manual_seed(11)
+    out, w = scaled_dot_product_attention(q, k, v, dropout=0.5)
+    torch.manual_seed(11)
+    torch.testing.assert_close(out, F.dropout(w, 0.5) @ v)  # weights returned before dropout
+    assert not torch.allclose(out, w @ v)
+    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, dropout=0.0)[0], w @ v)
+    with pytest.raises(TypeError, match="dropout must be a real number"):
+        scaled_dot_product_attention(q, k, v, dropout="0.1")
+    with pytest.raises(TypeError, match="dropout must be a real number"):
+        scaled_dot_product_attention(q, k, v, dropout=nn.Dropout(0.1))
+    with pytest.raises(ValueError, match=r"dropout must be in \[0.0, 1.0\), got 1.0"):
+        scaled_dot_product_attention(q, k, v, dropout=1.0)
+
+
+def test_module_dropout_only_in_train_mode():
+    mha = MultiHeadAttention(8, 2, dropout=0.5)
+    x = torch.randn(2, 5, 8)
+    plain = MultiHeadAttention(8, 2)
+    plain.load_state_dict(mha.state_dict())
+    mha.eval()
+    torch.testing.assert_close(mha(x, x, x)[0], plain(x, x, x)[0])
+    mha.train()
+    assert not torch.allclose(mha(x, x, x)[0], plain(x, x, x)[0])
+
+
+def test_sizes_numpy_ints_accepted_floats_and_strings_rejected():
+    mha = MultiHeadAttention(np.int64(8), np.int64(2))
+    assert (mha.d_model, mha.num_heads, mha.d_head) == (8, 2, 4)
+    assert type(mha.d_model) is int
+    with pytest.raises(TypeError, match="d_model must be an int, got float 8.0"):
+        MultiHeadAttention(8.0, 2)
+    with pytest.raises(TypeError, match="num_heads must be an int"):
+        MultiHeadAttention(8, True)
+    with pytest.raises(TypeError, match="dropout must be a real number"):
+        MultiHeadAttention(8, 2, dropout="0.1")
+    with pytest.raises(ValueError, match="num_heads must be an int >= 1"):
+        MultiHeadAttention(8, 0)
+    with pytest.raises(TypeError, match="d_q must be an int"):
+        AdditiveAttention(4.0, 4, 8)
+    with pytest.raises(ValueError, match="dropout"):
+        BilinearAttention(4, 4, dropout=-0.1)
+
+
+def test_load_weights_type_and_bias_mismatch():
+    with pytest.raises(TypeError, match="theirs must be an nn.MultiheadAttention"):
+        load_torch_mha_weights(MultiHeadAttention(4, 2), nn.Linear(4, 4))
+    with pytest.raises(ValueError, match="bias settings differ"):
+        load_torch_mha_weights(MultiHeadAttention(4, 2, bias=False), nn.MultiheadAttention(4, 2))

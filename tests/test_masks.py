@@ -188,7 +188,7 @@ def test_fully_masked_row_is_zero_not_nan():
     (lambda: masks.decoder_mask(torch.tensor([[1.5, 0.0]])), TypeError, "ids"),
     (lambda: masks.decoder_mask(torch.tensor([1, 2, 0])), ValueError, "ids"),
     (lambda: masks.causal_mask(0), ValueError, "size"),
-    (lambda: masks.causal_mask(2.5), ValueError, "size"),
+    (lambda: masks.causal_mask(2.5), TypeError, "size"),
     (lambda: masks.prefix_lm_mask(4, 5), ValueError, "prefix_len"),
     (lambda: masks.prefix_lm_mask(4, -1), ValueError, "prefix_len"),
     (lambda: masks.attention_pattern("sideways", [3]), ValueError, "kind"),

@@ -87,7 +87,7 @@ def test_decoder_layer_equals_torch(norm_first):
     x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
     src_ids = torch.tensor([[1, 2, 3, 4, 0, 0], [1, 2, 3, 4, 5, 6]])
     with torch.no_grad():
-        got = ours(x, memory, padding_mask(src_ids), causal_mask(4))
+        got = ours(x, memory, padding_mask(src_ids), causal_mask(4)[None, None])
         ref = theirs(x, memory, tgt_mask=~causal_mask(4), memory_key_padding_mask=src_ids == 0)
     torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
 
@@ -106,7 +106,7 @@ def test_pre_norm_stack_equals_nn_transformer():
             mine.weight.copy_(other.weight)
             mine.bias.copy_(other.bias)
         x, y = torch.randn(2, 5, D), torch.randn(2, 4, D)
-        got = model.decoder(y, model.encoder(x), None, causal_mask(4))
+        got = model.decoder(y, model.encoder(x), None, causal_mask(4)[None, None])
         ref = theirs(x, y, tgt_mask=~causal_mask(4))
     torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
 

@@ -1,87 +1,152 @@
-"""Scaled dot-product attention and multi-head attention, written from the formulas, plus the
-additive (Bahdanau) and bilinear (Luong "general") scorers for queries and keys of different sizes.
+"""Scaled dot-product attention and multi-head attention, written from the
+formulas, plus the additive (Bahdanau) and bilinear (Luong "general")
+scorers for queries and keys of different sizes.
 
-Shapes are batch-first: queries ``(B, Lq, d_model)``, keys and values ``(B, Lk, d_model)``.
-Masks are boolean, True = may attend (see ``utils.masks``).
+Shapes are batch-first: queries ``(B, Lq, d_model)``, keys and values
+``(B, Lk, d_model)``. Masks are boolean, True = may attend (see
+``utils.masks``).
+
+Two ways to pass a mask, on purpose:
+
+* the function ``scaled_dot_product_attention`` broadcasts its ``mask`` as
+  PyTorch's ``F.scaled_dot_product_attention`` does: any shape that
+  broadcasts to the scores ``(..., Lq, Lk)``;
+* the module ``MultiHeadAttention`` takes a ``mask`` of rank 4 only,
+  ``(B or 1, h or 1, Lq, Lk)``, and a separate ``key_padding_mask``
+  ``(B, Lk)``. A rank-2 mask would be ambiguous there: a ``(B, Lk)``
+  padding mask broadcasts as ``(Lq, Lk)`` whenever ``B == Lq`` and would
+  mask the wrong pairs without any error.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from .masks import check_mask
+from .checks import (
+    check_int,
+    check_mask,
+    check_probability,
+    check_qkv,
+    check_tensor,
+)
 
 __all__ = [
-    "scaled_dot_product_attention", "masked_softmax", "MultiHeadAttention", "load_torch_mha_weights",
-    "AdditiveAttention", "BilinearAttention",
+    "scaled_dot_product_attention",
+    "masked_softmax",
+    "MultiHeadAttention",
+    "load_torch_mha_weights",
+    "AdditiveAttention",
+    "BilinearAttention",
 ]
 
 
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+def masked_softmax(
+    scores: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Softmax over the last dim (the keys) that skips masked keys.
 
-    scores ``(..., Lq, Lk)``, mask broadcastable to it with True = attend. Masked keys get
-    exactly zero weight; a row with every key masked gets all zeros (not NaN).
+    scores ``(..., Lq, Lk)``, mask broadcastable to it with True = attend.
+    Masked keys get exactly zero weight; a row with every key masked gets
+    all zeros (not NaN).
     """
+    check_tensor(scores, "scores", floating=True, min_ndim=1)
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    check_mask(mask, tuple(scores.shape))
+    check_mask(mask, "mask", scores.shape, device=scores.device)
     weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-    # Rows with every key masked are NaN after softmax; they attend to nothing: zeros.
+    # Rows with every key masked are NaN after softmax; they attend to
+    # nothing: zeros.
     return weights.masked_fill(~mask, 0.0)
 
 
-def _attend(scores: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-            dropout: Callable[[torch.Tensor], torch.Tensor] | None) -> tuple[torch.Tensor, torch.Tensor]:
+def _attend(
+    scores: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    dropout_p: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     weights = masked_softmax(scores, mask)  # (..., Lq, Lk)
-    attended = dropout(weights) if dropout is not None else weights
+    attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return attended @ v, weights
 
 
 def scaled_dot_product_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
     mask: torch.Tensor | None = None,
-    dropout: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    dropout: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T / sqrt(d_k)) v.
 
-    q ``(..., Lq, d_k)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``, mask broadcastable to
-    ``(..., Lq, Lk)`` with True = attend. Returns ``out (..., Lq, d_v)`` and
-    ``weights (..., Lq, Lk)`` (before dropout). A query row whose keys are all masked gets
-    zero weights and a zero output instead of the NaN that softmax over all -inf gives.
+    q ``(..., Lq, d_k)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``, all
+    floating-point of one dtype; the batch dims ``...`` broadcast. mask
+    broadcastable to ``(..., Lq, Lk)`` with True = attend. Returns
+    ``out (..., Lq, d_v)`` and ``weights (..., Lq, Lk)`` (before dropout).
+    A query row whose keys are all masked gets zero weights and a zero
+    output instead of the NaN that softmax over all -inf gives.
+
+    ``dropout`` is a probability, like ``dropout_p`` of
+    ``F.scaled_dot_product_attention``: it is applied to the weights
+    whenever it is above 0, so pass 0.0 at evaluation time (the module
+    ``MultiHeadAttention`` does that for you in eval mode).
     """
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor) or t.dim() < 2:
-            raise ValueError(f"{name} must be a tensor with at least 2 dims (..., length, features), "
-                             f"got {getattr(t, 'shape', type(t).__name__)}")
-    if q.size(-1) != k.size(-1):
-        raise ValueError(f"q and k must share the feature size d_k: q {tuple(q.shape)}, k {tuple(k.shape)}")
-    if k.size(-2) != v.size(-2):
-        raise ValueError(f"k and v must have the same length: k {tuple(k.shape)}, v {tuple(v.shape)}")
+    check_qkv(q, k, v)
+    if q.size(-1) == 0:
+        raise ValueError(
+            f"q and k must have at least one feature (d_k >= 1), "
+            f"got q {tuple(q.shape)}"
+        )
+    dropout = check_probability(dropout, "dropout")
     scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk)
-    scores.div_(math.sqrt(q.size(-1)))  # in place: same numbers, one (Lq, Lk) buffer fewer
+    # in place: same numbers, one (Lq, Lk) buffer fewer
+    scores.div_(math.sqrt(q.size(-1)))
     return _attend(scores, v, mask, dropout)
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention: project, split into heads, attend per head, concatenate, W^O.
+    """Multi-head attention: project, split into heads, attend per head,
+    concatenate, W^O.
 
-    ``forward(q, k, v, mask=None)`` with q ``(B, Lq, d_model)``, k and v ``(B, Lk, d_model)``
-    returns ``out (B, Lq, d_model)`` and ``weights (B, num_heads, Lq, Lk)``.
+    ``forward(q, k, v, mask=None, key_padding_mask=None)`` with q
+    ``(B, Lq, d_model)``, k and v ``(B, Lk, d_model)`` returns
+    ``out (B, Lq, d_model)`` and ``weights (B, num_heads, Lq, Lk)``.
+
+    * ``mask``: bool, rank 4, ``(B or 1, num_heads or 1, Lq, Lk)``,
+      True = may attend. ``padding_mask(ids)`` ``(B, 1, 1, Lk)`` and
+      ``decoder_mask(ids)`` ``(B, 1, T, T)`` fit as they are; lift a
+      ``causal_mask(T)`` with ``[None, None]``.
+    * ``key_padding_mask``: bool ``(B, Lk)``, **True = real token** (the
+      course's polarity). ``nn.MultiheadAttention``'s argument of the same
+      name means the opposite (True = ignore): convert with
+      ``utils.masks.to_key_padding_mask``.
+
+    Both may be given; a pair is attended when both allow it.
     """
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+    ):
         super().__init__()
-        if d_model <= 0 or num_heads <= 0:
-            raise ValueError(f"d_model and num_heads must be positive, got d_model={d_model}, num_heads={num_heads}")
+        d_model = check_int(d_model, "d_model", 1)
+        num_heads = check_int(num_heads, "num_heads", 1)
         if d_model % num_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
+            raise ValueError(
+                f"d_model={d_model} is not divisible by num_heads={num_heads}"
+            )
+        dropout = check_probability(dropout, "dropout")
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias must be a bool, got {bias!r}")
+        self.d_model, self.num_heads = d_model, num_heads
+        self.d_head = d_model // num_heads
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, d_model, bias=bias)
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
@@ -90,105 +155,219 @@ class MultiHeadAttention(nn.Module):
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         b, n, _ = x.shape
-        return x.view(b, n, self.num_heads, self.d_head).transpose(1, 2)  # (B, h, n, d_head)
+        # (B, n, d_model) -> (B, h, n, d_head)
+        return x.view(b, n, self.num_heads, self.d_head).transpose(1, 2)
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        for name, t in (("q", q), ("k", k), ("v", v)):
-            if t.dim() != 3 or t.size(-1) != self.d_model:
-                raise ValueError(f"{name} must have shape (batch, length, d_model={self.d_model}), "
-                                 f"got {tuple(t.shape)}")
-        if not (q.size(0) == k.size(0) == v.size(0)):
-            raise ValueError(f"q, k, v must share the batch size, got {q.size(0)}, {k.size(0)}, {v.size(0)}")
-        if k.size(1) != v.size(1):
-            raise ValueError(f"k and v must have the same length: k {tuple(k.shape)}, v {tuple(v.shape)}")
-        b, lq, lk = q.size(0), q.size(1), k.size(1)
+    def _combined_mask(
+        self,
+        mask: torch.Tensor | None,
+        key_padding_mask: torch.Tensor | None,
+        b: int,
+        lq: int,
+        lk: int,
+        device: torch.device,
+    ) -> torch.Tensor | None:
+        """Validate both masks; merge them into one ``(B|1, h|1, Lq, Lk)``."""
+        scores = (b, self.num_heads, lq, lk)
         if mask is not None:
-            check_mask(mask, (b, self.num_heads, lq, lk))
-        qh, kh, vh = self._split(self.w_q(q)), self._split(self.w_k(k)), self._split(self.w_v(v))
-        out, weights = scaled_dot_product_attention(qh, kh, vh, mask, dropout=self.dropout)  # (B, h, Lq, d_head)
-        out = out.transpose(1, 2).reshape(b, lq, self.d_model)  # concat heads: (B, Lq, d_model)
+            check_tensor(mask, "mask")
+            if mask.dim() != 4:
+                raise ValueError(
+                    f"mask must have 4 dims (B or 1, num_heads or 1, Lq, Lk), "
+                    f"got shape {tuple(mask.shape)}. Pass a (Lq, Lk) mask as "
+                    f"mask[None, None] and a (B, Lk) padding mask as "
+                    f"key_padding_mask=... (True = real token), or use "
+                    f"padding_mask(ids), which is already (B, 1, 1, Lk)"
+                )
+            check_mask(mask, "mask", scores, device=device)
+        if key_padding_mask is not None:
+            check_tensor(key_padding_mask, "key_padding_mask")
+            if key_padding_mask.dtype != torch.bool:
+                raise TypeError(
+                    f"key_padding_mask must be a bool tensor (True = real "
+                    f"token), got dtype {key_padding_mask.dtype}"
+                )
+            if tuple(key_padding_mask.shape) != (b, lk):
+                raise ValueError(
+                    f"key_padding_mask must have shape (batch, key_len) = "
+                    f"{(b, lk)}, got {tuple(key_padding_mask.shape)}"
+                )
+            check_mask(
+                key_padding_mask, "key_padding_mask", (b, lk), device=device
+            )
+            keys = key_padding_mask[:, None, None, :]  # (B, 1, 1, Lk)
+            mask = keys if mask is None else mask & keys
+        return mask
+
+    def forward(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            check_tensor(t, name)
+            if t.dim() != 3 or t.size(-1) != self.d_model:
+                raise ValueError(
+                    f"{name} must have shape (batch, length, "
+                    f"d_model={self.d_model}), got {tuple(t.shape)}"
+                )
+        check_qkv(q, k, v)
+        _check_like_weights(self, q)
+        if not q.size(0) == k.size(0) == v.size(0):
+            raise ValueError(
+                f"q, k and v must share the batch size, got q "
+                f"{tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+            )
+        b, lq, lk = q.size(0), q.size(1), k.size(1)
+        mask = self._combined_mask(mask, key_padding_mask, b, lq, lk, q.device)
+        qh = self._split(self.w_q(q))  # (B, h, Lq, d_head)
+        kh = self._split(self.w_k(k))  # (B, h, Lk, d_head)
+        vh = self._split(self.w_v(v))  # (B, h, Lk, d_head)
+        p = self.dropout.p if self.training else 0.0
+        out, weights = scaled_dot_product_attention(qh, kh, vh, mask, p)
+        # concat heads: (B, h, Lq, d_head) -> (B, Lq, d_model)
+        out = out.transpose(1, 2).reshape(b, lq, self.d_model)
         return self.w_o(out), weights
 
 
 @torch.no_grad()
-def load_torch_mha_weights(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> MultiHeadAttention:
-    """Copy an ``nn.MultiheadAttention``'s weights into ours (its in_proj stacks W_q, W_k, W_v)."""
+def load_torch_mha_weights(
+    ours: MultiHeadAttention, theirs: nn.MultiheadAttention
+) -> MultiHeadAttention:
+    """Copy an ``nn.MultiheadAttention``'s weights into ours (its in_proj
+    stacks W_q, W_k, W_v). Returns ``ours``."""
+    if not isinstance(ours, MultiHeadAttention):
+        raise TypeError(
+            f"ours must be a utils MultiHeadAttention, "
+            f"got {type(ours).__name__}"
+        )
+    if not isinstance(theirs, nn.MultiheadAttention):
+        raise TypeError(
+            f"theirs must be an nn.MultiheadAttention, got "
+            f"{type(theirs).__name__}"
+        )
     if theirs.embed_dim != ours.d_model or theirs.num_heads != ours.num_heads:
-        raise ValueError(f"shapes differ: ours d_model={ours.d_model}, heads={ours.num_heads}; "
-                         f"theirs embed_dim={theirs.embed_dim}, heads={theirs.num_heads}")
+        raise ValueError(
+            f"shapes differ: ours d_model={ours.d_model}, "
+            f"heads={ours.num_heads}; theirs embed_dim={theirs.embed_dim}, "
+            f"heads={theirs.num_heads}"
+        )
     if theirs.in_proj_weight is None:
-        raise ValueError("theirs uses separate q/k/v projections (kdim/vdim set); only the packed form is supported")
+        raise ValueError(
+            "theirs uses separate q/k/v projections (kdim/vdim set); only "
+            "the packed form is supported"
+        )
+    if (ours.w_q.bias is None) != (theirs.in_proj_bias is None):
+        raise ValueError(
+            f"bias settings differ: ours bias={ours.w_q.bias is not None}, "
+            f"theirs bias={theirs.in_proj_bias is not None}"
+        )
+    d = ours.d_model
     for i, lin in enumerate((ours.w_q, ours.w_k, ours.w_v)):
-        lin.weight.copy_(theirs.in_proj_weight[i * ours.d_model:(i + 1) * ours.d_model])
+        lin.weight.copy_(theirs.in_proj_weight[i * d : (i + 1) * d])
         if lin.bias is not None:
-            lin.bias.copy_(theirs.in_proj_bias[i * ours.d_model:(i + 1) * ours.d_model])
+            lin.bias.copy_(theirs.in_proj_bias[i * d : (i + 1) * d])
     ours.w_o.weight.copy_(theirs.out_proj.weight)
     if ours.w_o.bias is not None:
         ours.w_o.bias.copy_(theirs.out_proj.bias)
     return ours
 
 
-def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, d_q: int, d_k: int) -> None:
-    for name, t, d in (("q", q, d_q), ("k", k, d_k), ("v", v, None)):
-        if not isinstance(t, torch.Tensor) or t.dim() < 2:
-            raise ValueError(f"{name} must be a tensor with at least 2 dims (..., length, features), "
-                             f"got {getattr(t, 'shape', type(t).__name__)}")
-        if d is not None and t.size(-1) != d:
-            raise ValueError(f"{name} must have {d} features in its last dim, got shape {tuple(t.shape)}")
-    if k.size(-2) != v.size(-2):
-        raise ValueError(f"k and v must have the same length: k {tuple(k.shape)}, v {tuple(v.shape)}")
+def _check_like_weights(module: nn.Module, x: torch.Tensor) -> None:
+    """Inputs must match the module's weights in dtype and device (checked
+    outside autocast, which casts on its own)."""
+    w = next(module.parameters())
+    if torch.is_autocast_enabled(x.device.type):
+        return
+    if x.dtype != w.dtype:
+        raise TypeError(
+            f"q, k and v have dtype {x.dtype} but the module's weights are "
+            f"{w.dtype}: convert the inputs (.to({w.dtype})) or the module"
+        )
+    if x.device != w.device:
+        raise ValueError(
+            f"q, k and v are on {x.device} but the module's weights are on "
+            f"{w.device}: move one with .to(device)"
+        )
+
+
+def _check_sizes(module: nn.Module, q, k, v, d_q: int, d_k: int) -> None:
+    """q, k, v for the scorers whose queries and keys differ in size."""
+    check_qkv(q, k, v, share_d_k=False)
+    _check_like_weights(module, q)
+    for name, t, d in (("q", q, d_q), ("k", k, d_k)):
+        if t.size(-1) != d:
+            raise ValueError(
+                f"{name} must have {d} features in its last dim, "
+                f"got shape {tuple(t.shape)}"
+            )
 
 
 class AdditiveAttention(nn.Module):
     """Additive (Bahdanau) attention: score(q, k) = w^T tanh(W q + U k).
 
-    Queries and keys may have different sizes. ``forward(q, k, v, mask=None)`` with
-    q ``(..., Lq, d_q)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)`` returns
-    ``out (..., Lq, d_v)`` and ``weights (..., Lq, Lk)``. The hidden tensor is
-    ``(..., Lq, Lk, d_hidden)``: more memory than a dot product, the price of the MLP.
+    Queries and keys may have different sizes. ``forward(q, k, v, mask=None)``
+    with q ``(..., Lq, d_q)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``
+    returns ``out (..., Lq, d_v)`` and ``weights (..., Lq, Lk)``; the mask
+    broadcasts as in ``scaled_dot_product_attention``. The hidden tensor is
+    ``(..., Lq, Lk, d_hidden)``: more memory than a dot product, the price
+    of the MLP.
     """
 
-    def __init__(self, d_q: int, d_k: int, d_hidden: int, dropout: float = 0.0):
+    def __init__(
+        self, d_q: int, d_k: int, d_hidden: int, dropout: float = 0.0
+    ):
         super().__init__()
-        for name, value in (("d_q", d_q), ("d_k", d_k), ("d_hidden", d_hidden)):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        self.d_q, self.d_k, self.d_hidden = d_q, d_k, d_hidden
-        self.w_q = nn.Linear(d_q, d_hidden, bias=False)  # W
-        self.w_k = nn.Linear(d_k, d_hidden, bias=False)  # U
-        self.w_score = nn.Linear(d_hidden, 1, bias=False)  # w^T
+        self.d_q = check_int(d_q, "d_q", 1)
+        self.d_k = check_int(d_k, "d_k", 1)
+        self.d_hidden = check_int(d_hidden, "d_hidden", 1)
+        dropout = check_probability(dropout, "dropout")
+        self.w_q = nn.Linear(self.d_q, self.d_hidden, bias=False)  # W
+        self.w_k = nn.Linear(self.d_k, self.d_hidden, bias=False)  # U
+        self.w_score = nn.Linear(self.d_hidden, 1, bias=False)  # w^T
         self.dropout = nn.Dropout(dropout)
 
     def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         """Unnormalised scores ``(..., Lq, Lk)``."""
-        hidden = self.w_q(q).unsqueeze(-2) + self.w_k(k).unsqueeze(-3)  # (..., Lq, Lk, d_hidden)
+        # (..., Lq, 1, d_hidden) + (..., 1, Lk, d_hidden)
+        hidden = self.w_q(q).unsqueeze(-2) + self.w_k(k).unsqueeze(-3)
         return self.w_score(torch.tanh(hidden)).squeeze(-1)
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        _check_qkv(q, k, v, self.d_q, self.d_k)
-        return _attend(self.scores(q, k), v, mask, self.dropout)
+    def forward(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        _check_sizes(self, q, k, v, self.d_q, self.d_k)
+        p = self.dropout.p if self.training else 0.0
+        return _attend(self.scores(q, k), v, mask, p)
 
 
 class BilinearAttention(nn.Module):
-    """Bilinear ("general", Luong) attention: score(q, k) = q W k^T, optionally / sqrt(d_k).
+    """Bilinear ("general", Luong) attention: score(q, k) = q W k^T,
+    optionally divided by sqrt(d_k).
 
-    Queries and keys may have different sizes: W is ``(d_q, d_k)``. Shapes as in
-    :class:`AdditiveAttention`. A Transformer head is the low-rank case W = W_q^T W_k.
+    Queries and keys may have different sizes: W is ``(d_q, d_k)``. Shapes
+    as in :class:`AdditiveAttention`. A Transformer head is the low-rank
+    case W = W_q^T W_k.
     """
 
-    def __init__(self, d_q: int, d_k: int, scale: bool = True, dropout: float = 0.0):
+    def __init__(
+        self, d_q: int, d_k: int, scale: bool = True, dropout: float = 0.0
+    ):
         super().__init__()
-        for name, value in (("d_q", d_q), ("d_k", d_k)):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        self.d_q, self.d_k, self.scale = d_q, d_k, scale
-        self.weight = nn.Parameter(torch.empty(d_q, d_k))
+        self.d_q = check_int(d_q, "d_q", 1)
+        self.d_k = check_int(d_k, "d_k", 1)
+        if not isinstance(scale, bool):
+            raise TypeError(f"scale must be a bool, got {scale!r}")
+        self.scale = scale
+        dropout = check_probability(dropout, "dropout")
+        self.weight = nn.Parameter(torch.empty(self.d_q, self.d_k))
         nn.init.xavier_uniform_(self.weight)
         self.dropout = nn.Dropout(dropout)
 
@@ -197,7 +376,13 @@ class BilinearAttention(nn.Module):
         s = (q @ self.weight) @ k.transpose(-2, -1)
         return s / math.sqrt(self.d_k) if self.scale else s
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        _check_qkv(q, k, v, self.d_q, self.d_k)
-        return _attend(self.scores(q, k), v, mask, self.dropout)
+    def forward(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        _check_sizes(self, q, k, v, self.d_q, self.d_k)
+        p = self.dropout.p if self.training else 0.0
+        return _attend(self.scores(q, k), v, mask, p)
