@@ -98,6 +98,11 @@ def _merge(attn: nn.Module, out: torch.Tensor) -> torch.Tensor:
     return attn.w_o(out.transpose(1, 2).reshape(b, n, attn.d_model))
 
 
+def _p(attn: nn.Module) -> float:
+    """The attention-weight dropout probability the module would use now."""
+    return attn.dropout.p if attn.training else 0.0
+
+
 def start_cache(
     model: nn.Module, memory: torch.Tensor, src_mask: torch.Tensor
 ) -> KVCache:
@@ -176,7 +181,7 @@ def decode_step(
             cache.keys[i], cache.values[i] = k_new, v_new  # (B, h, t, d_head)
             q = _split(attn, attn.w_q(y))
             out, _ = scaled_dot_product_attention(
-                q, k_new, v_new, self_mask, dropout=attn.dropout
+                q, k_new, v_new, self_mask, dropout=_p(attn)
             )
             return _merge(attn, out)
 
@@ -187,7 +192,7 @@ def decode_step(
                 cache.cross_keys[i],
                 cache.cross_values[i],
                 cache.src_mask,
-                dropout=attn.dropout,
+                dropout=_p(attn),
             )
             return _merge(attn, out)
 
