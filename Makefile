@@ -6,17 +6,19 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-requirements
 NB     ?= book/*.ipynb
 
-.PHONY: help venv book serve test unit notebooks refresh freeze clean
+.PHONY: help venv book serve test unit notebooks browser refresh link-terms freeze clean
 
 help:
 	@echo "make book     build the static site into _build/html (strict: warnings are errors)"
 	@echo "make test     unit tests + nbval over every notebook in _toc.yml + strict site build"
 	@echo "make serve    serve _build/html on http://localhost:8000"
+	@echo "make browser  build the site and check every page in headless Chromium (screenshots in _build/screenshots)"
 	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
 
-$(STAMP): requirements.txt tests/requirements-widgets7.txt
+$(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widgets7.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt \
+	  -r tests/requirements-test.txt
 	rm -rf $(VENV)/widgets7
 	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps \
 	  --target $(VENV)/widgets7 -r tests/requirements-widgets7.txt
@@ -32,7 +34,8 @@ serve: book
 	$(BIN)/python -m http.server --directory _build/html --bind 127.0.0.1 8000
 
 # One pytest run: utils unit tests, nbval (strict output comparison) over the notebooks
-# in _toc.yml, the outside-the-checkout (Colab-style) run and the strict book build.
+# in _toc.yml and the author template, the outside-the-checkout (Colab-style) run, the
+# strict book build and the browser test of every page (one shared build).
 test: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout=300 tests book
@@ -42,6 +45,13 @@ unit: $(STAMP)
 
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg book
+
+browser: $(STAMP)
+	$(BIN)/python -m pytest tests/test_book.py tests/test_browser.py
+
+# Link each chapter's first use of every glossary term (markdown only: no re-execution).
+link-terms: $(STAMP)
+	$(BIN)/python tests/glossary_links.py book/[0-9]*.ipynb
 
 refresh: $(STAMP)
 	$(BIN)/python tests/refresh.py $(NB)

@@ -1,26 +1,44 @@
 """pytest configuration for the whole repository.
 
-nbval collects only the notebooks listed in _toc.yml (the book's chapters), and the run
-ends with a table of how long each notebook took to execute.
+nbval collects only the notebooks the book tests (tests/notebook_tools.py: the chapters in
+_toc.yml plus the author template), the site is built once per run and shared by the tests
+that need it, and the run ends with a table of how long each notebook took to execute.
 """
+
 from __future__ import annotations
 
 import collections
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "tests"))
-from notebook_tools import toc_notebooks  # noqa: E402
+import pytest
 
-_LISTED = {p.resolve() for p in toc_notebooks()}
+sys.path.insert(0, str(pathlib.Path(__file__).parent / "tests"))
+from notebook_tools import course_notebooks  # noqa: E402
+
+_LISTED = {p.resolve() for p in course_notebooks()}
 _NOTEBOOK_SECONDS: dict[str, float] = collections.defaultdict(float)
 collect_ignore_glob = ["_build/*", ".venv/*", "book/transformer-course/*"]
 
 
 def pytest_ignore_collect(collection_path: pathlib.Path, config):
-    if collection_path.suffix == ".ipynb" and collection_path.resolve() not in _LISTED:
+    if (
+        collection_path.suffix == ".ipynb"
+        and collection_path.resolve() not in _LISTED
+    ):
         return True  # not in the book, so not tested (tests/test_repo.py flags strays)
     return None
+
+
+@pytest.fixture(scope="session")
+def built_site():
+    """Build the site once per pytest run (strict, every page) and return the result.
+
+    tests/test_book.py checks the build itself; tests/test_browser.py reads the pages.
+    """
+    from build_book import build
+
+    return build()
 
 
 def pytest_runtest_logreport(report):

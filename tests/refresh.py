@@ -13,10 +13,9 @@ import time
 import pathlib
 
 import nbformat
-from nbclient import NotebookClient
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from notebook_tools import SETUP_MARKER, setup_source  # noqa: E402
+from notebook_tools import SETUP_MARKER, notebook_client, setup_source  # noqa: E402
 
 KEEP_CELL_METADATA = {"tags", "mystnb", "jupyter"}
 
@@ -48,9 +47,7 @@ def refresh(path: pathlib.Path, timeout: int = 600) -> float:
     for cell in code:
         cell.outputs, cell.execution_count = [], None
     start = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                   store_widget_state=True,  # nbclient needs it to run interact(); clean() drops it
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    notebook_client(nb, path, timeout).execute()  # never stalls on widgets (see its docstring)
     took = time.perf_counter() - start
     clean(nb)
     nbformat.validate(nb)

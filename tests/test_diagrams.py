@@ -90,3 +90,8 @@ def test_shape_text_names_dimensions():
     assert D.shape_text((2, 5), ["B", "T"]) == "(B=2, T=5)"
     with pytest.raises(ValueError, match="rank 2"):
         D.shape_text((2, 5), ["B"])
+
+
+def test_tensor_writes_no_negative_zero(ax):
+    D.tensor(ax, (3, 1.5), torch.tensor([[-0.001, -0.5]]), fmt="{:.2f}")
+    assert _texts(ax) == ["0.00", "-0.50"]

@@ -4,48 +4,116 @@ The notebook is copied into an empty temporary folder; its setup cell finds no `
 above it and clones the course. Instead of the network, COURSE_REPO_URL points the clone at
 a local git repository made from this working tree, so the test sees uncommitted changes.
 """
+
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
+import textwrap
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from notebook_tools import ROOT
+from notebook_tools import ROOT, setup_source
 
-pytestmark = pytest.mark.slow
 NOTEBOOK = ROOT / "book" / "template.ipynb"
 
 
 def _git(*args, cwd):
-    subprocess.run(["git", "-c", "user.name=ci", "-c", "user.email=ci@localhost", *args],
-                   cwd=cwd, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=ci", "-c", "user.email=ci@localhost", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
 
 
+@pytest.mark.slow
 def test_notebook_runs_alone_like_in_colab(tmp_path, monkeypatch):
     source = tmp_path / "origin"
     source.mkdir()
     for name in ("utils", "requirements.txt", "pyproject.toml"):
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                ROOT / name,
+                source / name,
+                ignore=shutil.ignore_patterns("__pycache__"),
+            )
         else:
             shutil.copy2(ROOT / name, source / name)
     _git("init", "-q", "-b", "main", cwd=source)
     _git("add", ".", cwd=source)
     _git("commit", "-q", "-m", "snapshot", cwd=source)
 
-    work = tmp_path / "content"  # like Colab's /content: nothing but the notebook
+    work = (
+        tmp_path / "content"
+    )  # like Colab's /content: nothing but the notebook
     work.mkdir()
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell("print(pathlib.Path(utils.__file__).resolve())"))
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "print(pathlib.Path(utils.__file__).resolve())"
+        )
+    )
     monkeypatch.setenv("COURSE_REPO_URL", source.as_uri())
-    monkeypatch.setenv("PYTHONPATH", "")  # the kernel must not see the checkout through the environment
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(work)}}).execute()
+    monkeypatch.setenv(
+        "PYTHONPATH", ""
+    )  # the kernel must not see the checkout through the environment
+    NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(work)}},
+    ).execute()
 
     clone = work / "transformer-course"
-    assert (clone / "utils" / "__init__.py").is_file(), "the setup cell did not clone the course"
+    assert (clone / "utils" / "__init__.py").is_file(), (
+        "the setup cell did not clone the course"
+    )
     printed = nb.cells[-1].outputs[0]["text"].strip()
-    assert printed == str((clone / "utils" / "__init__.py").resolve()), f"utils came from {printed}"
+    assert printed == str((clone / "utils" / "__init__.py").resolve()), (
+        f"utils came from {printed}"
+    )
+
+
+def test_setup_cell_loads_the_course_utils_over_a_foreign_one(tmp_path):
+    """Colab (or a user's kernel) may already have imported another `utils`."""
+    foreign = tmp_path / "elsewhere" / "utils"
+    foreign.mkdir(parents=True)
+    (foreign / "__init__.py").write_text("ORIGIN = 'foreign'\n")
+    (foreign / "helpers.py").write_text("ORIGIN = 'foreign helpers'\n")
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(foreign.parent)!r})
+        import utils, utils.helpers
+        assert utils.ORIGIN == "foreign", "the fake utils did not load first"
+        os.chdir({str(ROOT / "book")!r})
+        exec(compile({setup_source()!r}, "setup-cell", "exec"))
+        import utils.masks
+        print(utils.__file__)
+        print(utils.masks.__file__)
+        print("utils.helpers" in sys.modules)
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    init, masks, stale = result.stdout.split()[-3:]
+    assert init == str(ROOT / "utils" / "__init__.py"), (
+        f"utils came from {init}"
+    )
+    assert masks == str(ROOT / "utils" / "masks.py"), (
+        f"utils.masks came from {masks}"
+    )
+    assert stale == "False", (
+        "the foreign utils.helpers is still in sys.modules"
+    )

@@ -1,4 +1,5 @@
 """Tests for utils.priors: the motif data, the two classifiers and the train/evaluate helper."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,9 @@ from utils.masks import band_mask
 def test_contains_motif_matches_string_search():
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, 4, (200, 10), generator=g)
-    expected = torch.tensor(["123" in "".join(map(str, r.tolist())) for r in x])
+    expected = torch.tensor(
+        ["123" in "".join(map(str, r.tolist())) for r in x]
+    )
     assert torch.equal(priors.contains_motif(x, (1, 2, 3)), expected)
 
 
@@ -37,16 +40,28 @@ def test_make_motif_data_leaves_global_seed_alone():
     assert torch.equal(torch.rand(3), a)
 
 
-@pytest.mark.parametrize("kwargs", [dict(n=1), dict(n=10, length=3), dict(n=10, motif=(0, 9)),
-                                    dict(n=10, motif=()), dict(n=10, vocab_size=1)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(n=1),
+        dict(n=10, length=3),
+        dict(n=10, motif=(0, 9)),
+        dict(n=10, motif=()),
+        dict(n=10, vocab_size=1),
+        dict(n=10, negatives="sorted"),
+        dict(n=10, motif=(1, 1, 1)),
+    ],
+)
 def test_make_motif_data_bad_input(kwargs):
     with pytest.raises(ValueError):
         priors.make_motif_data(**kwargs)
 
 
 def test_contains_motif_bad_input():
-    with pytest.raises(ValueError, match="x must be a long tensor"):
+    with pytest.raises(TypeError, match="x must hold integer token ids"):
         priors.contains_motif(torch.zeros(3, 5))
+    with pytest.raises(ValueError, match="x must have 2 dims"):
+        priors.contains_motif(torch.zeros(5, dtype=torch.long))
     with pytest.raises(ValueError, match="longer than the sequences"):
         priors.contains_motif(torch.zeros(3, 2, dtype=torch.long), (0, 1, 2))
 
@@ -55,8 +70,8 @@ def test_cnn_equals_conv1d_by_hand():
     torch.manual_seed(0)
     m = priors.MotifCNN(vocab_size=4, embed_dim=3, channels=5, kernel_size=3)
     x = torch.randint(0, 4, (2, 9))
-    e = m.embed.weight[x]                                   # (B, L, E)
-    windows = e.unfold(1, 3, 1)                             # (B, L-2, E, k)
+    e = m.embed.weight[x]  # (B, L, E)
+    windows = e.unfold(1, 3, 1)  # (B, L-2, E, k)
     h = torch.einsum("blek,cek->blc", windows, m.conv.weight) + m.conv.bias
     expected = m.head(torch.relu(h).amax(dim=1))
     torch.testing.assert_close(m(x), expected)
@@ -67,8 +82,12 @@ def test_cnn_output_is_shift_invariant_with_max_pool():
     m = priors.MotifCNN(kernel_size=3)
     x = torch.randint(0, 4, (4, 12))
     x[:, :3] = 3
-    x[:, -3:] = 3  # same padding symbols at both ends, so shifting keeps the windows
-    torch.testing.assert_close(m(x), m(torch.roll(x, 1, dims=1)), atol=1e-6, rtol=0)  # roll moves only 3s
+    x[:, -3:] = (
+        3  # same padding symbols at both ends, so shifting keeps the windows
+    )
+    torch.testing.assert_close(
+        m(x), m(torch.roll(x, 1, dims=1)), atol=1e-6, rtol=0
+    )  # roll moves only 3s
 
 
 def test_transformer_without_positions_is_permutation_invariant():
@@ -112,8 +131,10 @@ def test_model_bad_input():
         priors.TinyTransformer(max_len=4)(torch.zeros(1, 5, dtype=torch.long))
     with pytest.raises(ValueError, match="kernel_size"):
         priors.MotifCNN(kernel_size=4)(torch.zeros(1, 3, dtype=torch.long))
-    with pytest.raises(ValueError, match="x must be a long tensor"):
+    with pytest.raises(TypeError, match="x must hold integer token ids"):
         priors.MotifCNN()(torch.zeros(2, 8))
+    with pytest.raises(ValueError, match=r"x must hold ids in \[0, 4\), found 4"):
+        priors.TinyTransformer()(torch.full((1, 5), 4))
 
 
 def test_train_and_evaluate_is_deterministic_and_learns():
@@ -121,8 +142,12 @@ def test_train_and_evaluate_is_deterministic_and_learns():
     xt, yt = priors.make_motif_data(200, length=10, motif=(0, 1, 2), seed=1)
     make = lambda: priors.MotifCNN(4, 8, 8, 3)  # noqa: E731
     threads = torch.get_num_threads()
-    a = priors.train_and_evaluate(make, x, y, xt, yt, steps=60, lr=1e-2, batch_size=64, seed=0)
-    b = priors.train_and_evaluate(make, x, y, xt, yt, steps=60, lr=1e-2, batch_size=64, seed=0)
+    a = priors.train_and_evaluate(
+        make, x, y, xt, yt, steps=60, lr=1e-2, batch_size=64, seed=0
+    )
+    b = priors.train_and_evaluate(
+        make, x, y, xt, yt, steps=60, lr=1e-2, batch_size=64, seed=0
+    )
     assert a == b
     assert a > 0.8  # chance is 0.5
     assert torch.get_num_threads() == threads  # restored
@@ -144,9 +169,105 @@ def test_accuracy_by_hand():
 def test_train_bad_input():
     x, y = priors.make_motif_data(8, seed=0)
     m = priors.MotifCNN()
-    with pytest.raises(ValueError, match="y must be"):
+    with pytest.raises(ValueError, match="y must have one label"):
         priors.train_classifier(m, x, y[:3])
     with pytest.raises(ValueError, match="steps"):
         priors.train_classifier(m, x, y, steps=0)
     with pytest.raises(ValueError, match="lr"):
         priors.train_classifier(m, x, y, lr=0.0)
+
+
+def test_default_motif_matches_the_docstring_and_the_chapter():
+    assert priors.DEFAULT_MOTIF == (0, 1, 2)
+    assert "default ``0 1 2``" in priors.__doc__
+    x, y = priors.make_motif_data(50, seed=0)
+    assert x.shape == (50, 8)  # the chapter's length is the default
+    assert torch.equal(priors.contains_motif(x).long(), y)
+
+
+def test_shuffled_negatives_hold_the_motif_symbols_in_another_order():
+    x, y = priors.make_motif_data(400, length=9, motif=(0, 1, 2), seed=3)
+    neg = x[y == 0]
+    for s in (0, 1, 2):
+        assert (neg == s).any(dim=1).all()
+    assert not priors.contains_motif(neg, (0, 1, 2)).any()
+    # every negative holds some reordering of the motif as a run
+    runs = neg.unfold(1, 3, 1).sort(dim=-1).values  # (N, L-2, 3) sorted runs
+    assert (runs == torch.tensor([0, 1, 2])).all(-1).any(-1).all()
+    # the naive negatives often miss one of the symbols
+    xr, yr = priors.make_motif_data(
+        400, length=9, motif=(0, 1, 2), seed=3, negatives="random"
+    )
+    negr = xr[yr == 0]
+    assert (
+        not torch.stack([(negr == s).any(1) for s in (0, 1, 2)]).all(0).all()
+    )
+
+
+def test_symbol_counts_equal_bincount():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 5, (6, 11), generator=g)
+    expected = torch.stack([torch.bincount(r, minlength=5) for r in x]).float()
+    assert torch.equal(priors.symbol_counts(x, 5), expected)
+    with pytest.raises(ValueError, match=r"x must hold ids in \[0, 4\), found 4"):
+        priors.symbol_counts(x, 4)
+
+
+def test_count_classifier_is_logistic_regression_on_counts():
+    torch.manual_seed(0)
+    m = priors.CountClassifier(vocab_size=4)
+    x = torch.randint(0, 4, (3, 7))
+    counts = torch.stack([torch.bincount(r, minlength=4) for r in x]).float()
+    torch.testing.assert_close(m(x), counts @ m.head.weight.T + m.head.bias)
+    # order is invisible to it
+    torch.testing.assert_close(m(x.flip(1)), m(x))
+
+
+def test_count_baseline_chance_on_shuffled_task_above_on_naive_task():
+    make = lambda: priors.CountClassifier(4)  # noqa: E731
+    acc = {}
+    for neg in ("shuffled", "random"):
+        x, y = priors.make_motif_data(
+            2048, motif=(0, 1, 2), seed=1, negatives=neg
+        )
+        xt, yt = priors.make_motif_data(
+            1000, motif=(0, 1, 2), seed=2, negatives=neg
+        )
+        acc[neg] = priors.train_and_evaluate(
+            make, x, y, xt, yt, steps=300, lr=5e-2
+        )
+    assert abs(acc["shuffled"] - 0.5) < 0.05, acc
+    assert acc["random"] > 0.57, acc
+
+
+@pytest.mark.parametrize("start_training", [True, False])
+def test_helpers_restore_the_mode_they_found(start_training):
+    x, y = priors.make_motif_data(16, seed=0)
+    model = priors.TinyTransformer()
+    model.train(start_training)
+    priors.accuracy(model, x, y)
+    assert model.training is start_training
+    assert all(m.training is start_training for m in model.modules())
+    priors.train_classifier(model, x, y, steps=1)
+    assert model.training is start_training
+    assert torch.is_grad_enabled()  # no_grad stays inside accuracy()
+
+
+def test_accuracy_runs_in_eval_mode_without_gradients():
+    seen = {}
+
+    class Probe(nn.Module):
+        def forward(self, ids):
+            seen["training"], seen["grad"] = (
+                self.training,
+                torch.is_grad_enabled(),
+            )
+            return torch.zeros(ids.size(0), 2)
+
+    probe = Probe().train()
+    priors.accuracy(
+        probe,
+        torch.zeros(2, 3, dtype=torch.long),
+        torch.zeros(2, dtype=torch.long),
+    )
+    assert seen == {"training": False, "grad": False} and probe.training

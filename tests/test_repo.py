@@ -1,15 +1,35 @@
-"""The course's conventions, checked on the stored notebooks and the configuration."""
+"""The course's conventions, checked on the stored notebooks and the configuration.
+
+The notebooks checked are the chapters in _toc.yml plus the author template, which is kept
+out of the reader's navigation but must stay a correct model (tests/notebook_tools.py).
+"""
+
 from __future__ import annotations
 
 import json
 import pathlib
+import re
 
 import pytest
+from notebook_tools import (
+    EXTRA_NOTEBOOKS,
+    ROOT,
+    SETUP_MARKER,
+    config,
+    course_notebooks,
+    setup_source,
+    toc_files,
+)
 
-from notebook_tools import ROOT, SETUP_MARKER, config, setup_source, toc_files, toc_notebooks
-
-NOTEBOOKS = toc_notebooks()
+NOTEBOOKS = course_notebooks()
 IDS = [p.stem for p in NOTEBOOKS]
+MAX_COLUMNS = (
+    79  # what the site's code column shows whole (see _static/course.css)
+)
+SOLUTION_PROMPTS = {
+    "code_prompt_show": "Show solution",
+    "code_prompt_hide": "Hide solution",
+}
 
 
 def _cells(path: pathlib.Path) -> list[dict]:
@@ -17,51 +37,91 @@ def _cells(path: pathlib.Path) -> list[dict]:
 
 
 def test_toc_entries_exist():
-    missing = [f for f in toc_files() if not any((ROOT / f"{f}{ext}").exists() for ext in (".ipynb", ".md"))]
+    missing = [
+        f
+        for f in toc_files()
+        if not any((ROOT / f"{f}{ext}").exists() for ext in (".ipynb", ".md"))
+    ]
     assert not missing, f"_toc.yml lists files that do not exist: {missing}"
 
 
 def test_every_notebook_is_in_the_toc():
+    """Every notebook is a chapter in _toc.yml or a tested extra (the template)."""
     listed = {p.resolve() for p in NOTEBOOKS}
-    strays = [str(p.relative_to(ROOT)) for p in ROOT.glob("book/**/*.ipynb")
-              if p.resolve() not in listed and ".ipynb_checkpoints" not in p.parts
-              and "transformer-course" not in p.parts]
-    assert not strays, f"notebooks missing from _toc.yml (untested and unpublished): {strays}"
+    strays = [
+        str(p.relative_to(ROOT))
+        for p in ROOT.glob("book/**/*.ipynb")
+        if p.resolve() not in listed
+        and ".ipynb_checkpoints" not in p.parts
+        and "transformer-course" not in p.parts
+    ]
+    assert not strays, (
+        f"notebooks missing from _toc.yml (untested and unpublished): {strays}"
+    )
+
+
+def test_extra_notebooks_stay_out_of_the_navigation():
+    listed = set(toc_files())
+    inside = [f for f in EXTRA_NOTEBOOKS if f in listed]
+    assert not inside, f"author-only notebooks in _toc.yml: {inside}"
+    assert all((ROOT / f"{f}.ipynb").exists() for f in EXTRA_NOTEBOOKS)
 
 
 def test_config_is_strict_and_points_at_main():
     cfg = config()
     assert cfg["repository"]["branch"] == "main"
-    assert cfg["execute"]["execute_notebooks"] == "off", "outputs are stored and proven by nbval"
-    assert cfg["launch_buttons"]["colab_url"].startswith("https://colab.research.google.com")
+    assert cfg["execute"]["execute_notebooks"] == "off", (
+        "outputs are stored and proven by nbval"
+    )
+    assert cfg["launch_buttons"]["colab_url"].startswith(
+        "https://colab.research.google.com"
+    )
     assert "book/references.bib" in cfg["bibtex_bibfiles"]
 
 
 def test_colab_installs_no_pinned_torch():
     deps = (ROOT / "pyproject.toml").read_text()
-    assert "torch==" not in deps, "pyproject.toml (what an installer outside this repo sees) must not pin torch"
+    assert "torch==" not in deps, (
+        "pyproject.toml (what an installer outside this repo sees) must not pin torch"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_setup_cell_is_the_canonical_one(path):
     code = [c for c in _cells(path) if c["cell_type"] == "code"]
     source = "".join(code[0]["source"])
-    assert source.startswith(SETUP_MARKER), f"{path.name}: first code cell is not the setup cell"
-    assert source == setup_source(), f"{path.name}: setup cell differs from tests/notebook_tools.py; run make refresh"
-    assert "hide-input" in code[0]["metadata"].get("tags", []), f"{path.name}: setup cell not folded; run make refresh"
+    assert source.startswith(SETUP_MARKER), (
+        f"{path.name}: first code cell is not the setup cell"
+    )
+    assert source == setup_source(), (
+        f"{path.name}: setup cell differs from tests/notebook_tools.py; run make refresh"
+    )
+    assert "hide-input" in code[0]["metadata"].get("tags", []), (
+        f"{path.name}: setup cell not folded; run make refresh"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_stored_outputs_are_clean_and_in_order(path):
-    code = [c for c in _cells(path) if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+    code = [
+        c
+        for c in _cells(path)
+        if c["cell_type"] == "code" and "".join(c["source"]).strip()
+    ]
     counts = [c["execution_count"] for c in code]
-    assert counts == list(range(1, len(code) + 1)), f"{path.name}: not run top to bottom once: {counts}"
+    assert counts == list(range(1, len(code) + 1)), (
+        f"{path.name}: not run top to bottom once: {counts}"
+    )
     for i, c in enumerate(code):
         for out in c["outputs"]:
-            assert out["output_type"] != "error", f"{path.name} cell {i} stores an error"
+            assert out["output_type"] != "error", (
+                f"{path.name} cell {i} stores an error"
+            )
             text = json.dumps(out)
             for fragment in ("/work/", "/home/", "/root/"):
-                assert fragment not in text, f"{path.name} cell {i} shows a machine path ({fragment})"
+                assert fragment not in text, (
+                    f"{path.name} cell {i} shows a machine path ({fragment})"
+                )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -73,18 +133,184 @@ def test_figures_have_caption_and_alt_text(path):
         if not images:
             continue
         meta = c["metadata"].get("mystnb", {})
-        assert meta.get("figure", {}).get("caption"), f"{path.name} cell {i}: figure without a caption"
-        assert meta.get("image", {}).get("alt"), f"{path.name} cell {i}: figure without alt text"
-        assert len(images) == 1, f"{path.name} cell {i}: one figure per cell (use subplots)"
+        assert meta.get("figure", {}).get("caption"), (
+            f"{path.name} cell {i}: figure without a caption"
+        )
+        assert meta.get("image", {}).get("alt"), (
+            f"{path.name} cell {i}: figure without alt text"
+        )
+        assert len(images) == 1, (
+            f"{path.name} cell {i}: one figure per cell (use subplots)"
+        )
+
+
+def _is_chapter_or_template(path: pathlib.Path) -> bool:
+    return path.stem[:2].isdigit() or path.stem == "template"
+
+
+def _solution_cells(cells: list[dict]) -> list[dict]:
+    return [
+        c
+        for c in cells
+        if c["cell_type"] == "code"
+        and "solution" in c["metadata"].get("tags", [])
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_chapter_structure(path):
-    text = "\n".join("".join(c["source"]) for c in _cells(path) if c["cell_type"] == "markdown")
+    cells = _cells(path)
+    text = "\n".join(
+        "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+    )
     for needle in ("Learning goals", "Summary"):
         assert needle in text, f"{path.name}: no '{needle}' section"
-    if path.stem[:2].isdigit():
-        assert "Exercise" in text, f"{path.name}: no exercises"
-        assert ":class: dropdown" in text, f"{path.name}: exercise solutions are not folded"
-        asserts = sum("assert" in "".join(c["source"]) for c in _cells(path) if c["cell_type"] == "code")
-        assert asserts >= 1, f"{path.name}: no cell checks a claim with assert"
+    if not _is_chapter_or_template(path):
+        return
+    exercises = re.findall(r"^### Exercise \d+", text, re.M)
+    assert 2 <= len(exercises) <= 4, (
+        f"{path.name}: {len(exercises)} '### Exercise N: title' headings, "
+        "expected 2 to 4"
+    )
+    solutions = _solution_cells(cells)
+    assert len(solutions) >= 2, (
+        f"{path.name}: {len(solutions)} solution cells (code cells tagged "
+        "'solution'), expected one per exercise, at least 2"
+    )
+    for c in solutions:
+        first = "".join(c["source"]).splitlines()[:1]
+        where = f"{path.name}: solution cell {first}"
+        assert "hide-cell" in c["metadata"]["tags"], f"{where} is not folded"
+        prompts = c["metadata"].get("mystnb", {})
+        wrong = {
+            k: prompts.get(k)
+            for k, v in SOLUTION_PROMPTS.items()
+            if prompts.get(k) != v
+        }
+        assert not wrong, (
+            f"{where}: mystnb prompts {wrong}, want {SOLUTION_PROMPTS}"
+        )
+    checked = sum("assert" in "".join(c["source"]) for c in solutions)
+    assert checked > len(solutions) / 2, (
+        f"{path.name}: only {checked} of {len(solutions)} solutions assert "
+        "their answer"
+    )
+    asserts = sum(
+        "assert" in "".join(c["source"])
+        for c in cells
+        if c["cell_type"] == "code" and c not in solutions
+    )
+    assert asserts >= 1, f"{path.name}: no cell checks a claim with assert"
+
+
+_ADMONITION_START = re.compile(
+    r"^(?P<fence>:{3,}|`{3,})\{admonition\}\s*Solution\b.*$", re.M
+)
+
+
+def _solution_admonitions(markdown: str) -> list[str]:
+    """The bodies of the `{admonition} Solution ...` blocks in a markdown cell."""
+    bodies = []
+    for start in _ADMONITION_START.finditer(markdown):
+        fence = start.group("fence")
+        end = re.compile(rf"^{re.escape(fence)}\s*$", re.M)
+        close = end.search(markdown, start.end())
+        stop = close.start() if close else len(markdown)
+        bodies.append(markdown[start.end() : stop])
+    return bodies
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_no_code_inside_solution_admonitions(path):
+    """Solutions are executed code cells; an admonition after one explains in prose."""
+    fenced = re.compile(r"^\s*(```|~~~)", re.M)
+    for i, c in enumerate(_cells(path)):
+        if c["cell_type"] != "markdown":
+            continue
+        for body in _solution_admonitions("".join(c["source"])):
+            assert not fenced.search(body), (
+                f"{path.name} cell {i}: a fenced code block inside a solution "
+                "admonition; make it a solution code cell (tags hide-cell, "
+                "solution)"
+            )
+
+
+def _text_outputs(cell: dict) -> list[str]:
+    """The text a reader sees under a code cell (not the text/plain of a figure)."""
+    texts = []
+    for out in cell.get("outputs", []):
+        if out["output_type"] == "stream":
+            texts.append("".join(out["text"]))
+        elif out["output_type"] in ("execute_result", "display_data"):
+            data = out.get("data", {})
+            if not any(k.startswith(("image/", "text/html")) for k in data):
+                texts.append("".join(data.get("text/plain", "")))
+    return texts
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_code_and_outputs_fit_79_columns(path):
+    """Every code line and printed line fits the site's code column whole."""
+    long = []
+    for i, c in enumerate(_cells(path)):
+        if c["cell_type"] != "code":
+            continue
+        blocks = [("code", "".join(c["source"]))]
+        blocks += [("output", t) for t in _text_outputs(c)]
+        for kind, block in blocks:
+            for n, line in enumerate(block.splitlines(), 1):
+                # tqdm redraws with \r: the reader sees the last segment.
+                shown = line.split("\r")[-1].rstrip()
+                if len(shown) > MAX_COLUMNS:
+                    long.append(
+                        f"cell {i} {kind} line {n} ({len(shown)} chars): "
+                        f"{shown[:60]}"
+                    )
+    assert not long, (
+        f"{path.name}: {len(long)} lines wider than {MAX_COLUMNS} columns "
+        "(ruff format; wrap prints by hand):\n" + "\n".join(long[:40])
+    )
+
+
+def test_every_reference_has_a_doi_or_url():
+    bib = (ROOT / "book" / "references.bib").read_text()
+    entries = re.findall(r"^@\w+\{([^,]+),(.*?)^\}", bib, re.M | re.S)
+    assert entries, "no entries parsed from book/references.bib"
+    bare = [
+        key
+        for key, body in entries
+        if not re.search(r"^\s*(doi|url)\s*=", body, re.M)
+    ]
+    assert not bare, f"references without a DOI or URL: {bare}"
+
+
+def test_site_is_self_contained_and_licensed():
+    """What keeps the site offline-complete and licensed, as configured."""
+    cfg = config()
+    assert "sphinx-mathjax-offline" in cfg["sphinx"]["extra_extensions"], (
+        "MathJax must ship with the site (no CDN)"
+    )
+    favicon = cfg["html"]["favicon"]
+    assert (ROOT / favicon).is_file(), f"favicon {favicon} missing"
+    footer = cfg["html"]["extra_footer"]
+    assert "creativecommons.org/licenses/by-sa/4.0" in footer
+    assert "LICENSE" in footer
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+    assert "CC BY-SA 4.0" in (ROOT / "LICENSE-CONTENT.md").read_text()
+    pins = (ROOT / "requirements.txt").read_text().splitlines()
+    for package in ("playwright", "sphinx-mathjax-offline"):
+        assert any(line.startswith(f"{package}==") for line in pins), (
+            f"{package} is not pinned in requirements.txt"
+        )
+
+
+CHAPTERS = [p for p in NOTEBOOKS if p.stem[:2].isdigit()]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_first_use_of_each_glossary_term_is_linked(path):
+    from glossary_links import link_notebook
+
+    missing = link_notebook(path, write=False)
+    assert not missing, (f"{path.name}: first uses not linked to the glossary: {missing}; "
+                         f"run `make link-terms`")

@@ -2,6 +2,10 @@
 
 `make` installs ipywidgets 7.7 into .venv/widgets7 (tests/requirements-widgets7.txt); here every
 notebook in the book that calls `interact` is executed in a kernel that imports it from there.
+
+It runs through `notebook_tools.notebook_client`, which never plays a widget front end: that
+is what made these runs stall at random before (see its docstring). A cell that still takes
+too long fails fast below with a message.
 """
 from __future__ import annotations
 
@@ -9,13 +13,14 @@ import os
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError
 
-from notebook_tools import ROOT, toc_notebooks
+from notebook_tools import ROOT, notebook_client, toc_notebooks
 
 pytestmark = pytest.mark.slow
 WIDGETS7 = ROOT / ".venv" / "widgets7"
 WIDGET_NOTEBOOKS = [p for p in toc_notebooks() if "interact(" in p.read_text()]
+CELL_TIMEOUT = 120  # seconds; the slowest cell of any chapter takes under 30 s here
 
 
 def test_some_chapters_have_widgets():
@@ -28,8 +33,12 @@ def test_notebook_runs_on_ipywidgets_7(path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(WIDGETS7), os.environ.get("PYTHONPATH", "")]))
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("import ipywidgets; print(ipywidgets.__version__)"))
-    NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=True,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()  # raises on any error
+    client = notebook_client(nb, path, timeout=CELL_TIMEOUT)
+    try:
+        client.execute()  # raises on any error
+    except CellTimeoutError as exc:
+        pytest.fail(f"{path.name}: a cell did not finish within {CELL_TIMEOUT} s under ipywidgets 7.7 "
+                    f"(a stall, not slowness: no chapter cell needs that long):\n{str(exc)[:400]}")
     assert nb.cells[-1].outputs[0]["text"].strip().startswith("7.7"), "the kernel did not use ipywidgets 7.7"
     shown = [c for c in nb.cells if c.cell_type == "code" and "interact(" in c.source]
     for cell in shown:

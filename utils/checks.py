@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -198,7 +199,7 @@ def check_ids(
         )
     if ids.is_floating_point() or ids.is_complex() or not ids.dtype.is_signed:
         raise TypeError(
-            f"{name} must hold integer token ids (int64 or int32), "
+            f"{name} must hold integer token ids (e.g. int64), "
             f"got dtype {ids.dtype}"
         )
     _check_ndim(ids, name, ndim, "(batch, length)" if ndim == 2 else "")
@@ -209,8 +210,7 @@ def check_ids(
             if low < 0 or high >= vocab_size:
                 bad = low if low < 0 else high
                 raise ValueError(
-                    f"{name} must hold ids in [0, {vocab_size}), "
-                    f"found {bad} (min {low}, max {high})"
+                    f"{name} must be in [0, {vocab_size}), found {bad}"
                 )
     return ids
 
@@ -244,7 +244,7 @@ def check_qkv(q: Any, k: Any, v: Any, *, share_d_k: bool = True) -> None:
         )
     if share_d_k and q.size(-1) != k.size(-1):
         raise ValueError(
-            f"q and k must share the feature size d_k (last dim): "
+            f"q and k must share the feature size d_k: "
             f"q {tuple(q.shape)}, k {tuple(k.shape)}"
         )
     if k.size(-2) != v.size(-2):

@@ -212,6 +212,14 @@ def arrow(
         )
 
 
+def _entry(fmt: str, value) -> str:
+    """``fmt.format(value)``, without the sign of a value that rounds to zero ("-0.00")."""
+    text = fmt.format(value)
+    if text.startswith("-") and text.lstrip("-").replace("0", "").strip(".") == "":
+        return text[1:]
+    return text
+
+
 def tensor(
     ax: plt.Axes,
     xy,
@@ -263,7 +271,7 @@ def tensor(
     size = _fontsize(fontsize)
     texts = None
     if m is not None and m.dtype != bool:
-        texts = [[fmt.format(v) for v in row] for row in m.tolist()]
+        texts = [[_entry(fmt, v) for v in row] for row in m.tolist()]
     longest = max((len(t) for row in texts for t in row), default=0) if texts else 0
     # about 0.6 em per character, plus a margin, so entries never overlap
     cell_w = max(cell, longest * 0.6 * size / 72 + 0.08)

@@ -1,0 +1,289 @@
+"""The website as readers see it, checked in a real browser (headless Chromium).
+
+The site is built once per run (the `built_site` fixture in conftest.py) and served on
+127.0.0.1. Every page is opened at a desktop (1280x800) and a phone (390x844) viewport with
+every request outside 127.0.0.1 blocked, and must show: no failed or external request, no
+console error, all maths typeset, every image loaded, no code, output or equation block
+wider than its column (at 1280 px), no page wider than its window (a phone must not scroll
+sideways), and, on a chapter, a Colab link to that chapter's own
+notebook. A full-page screenshot (JPEG) of each page at both sizes goes to
+_build/screenshots/ for a person to look at.
+
+Chromium comes from the system (Debian: `apt-get install chromium`); Playwright drives it
+(`executable_path`), so `playwright install` is never needed. Without Chromium the test
+skips, except under CI=true, where it fails.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+import urllib.parse
+
+import pytest
+from notebook_tools import ROOT, config, toc_files
+
+pytestmark = pytest.mark.slow
+
+HTML = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+VIEWPORTS = {"desktop": (1280, 800), "phone": (390, 844)}
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    # Without these Chromium phones home at start; blocked here, they fail.
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+PAGES = [*toc_files(), "search"]  # index.html only redirects to the root page
+INSTALL_HINT = (
+    "no Chromium found: install it (Debian/Ubuntu: `sudo apt-get install "
+    "chromium`; .ci/run does this) or set CHROMIUM=/path/to/chromium"
+)
+
+
+def _chromium() -> str | None:
+    if path := os.environ.get("CHROMIUM"):
+        return path
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if found := shutil.which(name):
+            return found
+    return None
+
+
+def _skip_or_fail(reason: str):
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true, so this may not skip: {reason}")
+    pytest.skip(reason)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site_url(request):
+    # Asked for here, not as an argument: a run without Chromium skips before building.
+    built_site = request.getfixturevalue("built_site")
+    if built_site.returncode != 0:
+        pytest.fail("the site did not build (see test_book.py)")
+    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    thread.join()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = _chromium()
+    if executable is None:
+        _skip_or_fail(INSTALL_HINT)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip_or_fail("playwright is not installed: make venv")
+    shutil.rmtree(SHOTS, ignore_errors=True)  # no stale pictures of old pages
+    SHOTS.mkdir(parents=True)
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=executable, args=CHROMIUM_FLAGS
+        )
+        yield chromium
+        chromium.close()
+
+
+# Runs in the page. Returns what a reader would see wrong, as plain data.
+INSPECT = """
+async (checkOverflow) => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+  }
+  await document.fonts.ready;  // MathJax's fonts load after it typesets
+  const images = [...document.images];
+  images.forEach((img) => { img.loading = "eager"; });
+  await Promise.all(images.map((img) => img.complete ? null :
+    new Promise((done) => { img.onload = img.onerror = done; })));
+  const firstLine = (el) =>
+    (el.innerText || el.textContent || "").trim().split("\\n")[0].slice(0, 90);
+  const report = {untypeset: [], mathErrors: [], rawTex: [], images: [],
+                  overflow: [], pageOverflow: [], colab: []};
+
+  for (const el of document.querySelectorAll(".math")) {
+    if (!el.querySelector("mjx-container")) report.untypeset.push(firstLine(el));
+  }
+  for (const el of document.querySelectorAll("mjx-merror, [data-mjx-error]")) {
+    report.mathErrors.push(el.getAttribute("data-mjx-error") || firstLine(el));
+  }
+  // Raw TeX delimiters in the visible prose (code and outputs may show any text).
+  const skip = "pre, code, script, style, mjx-container, .highlight, textarea";
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!parent || parent.closest(skip)) continue;
+    if (!parent.getClientRects().length) continue;  // not displayed
+    const match = node.textContent.match(/\\\\\\(|\\\\\\)|\\\\\\[|\\\\\\]|\\$\\$/);
+    if (match) report.rawTex.push(node.textContent.trim().slice(0, 90));
+  }
+  for (const img of images) {
+    if (!img.complete || img.naturalWidth === 0) {
+      report.images.push(img.getAttribute("src"));
+    }
+  }
+  if (checkOverflow) {
+    const blocks = document.querySelectorAll(
+      "article div.highlight pre, article .cell_output pre, " +
+      "article div.math, article mjx-container[display='true']");
+    for (const el of blocks) {
+      if (!el.getClientRects().length) continue;  // folded, not shown
+      // Typeset maths: the mjx-container inside div.math is the box that scrolls.
+      if (el.matches("div.math") && el.querySelector("mjx-container")) continue;
+      const box = el.closest(".bd-article") || document.body;
+      const over = Math.max(el.scrollWidth - el.clientWidth,
+        el.getBoundingClientRect().right - box.getBoundingClientRect().right);
+      if (over > 1) {
+        const kind = el.matches("div.math, mjx-container") ? "equation" :
+          el.closest(".cell_output, .output") ? "output" : "code";
+        report.overflow.push(`${kind} ${Math.round(over)} px too wide: ` +
+                             `${firstLine(el)}`);
+      }
+    }
+  }
+  // The page itself must not scroll sideways (a phone shows a strip of blank page).
+  const W = window.innerWidth;
+  if (document.documentElement.scrollWidth > W + 1) {
+    const clipped = (el) => {
+      for (let a = el.parentElement; a; a = a.parentElement) {
+        if (getComputedStyle(a).overflowX !== "visible" &&
+            a.getBoundingClientRect().right <= W + 1) return true;
+      }
+      return false;
+    };
+    const culprits = [...document.querySelectorAll("article *")].filter(
+      (el) => el.getBoundingClientRect().right > W + 1 && !clipped(el) &&
+              el.getClientRects().length);
+    const outermost = culprits.filter(
+      (el) => !culprits.includes(el.parentElement));
+    report.pageOverflow.push(
+      `page is ${document.documentElement.scrollWidth} px wide in a ${W} px ` +
+      "window; widest: " + outermost.slice(0, 5).map(
+        (el) => `<${el.tagName.toLowerCase()}> ${firstLine(el)}`).join(" | "));
+  }
+  for (const a of document.querySelectorAll("a[href*='colab.research.google.com']")) {
+    report.colab.push(a.getAttribute("href"));
+  }
+  return report;
+}
+"""
+
+
+def _is_chapter(page: str) -> bool:
+    return page.startswith("book/") and (ROOT / f"{page}.ipynb").exists()
+
+
+@pytest.fixture(scope="module")
+def contexts(browser, site_url):
+    """One browser context per viewport, shared by the pages (so the HTTP cache is
+    too); `blocked` collects the requests its route refused, per page."""
+    made = {}
+    for name, (width, height) in VIEWPORTS.items():
+        context = browser.new_context(
+            viewport={"width": width, "height": height},
+            device_scale_factor=1,
+            service_workers="block",
+        )
+        blocked: list[str] = []
+
+        def route(r, blocked=blocked):
+            if r.request.url.startswith(site_url + "/"):
+                r.continue_()
+            else:
+                blocked.append(f"external request blocked: {r.request.url}")
+                r.abort()
+
+        context.route("**/*", route)
+        made[name] = (context, blocked)
+    yield made
+    for context, _ in made.values():
+        context.close()
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+@pytest.mark.parametrize("page", PAGES)
+def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
+    width, height = VIEWPORTS[viewport]
+    context, bad_requests = contexts[viewport]
+    bad_requests.clear()
+    console_errors: list[str] = []
+    browser_page = context.new_page()
+    browser_page.on(
+        "requestfailed",
+        lambda req: bad_requests.append(f"failed: {req.url} ({req.failure})"),
+    )
+    browser_page.on(
+        "response",
+        lambda res: (
+            res.status >= 400
+            and bad_requests.append(f"HTTP {res.status}: {res.url}")
+        ),
+    )
+    browser_page.on(
+        "console",
+        lambda msg: (
+            msg.type == "error"
+            and console_errors.append(f"{msg.text} @ {msg.location}")
+        ),
+    )
+    browser_page.on(
+        "pageerror", lambda exc: console_errors.append(f"uncaught: {exc}")
+    )
+    try:
+        browser_page.goto(f"{site_url}/{page}.html", wait_until="load")
+        report = browser_page.evaluate(INSPECT, viewport == "desktop")
+        name = page.replace("/", "_")
+        # JPEG: encoding a 1280 x 30000 px page as PNG takes seconds longer.
+        browser_page.screenshot(
+            path=SHOTS / f"{name}-{width}.jpeg",
+            full_page=True,
+            type="jpeg",
+            quality=80,
+        )
+    finally:
+        browser_page.close()
+
+    problems = sorted(set(bad_requests))  # an aborted request is also "failed"
+    problems += [f"console error: {e}" for e in console_errors]
+    labels = {
+        "untypeset": "maths left untypeset",
+        "mathErrors": "MathJax error",
+        "rawTex": "raw TeX delimiters in the text",
+        "images": "image not loaded",
+        "overflow": "block wider than the column",
+        "pageOverflow": "page wider than the window",
+    }
+    for key, label in labels.items():
+        problems += [f"{label}: {item}" for item in report[key]]
+    if _is_chapter(page):
+        repo = urllib.parse.urlparse(config()["repository"]["url"]).path
+        own = f"/github{repo}/blob/main/{page}.ipynb"
+        if not report["colab"]:
+            problems.append("no Colab launch link")
+        problems += [
+            f"Colab link not to {own}: {h}"
+            for h in report["colab"]
+            if not h.endswith(own)
+        ]
+    where = f"{page}.html at {width}x{height}"
+    assert not problems, f"{where}, {len(problems)} problems:\n" + "\n".join(
+        problems
+    )

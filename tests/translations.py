@@ -1,0 +1,157 @@
+"""The Chinese edition's translations: one YAML file per page, checked against the English.
+
+    python tests/translations.py sync book/03_masks.ipynb [...]   (or: make translations)
+    python tests/translations.py check                             (lists what is missing)
+
+English is the source. Each page (`book/<stem>.ipynb` or `book/<stem>.md`) has a file
+`locale/zh/<stem>.yml` holding one entry per translatable unit:
+
+- a notebook's markdown cell, keyed by its cell id;
+- a figure's caption and alt text (code-cell metadata), keyed `<cell id>/caption`, `/alt`;
+- a Markdown page as a whole, keyed `page`.
+
+Each entry stores `en`, the exact English text it translates, and `zh`, the translation.
+Code cells and their outputs are never translated: both editions show the same ones.
+`sync` adds an entry for every new unit (with an empty `zh`) and, when the English of a unit
+has changed, writes the new English as `en_now` beside the old `en`: the translator updates
+`zh`, then replaces `en` with `en_now`. `check` (and tests/test_translations.py) fails on
+every unit that is missing, empty, outdated, or left in English.
+"""
+from __future__ import annotations
+
+import pathlib
+import re
+import sys
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LOCALE = ROOT / "locale" / "zh"
+CJK = re.compile(r"[\u3400-\u9fff]")
+# Words outside code, maths and roles: a unit with fewer needs no Chinese (e.g. a lone equation).
+NOT_PROSE = re.compile(r"```.*?```|\$\$.*?\$\$|\$[^$\n]+\$|\{[\w:-]+\}`[^`]*`|`[^`\n]*`"
+                       r"|\([^)\s]*\.(?:ipynb|md|html)[^)]*\)|<[^>\n]+>", re.S)
+
+
+def units(page: pathlib.Path) -> dict[str, str]:
+    """The English units of one page, in order: key -> text."""
+    if page.suffix == ".md":
+        return {"page": page.read_text()}
+    import nbformat
+
+    nb = nbformat.read(page, as_version=4)
+    out: dict[str, str] = {}
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            out[cell.id] = cell.source
+        elif cell.cell_type == "code":
+            meta = cell.metadata.get("mystnb", {})
+            caption = meta.get("figure", {}).get("caption")
+            alt = meta.get("image", {}).get("alt")
+            if caption:
+                out[f"{cell.id}/caption"] = caption
+            if alt:
+                out[f"{cell.id}/alt"] = alt
+    return out
+
+
+def store_path(page: pathlib.Path) -> pathlib.Path:
+    return LOCALE / f"{page.stem}.yml"
+
+
+def load(page: pathlib.Path) -> dict[str, dict[str, str]]:
+    path = store_path(page)
+    if not path.exists():
+        return {}
+    return yaml.safe_load(path.read_text()) or {}
+
+
+class _Literal(str):
+    pass
+
+
+def _literal(dumper: yaml.Dumper, value: _Literal):
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style=style)
+
+
+yaml.add_representer(_Literal, _literal)
+
+HEADER = """\
+# Chinese translation of book/{name}. English is the source: `en` is the exact English text
+# an entry translates, `zh` its translation. See tests/translations.py (make translations).
+"""
+
+
+def save(page: pathlib.Path, entries: dict[str, dict[str, str]]) -> None:
+    path = store_path(page)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {k: {f: _Literal(v) for f, v in e.items()} for k, e in entries.items()}
+    body = yaml.dump(doc, allow_unicode=True, sort_keys=False, width=1000)
+    path.write_text(HEADER.format(name=page.name) + body)
+
+
+def sync(page: pathlib.Path) -> tuple[int, int]:
+    """Add missing units, mark changed ones with `en_now`, drop units that no longer exist.
+
+    Returns (added, changed)."""
+    old, added, changed = load(page), 0, 0
+    new: dict[str, dict[str, str]] = {}
+    for key, text in units(page).items():
+        entry = dict(old.get(key, {}))
+        if not entry:
+            entry, added = {"en": text, "zh": ""}, added + 1
+        elif entry.get("en") != text:
+            entry["en_now"], changed = text, changed + 1
+        else:
+            entry.pop("en_now", None)
+        new[key] = entry
+    save(page, new)
+    return added, changed
+
+
+def _needs_chinese(text: str) -> bool:
+    prose = NOT_PROSE.sub(" ", text)
+    return len(re.findall(r"[A-Za-z]{3,}", prose)) >= 3
+
+
+def problems(page: pathlib.Path) -> list[str]:
+    """Every unit of ``page`` whose translation is missing, empty, outdated or English."""
+    found, store = [], load(page)
+    for key, text in units(page).items():
+        first = " ".join(text.split())[:70]
+        entry = store.get(key)
+        if entry is None or not str(entry.get("zh", "")).strip():
+            found.append(f"{page.name} [{key}] untranslated: {first!r}")
+        elif entry.get("en") != text or "en_now" in entry:
+            found.append(f"{page.name} [{key}] outdated (English changed): {first!r}")
+        elif _needs_chinese(text) and not CJK.search(entry["zh"]):
+            found.append(f"{page.name} [{key}] still English: {first!r}")
+    return found
+
+
+def pages() -> list[pathlib.Path]:
+    """The pages of the book (from _toc.yml), in order."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from notebook_tools import toc_files
+
+    out = []
+    for f in toc_files():
+        for ext in (".ipynb", ".md"):
+            if (ROOT / f"{f}{ext}").exists():
+                out.append(ROOT / f"{f}{ext}")
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "sync":
+        targets = [pathlib.Path(p) for p in sys.argv[2:]] or pages()
+        for p in targets:
+            a, c = sync(p.resolve())
+            print(f"{p.name}: {a} new, {c} changed -> {store_path(p).relative_to(ROOT)}")
+    elif len(sys.argv) == 2 and sys.argv[1] == "check":
+        issues = [msg for p in pages() for msg in problems(p)]
+        print("\n".join(issues) or "every page is translated and current")
+        raise SystemExit(1 if issues else 0)
+    else:
+        raise SystemExit(__doc__)
