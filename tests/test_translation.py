@@ -1,11 +1,22 @@
 """The number-translation task: hand-checked translations, disjoint splits, vocabularies, batches."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
-from utils.translation import (MAX_NUMBER, Vocab, chinese_numerals, encode_batch, english_words,
-                               make_batches, make_splits, pad_fraction, source_vocab, target_vocab)
+from utils.translation import (
+    MAX_NUMBER,
+    Vocab,
+    chinese_numerals,
+    encode_batch,
+    english_words,
+    make_batches,
+    make_splits,
+    pad_fraction,
+    source_vocab,
+    target_vocab,
+)
 
 # Written by hand (not by the code under test): number, English, Chinese.
 HAND = [
@@ -21,8 +32,16 @@ HAND = [
     (20017, "twenty thousand and seventeen", "二万零一十七"),
     (30600, "thirty thousand six hundred", "三万零六百"),
     (12305, "twelve thousand three hundred and five", "一万二千三百零五"),
-    (45678, "forty five thousand six hundred and seventy eight", "四万五千六百七十八"),
-    (99999, "ninety nine thousand nine hundred and ninety nine", "九万九千九百九十九"),
+    (
+        45678,
+        "forty five thousand six hundred and seventy eight",
+        "四万五千六百七十八",
+    ),
+    (
+        99999,
+        "ninety nine thousand nine hundred and ninety nine",
+        "九万九千九百九十九",
+    ),
 ]
 
 
@@ -63,9 +82,11 @@ def test_splits_are_disjoint_cover_everything_and_long_is_longer():
     assert sum(len(v) for v in keys.values()) == MAX_NUMBER
     names = list(keys)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             assert not keys[a] & keys[b], (a, b)
-    longest_train = max(len(src) for src, _ in s["train"] + s["valid"] + s["test"])
+    longest_train = max(
+        len(src) for src, _ in s["train"] + s["valid"] + s["test"]
+    )
     assert min(len(src) for src, _ in s["long"]) > longest_train
     assert len(s["valid"]) == 1000 and len(s["test"]) == 2000
 
@@ -81,7 +102,7 @@ def test_vocab_round_trip_and_specials():
     assert len(vt) == 3 + 14 and len(vs) == 3 + 30
     ids = vt.encode(list("一万零五"), bos=True)
     assert ids[0] == vt.bos_id and ids[-1] == vt.eos_id and len(ids) == 6
-    assert vt.decode(ids + [vt.pad_id, 5]) == list("一万零五")   # stops at EOS
+    assert vt.decode(ids + [vt.pad_id, 5]) == list("一万零五")  # stops at EOS
     assert vt.decode(torch.tensor(ids)) == list("一万零五")
     with pytest.raises(ValueError, match="not in the vocabulary"):
         vs.encode(["eleventy"])
@@ -113,6 +134,7 @@ def test_bucketing_keeps_every_pair_and_saves_padding():
 
     def rows(batches):
         return sorted(tuple(vs.decode(r)) for s, _ in batches for r in s)
+
     assert rows(plain) == rows(bucketed) == sorted(tuple(s) for s, _ in pairs)
     assert pad_fraction(bucketed) < 0.5 * pad_fraction(plain)
     with pytest.raises(TypeError, match="batch_size"):

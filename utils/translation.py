@@ -20,6 +20,7 @@ shuffled with a seeded generator and cut into train / valid / test.
 Token ids: 0 = PAD, 1 = BOS, 2 = EOS, then the words. The source is the words followed by
 EOS; the target is BOS, the characters, EOS (the decoder reads it shifted right).
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,18 +32,59 @@ import torch
 from .checks import check_int
 
 __all__ = [
-    "MAX_NUMBER", "english_words", "chinese_numerals", "make_splits",
-    "Vocab", "source_vocab", "target_vocab", "encode_batch", "make_batches",
+    "MAX_NUMBER",
+    "english_words",
+    "chinese_numerals",
+    "make_splits",
+    "Vocab",
+    "source_vocab",
+    "target_vocab",
+    "encode_batch",
+    "make_batches",
+    "group_pairs",
     "pad_fraction",
+    "use_chinese_font",
+    "PINYIN",
 ]
 
 MAX_NUMBER = 99_999
 
-_ONES = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
-_TEENS = ["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen",
-          "seventeen", "eighteen", "nineteen"]
-_TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty",
-         "ninety"]
+_ONES = [
+    "",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+]
+_TEENS = [
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = [
+    "",
+    "",
+    "twenty",
+    "thirty",
+    "forty",
+    "fifty",
+    "sixty",
+    "seventy",
+    "eighty",
+    "ninety",
+]
 _DIGITS_ZH = "零一二三四五六七八九"
 _SPECIALS = ["<pad>", "<bos>", "<eos>"]
 
@@ -115,12 +157,18 @@ def chinese_numerals(n: int) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def _all_pairs() -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
-    return tuple((tuple(english_words(n)), tuple(chinese_numerals(n)))
-                 for n in range(1, MAX_NUMBER + 1))
+    return tuple(
+        (tuple(english_words(n)), tuple(chinese_numerals(n)))
+        for n in range(1, MAX_NUMBER + 1)
+    )
 
 
-def make_splits(seed: int = 0, max_train_words: int = 7, n_valid: int = 1000,
-                n_test: int = 2000) -> dict[str, list[Pair]]:
+def make_splits(
+    seed: int = 0,
+    max_train_words: int = 6,
+    n_valid: int = 1000,
+    n_test: int = 2000,
+) -> dict[str, list[Pair]]:
     """Every number 1..99,999 as a pair ``(english words, chinese characters)``, split.
 
     Returns ``{"train", "valid", "test", "long"}``, each a list of ``(src, tgt)`` pairs of
@@ -138,13 +186,15 @@ def make_splits(seed: int = 0, max_train_words: int = 7, n_valid: int = 1000,
         pair = (list(src), list(tgt))  # fresh lists: callers may change them
         (short if len(src) <= max_train_words else long).append(pair)
     if n_valid + n_test >= len(short):
-        raise ValueError(f"n_valid + n_test must leave training data: got {n_valid} + {n_test} "
-                         f"of {len(short)} numbers")
+        raise ValueError(
+            f"n_valid + n_test must leave training data: got {n_valid} + {n_test} "
+            f"of {len(short)} numbers"
+        )
     random.Random(seed).shuffle(short)
     return {
-        "train": short[n_valid + n_test:],
+        "train": short[n_valid + n_test :],
         "valid": short[:n_valid],
-        "test": short[n_valid:n_valid + n_test],
+        "test": short[n_valid : n_valid + n_test],
         "long": long,
     }
 
@@ -162,7 +212,9 @@ class Vocab:
             raise TypeError("tokens must be non-empty strings")
         clash = set(tokens) & set(_SPECIALS)
         if clash or len(set(tokens)) != len(tokens):
-            raise ValueError(f"tokens must be distinct and not special, got {sorted(clash)}")
+            raise ValueError(
+                f"tokens must be distinct and not special, got {sorted(clash)}"
+            )
         self.itos = _SPECIALS + tokens
         self.stoi = {t: i for i, t in enumerate(self.itos)}
         self.pad_id, self.bos_id, self.eos_id = 0, 1, 2
@@ -173,10 +225,14 @@ class Vocab:
     def __repr__(self) -> str:
         return f"Vocab({len(self)} ids: {' '.join(self.itos[3:])})"
 
-    def encode(self, tokens: Sequence[str], bos: bool = False, eos: bool = True) -> list[int]:
+    def encode(
+        self, tokens: Sequence[str], bos: bool = False, eos: bool = True
+    ) -> list[int]:
         """Token list -> ids, optionally with BOS first and EOS last."""
         if isinstance(tokens, str):
-            raise TypeError("tokens must be a list of tokens, not a str (split it first)")
+            raise TypeError(
+                "tokens must be a list of tokens, not a str (split it first)"
+            )
         unknown = [t for t in tokens if t not in self.stoi or t in _SPECIALS]
         if unknown:
             raise ValueError(f"tokens not in the vocabulary: {unknown[:5]}")
@@ -190,7 +246,9 @@ class Vocab:
         out = []
         for i in ids:
             if not 0 <= i < len(self):
-                raise ValueError(f"id {i} is outside the vocabulary of {len(self)} ids")
+                raise ValueError(
+                    f"id {i} is outside the vocabulary of {len(self)} ids"
+                )
             if i == self.eos_id:
                 break
             if i not in (self.pad_id, self.bos_id):
@@ -200,7 +258,11 @@ class Vocab:
 
 def source_vocab() -> Vocab:
     """The English words of the task (fixed, so it does not depend on the split)."""
-    words = [w for w in _ONES + _TEENS + _TENS if w] + ["hundred", "thousand", "and"]
+    words = [w for w in _ONES + _TEENS + _TENS if w] + [
+        "hundred",
+        "thousand",
+        "and",
+    ]
     return Vocab(words)
 
 
@@ -211,11 +273,17 @@ def target_vocab() -> Vocab:
 
 def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
     width = max(len(r) for r in rows)
-    return torch.tensor([r + [pad_id] * (width - len(r)) for r in rows], dtype=torch.long)
+    return torch.tensor(
+        [r + [pad_id] * (width - len(r)) for r in rows], dtype=torch.long
+    )
 
 
-def encode_batch(pairs: Sequence[Pair], vocab_src: Vocab, vocab_tgt: Vocab,
-                 device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def encode_batch(
+    pairs: Sequence[Pair],
+    vocab_src: Vocab,
+    vocab_tgt: Vocab,
+    device: torch.device | str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Pairs -> ``src (B, S)`` = words, EOS, PAD... and ``tgt (B, T)`` = BOS, chars, EOS, PAD...
 
     Each tensor is padded only to its own longest row. The decoder reads ``tgt[:, :-1]`` and
@@ -224,13 +292,21 @@ def encode_batch(pairs: Sequence[Pair], vocab_src: Vocab, vocab_tgt: Vocab,
     if not pairs:
         raise ValueError("pairs must hold at least one (source, target) pair")
     src = _pad([vocab_src.encode(s) for s, _ in pairs], vocab_src.pad_id)
-    tgt = _pad([vocab_tgt.encode(t, bos=True) for _, t in pairs], vocab_tgt.pad_id)
+    tgt = _pad(
+        [vocab_tgt.encode(t, bos=True) for _, t in pairs], vocab_tgt.pad_id
+    )
     return src.to(device), tgt.to(device)
 
 
-def make_batches(pairs: Sequence[Pair], batch_size: int, vocab_src: Vocab, vocab_tgt: Vocab,
-                 seed: int | None = 0, bucket: bool = True,
-                 device: torch.device | str | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def make_batches(
+    pairs: Sequence[Pair],
+    batch_size: int,
+    vocab_src: Vocab,
+    vocab_tgt: Vocab,
+    seed: int | None = 0,
+    bucket: bool = True,
+    device: torch.device | str | None = None,
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """One epoch of padded batches.
 
     With ``seed`` the pairs are shuffled first (``seed=None`` keeps their order). With
@@ -238,6 +314,17 @@ def make_batches(pairs: Sequence[Pair], batch_size: int, vocab_src: Vocab, vocab
     the shuffled pairs are cut into pools of 50 batches, each pool is sorted by length and
     cut into batches, and the batch order is shuffled again (so lengths do not come in order).
     """
+    groups = group_pairs(pairs, batch_size, seed, bucket)
+    return [encode_batch(g, vocab_src, vocab_tgt, device) for g in groups]
+
+
+def group_pairs(
+    pairs: Sequence[Pair],
+    batch_size: int,
+    seed: int | None = 0,
+    bucket: bool = True,
+) -> list[list[Pair]]:
+    """The grouping of ``make_batches`` without the encoding: a list of lists of pairs."""
     check_int(batch_size, "batch_size", 1)
     pairs = list(pairs)
     rng = random.Random(seed)
@@ -247,15 +334,21 @@ def make_batches(pairs: Sequence[Pair], batch_size: int, vocab_src: Vocab, vocab
         pool = 50 * batch_size
         ordered = []
         for i in range(0, len(pairs), pool):
-            ordered += sorted(pairs[i:i + pool], key=lambda p: (len(p[0]), len(p[1])))
+            ordered += sorted(
+                pairs[i : i + pool], key=lambda p: (len(p[0]), len(p[1]))
+            )
         pairs = ordered
-    groups = [pairs[i:i + batch_size] for i in range(0, len(pairs), batch_size)]
+    groups = [
+        pairs[i : i + batch_size] for i in range(0, len(pairs), batch_size)
+    ]
     if bucket and seed is not None:
         rng.shuffle(groups)
-    return [encode_batch(g, vocab_src, vocab_tgt, device) for g in groups]
+    return groups
 
 
-def pad_fraction(batches: Iterable[tuple[torch.Tensor, torch.Tensor]], pad_id: int = 0) -> float:
+def pad_fraction(
+    batches: Iterable[tuple[torch.Tensor, torch.Tensor]], pad_id: int = 0
+) -> float:
     """The fraction of all source and target positions in ``batches`` that are padding."""
     pads = total = 0
     for src, tgt in batches:
@@ -264,3 +357,49 @@ def pad_fraction(batches: Iterable[tuple[torch.Tensor, torch.Tensor]], pad_id: i
     if total == 0:
         raise ValueError("batches is empty")
     return pads / total
+
+
+# Romanised names of the characters, for figures where no Chinese font is installed.
+PINYIN = dict(
+    zip(
+        "零一二三四五六七八九十百千万",
+        "ling yi er san si wu liu qi ba jiu shi bai qian wan".split(),
+    )
+)
+
+
+def use_chinese_font() -> bool:
+    """Add an installed CJK font to matplotlib's fallback list; True if one was found.
+
+    Figures can then write the characters; where none is installed (Colab by default),
+    label them with ``PINYIN[char]`` instead.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib import font_manager
+
+    names = {f.name for f in font_manager.fontManager.ttflist}
+    found = [
+        n
+        for n in (
+            "Noto Sans CJK SC",
+            "Noto Sans CJK JP",
+            "WenQuanYi Zen Hei",
+            "SimHei",
+            "Microsoft YaHei",
+            "PingFang SC",
+        )
+        if n in names
+    ]
+    if not found:
+        return False
+    family = list(plt.rcParams["font.family"])
+    base = (
+        list(plt.rcParams["font.sans-serif"])
+        if family == ["sans-serif"]
+        else family
+    )
+    if found[0] not in base:
+        plt.rcParams["font.family"] = (
+            [base[0], found[0]] if base else [found[0]]
+        )
+    return True
