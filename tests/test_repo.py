@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+import unicodedata
 
 import pytest
 from notebook_tools import (
@@ -248,6 +249,11 @@ def _text_outputs(cell: dict) -> list[str]:
     return texts
 
 
+def _columns(line: str) -> int:
+    """Display width: a wide (Chinese) character takes two columns of a monospace font."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_code_and_outputs_fit_79_columns(path):
     """Every code line and printed line fits the site's code column whole."""
@@ -261,9 +267,9 @@ def test_code_and_outputs_fit_79_columns(path):
             for n, line in enumerate(block.splitlines(), 1):
                 # tqdm redraws with \r: the reader sees the last segment.
                 shown = line.split("\r")[-1].rstrip()
-                if len(shown) > MAX_COLUMNS:
+                if _columns(shown) > MAX_COLUMNS:
                     long.append(
-                        f"cell {i} {kind} line {n} ({len(shown)} chars): "
+                        f"cell {i} {kind} line {n} ({_columns(shown)} columns): "
                         f"{shown[:60]}"
                     )
     assert not long, (
