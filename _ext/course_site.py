@@ -130,7 +130,9 @@ def _language_switch(app, pagename, templatename, context, doctree):
 
 
 def _add_templates(app, config):
-    config.templates_path.append(str(pathlib.Path(__file__).parent / "templates"))
+    config.templates_path.append(
+        str(pathlib.Path(__file__).parent / "templates")
+    )
     options = config.html_theme_options
     if "article_header_end" not in options:
         options["article_header_end"] = [

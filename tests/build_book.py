@@ -22,8 +22,8 @@ import time
 import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import translations  # noqa: E402
-from notebook_tools import ROOT, toc_files  # noqa: E402
+import translations
+from notebook_tools import ROOT, toc_files
 
 HTML = ROOT / "_build" / "html"
 ZH_SRC = ROOT / "_build" / "zh_src"
@@ -116,12 +116,18 @@ def build() -> subprocess.CompletedProcess:
     zh_source()
     runs = {
         "en": subprocess.Popen(
-            _command(ROOT), cwd=ROOT, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            _command(ROOT),
+            cwd=ROOT,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         ),
         "zh": subprocess.Popen(
-            _command(ZH_SRC), cwd=ZH_SRC, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            _command(ZH_SRC),
+            cwd=ZH_SRC,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         ),
     }
     editions = {}

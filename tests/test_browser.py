@@ -273,9 +273,13 @@ def _language_problems(site_url: str, page: str, found: list[dict]) -> list:
     switch = found[0]
     problems = []
     if switch["href"] != want:
-        problems.append(f"language switch leads to {switch['href']}, not {want}")
+        problems.append(
+            f"language switch leads to {switch['href']}, not {want}"
+        )
     if switch["text"] != text:
-        problems.append(f"language switch reads {switch['text']!r}, not {text!r}")
+        problems.append(
+            f"language switch reads {switch['text']!r}, not {text!r}"
+        )
     if not switch["visible"]:
         problems.append("language switch not visible at the top of the window")
     return problems
@@ -360,10 +364,23 @@ def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
         "images": "image not loaded",
         "overflow": "block wider than the column",
         "pageOverflow": "page wider than the window",
-        "tofu": "missing glyph (drawn as a box)",
     }
+    tofu = report.pop("tofu")
     for key, label in labels.items():
         problems += [f"{label}: {item}" for item in report[key]]
+    if tofu:
+        chars = "".join(sorted({t[0] for t in tofu}))
+        problems.append(
+            f"{len(tofu)} CJK characters drawn as missing-glyph boxes (is a CJK "
+            f"font installed? Debian: fonts-noto-cjk): {chars[:60]}; first in "
+            f"{tofu[0].split(' in ', 1)[1][:80]}"
+        )
+    if (
+        page.startswith("zh/")
+        and viewport == "desktop"
+        and not report["cjkChecked"]
+    ):
+        problems.append("no Chinese character checked on a Chinese page")
     problems += _language_problems(site_url, page, report["language"])
     chinese = page.startswith("zh/")
     if chinese and _is_chapter(page) and report["colabNote"] != 1:

@@ -115,6 +115,19 @@ def _needs_chinese(text: str) -> bool:
     return len(re.findall(r"[A-Za-z]{3,}", prose)) >= 3
 
 
+# Eight English words in a row outside code, maths, roles and links: a sentence left in
+# English (names and terms in Chinese prose are shorter: "PyTorch 的 nn.MultiheadAttention").
+ENGLISH_RUN = re.compile(r"(?:[A-Za-z][\w'’-]*[\s,;:.()]+){7}[A-Za-z]")
+
+
+def _english_left(zh: str) -> str | None:
+    """The first English sentence-like run left in a translation, if any."""
+    if not CJK.search(zh):
+        return " ".join(zh.split())[:70]
+    found = ENGLISH_RUN.search(NOT_PROSE.sub(" ", zh))
+    return " ".join(found.group(0).split())[:70] if found else None
+
+
 def problems(page: pathlib.Path) -> list[str]:
     """Every unit of ``page`` whose translation is missing, empty, outdated or English."""
     found, store = [], load(page)
@@ -125,8 +138,10 @@ def problems(page: pathlib.Path) -> list[str]:
             found.append(f"{page.name} [{key}] untranslated: {first!r}")
         elif entry.get("en") != text or "en_now" in entry:
             found.append(f"{page.name} [{key}] outdated (English changed): {first!r}")
-        elif _needs_chinese(text) and not CJK.search(entry["zh"]):
-            found.append(f"{page.name} [{key}] still English: {first!r}")
+        elif _needs_chinese(text) and (left := _english_left(entry["zh"])):
+            found.append(
+                f"{page.name} [{key}] still English: {first!r} (left: {left!r})"
+            )
     return found
 
 
