@@ -14,7 +14,7 @@ import sys
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "tests"))
-from notebook_tools import course_notebooks  # noqa: E402
+from notebook_tools import course_notebooks
 
 _LISTED = {p.resolve() for p in course_notebooks()}
 _NOTEBOOK_SECONDS: dict[str, float] = collections.defaultdict(float)
