@@ -32,6 +32,20 @@ PROTECTED = re.compile(
 )
 
 
+# Terms that are also everyday words are linked only where the sentence marks the term
+# ("the *memory*", the encoder's output), never in the everyday sense (computer memory).
+MARKED_ONLY = {
+    "memory": re.compile(r"the [\"*]memory", re.I),
+}
+
+
+# Pages where a term's word only appears in its everyday sense ("the key to", "values" as
+# numbers): the term is not linked there at all.
+NOT_LINKED = {
+    "05_masked_loss": {"key", "value", "query"},
+}
+
+
 def glossary_terms(path: pathlib.Path = GLOSSARY) -> dict[str, str]:
     """Every name in the glossary (lower case) -> the name its entry is filed under."""
     text = path.read_text()
@@ -71,7 +85,8 @@ def _is_prose_line(line: str, in_fence: bool) -> bool:
     return not (in_fence or s.startswith(("#", ":::", "```", "|---", "<", ":")))
 
 
-def link_cells(sources: list[str], terms: dict[str, str]) -> tuple[list[str], list[str]]:
+def link_cells(sources: list[str], terms: dict[str, str],
+               skip: set[str] = frozenset()) -> tuple[list[str], list[str]]:
     """Link the first prose use of each term across ``sources`` (markdown cells, in order).
 
     Returns the new sources and the list of terms that were linked by this call.
@@ -84,7 +99,7 @@ def link_cells(sources: list[str], terms: dict[str, str]) -> tuple[list[str], li
     out, linked = list(sources), []
     for name in sorted(terms, key=len, reverse=True):
         entry = terms[name]
-        if entry in done:
+        if entry in done or entry in skip:
             continue
         pattern = _pattern(name)
         for ci, src in enumerate(out):
@@ -95,10 +110,14 @@ def link_cells(sources: list[str], terms: dict[str, str]) -> tuple[list[str], li
                     continue
                 if not _is_prose_line(line, in_fence):
                     continue
+                marked = MARKED_ONLY.get(name)
+                spans = [x.span() for x in marked.finditer(line)] if marked else None
                 for a, b in _prose_spans(line):
-                    m = pattern.search(line, a, b)
-                    if m:
-                        hit = (li, m)
+                    for m in pattern.finditer(line, a, b):
+                        if spans is None or any(s <= m.start() < e for s, e in spans):
+                            hit = (li, m)
+                            break
+                    if hit:
                         break
                 if hit:
                     break
@@ -122,7 +141,8 @@ def link_notebook(path: pathlib.Path, write: bool) -> list[str]:
 
     nb = nbformat.read(path, as_version=4)
     cells = [c for c in nb.cells if c.cell_type == "markdown"]
-    new, linked = link_cells([c.source for c in cells], glossary_terms())
+    skip = NOT_LINKED.get(path.stem, set())
+    new, linked = link_cells([c.source for c in cells], glossary_terms(), skip)
     if write and linked:
         for cell, src in zip(cells, new):
             cell.source = src

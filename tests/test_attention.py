@@ -1,4 +1,5 @@
 """utils.attention against PyTorch's own attention, plus masks, bad input and the other scorers."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from utils.attention import (AdditiveAttention, BilinearAttention, MultiHeadAttention,
-                             load_torch_mha_weights, masked_softmax, scaled_dot_product_attention)
+from utils.attention import (
+    AdditiveAttention,
+    BilinearAttention,
+    MultiHeadAttention,
+    load_torch_mha_weights,
+    masked_softmax,
+    scaled_dot_product_attention,
+)
 
 ATOL = RTOL = 1e-5
 
@@ -19,6 +26,7 @@ ATOL = RTOL = 1e-5
 def _seed():
     """Every test starts from the same random state, so a failure reproduces."""
     torch.manual_seed(0)
+
 
 SHAPES = [  # (batch, heads, Lq, Lk, d_k, d_v)
     (1, 1, 1, 1, 1, 1),
@@ -41,22 +49,34 @@ def _keep_mask(b: int, lq: int, lk: int, seed: int) -> torch.Tensor:
 def test_sdpa_equals_torch(shape, masked):
     b, h, lq, lk, dk, dv = shape
     torch.manual_seed(0)
-    q, k, v = torch.randn(b, h, lq, dk), torch.randn(b, h, lk, dk), torch.randn(b, h, lk, dv)
+    q, k, v = (
+        torch.randn(b, h, lq, dk),
+        torch.randn(b, h, lk, dk),
+        torch.randn(b, h, lk, dv),
+    )
     mask = _keep_mask(b, lq, lk, seed=1) if masked else None
     out, weights = scaled_dot_product_attention(q, k, v, mask)
-    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # bool: True = attend, like ours
+    expected = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask
+    )  # bool: True = attend, like ours
     torch.testing.assert_close(out, expected, atol=ATOL, rtol=RTOL)
     # weights checked against a softmax written out independently
     scores = q @ k.transpose(-2, -1) / math.sqrt(dk)
     if mask is not None:
         scores = scores + torch.zeros_like(scores).masked_fill(~mask, -1e9)
-    torch.testing.assert_close(weights, torch.softmax(scores, -1), atol=ATOL, rtol=RTOL)
+    torch.testing.assert_close(
+        weights, torch.softmax(scores, -1), atol=ATOL, rtol=RTOL
+    )
     assert weights.shape == (b, h, lq, lk)
 
 
 def test_sdpa_weights_sum_to_one_and_masked_keys_get_exactly_zero():
     torch.manual_seed(1)
-    q, k, v = torch.randn(2, 2, 6, 8), torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 3)
+    q, k, v = (
+        torch.randn(2, 2, 6, 8),
+        torch.randn(2, 2, 5, 8),
+        torch.randn(2, 2, 5, 3),
+    )
     mask = _keep_mask(2, 6, 5, seed=3)
     _, w = scaled_dot_product_attention(q, k, v, mask)
     torch.testing.assert_close(w.sum(-1), torch.ones(2, 2, 6))
@@ -78,7 +98,9 @@ def test_fully_masked_row_gives_zeros_and_finite_gradients():
     out.sum().backward()
     for name, t in (("q", q), ("k", k), ("v", v)):
         assert torch.isfinite(t.grad).all(), f"non-finite gradient in {name}"
-    assert (q.grad[..., 1, :] == 0).all()  # the empty row is cut off from its query
+    assert (
+        q.grad[..., 1, :] == 0
+    ).all()  # the empty row is cut off from its query
 
 
 def test_masked_softmax_equals_softmax_without_mask():
@@ -94,7 +116,9 @@ def _pair(d_model, heads, seed=0):
     with torch.no_grad():  # non-zero biases so copying them is tested too
         theirs.in_proj_bias.normal_()
         theirs.out_proj.bias.normal_()
-    ours = load_torch_mha_weights(MultiHeadAttention(d_model, heads), theirs).eval()
+    ours = load_torch_mha_weights(
+        MultiHeadAttention(d_model, heads), theirs
+    ).eval()
     return ours, theirs
 
 
@@ -108,7 +132,9 @@ MHA_CASES = [  # (batch, Lq, Lk, d_model, heads)
 
 @pytest.mark.parametrize("case", MHA_CASES, ids=str)
 @pytest.mark.parametrize("kind", ["self", "cross"])
-@pytest.mark.parametrize("masked", ["nomask", "padding", "key_padding", "attn_mask"])
+@pytest.mark.parametrize(
+    "masked", ["nomask", "padding", "key_padding", "attn_mask"]
+)
 def test_mha_equals_torch(case, kind, masked):
     b, lq, lk, d, h = case
     if kind == "self":
@@ -119,19 +145,31 @@ def test_mha_equals_torch(case, kind, masked):
     mem = x if kind == "self" else torch.randn(b, lk, d)
     kwargs, ours_kwargs = {}, {}
     if masked in ("padding", "key_padding"):
-        lengths = torch.randint(1, lk + 1, (b,), generator=torch.Generator().manual_seed(7))
+        lengths = torch.randint(
+            1, lk + 1, (b,), generator=torch.Generator().manual_seed(7)
+        )
         keep = torch.arange(lk) < lengths[:, None]  # (B, Lk)
         if masked == "padding":
             ours_kwargs = {"mask": keep[:, None, None, :]}  # (B, 1, 1, Lk)
         else:
-            ours_kwargs = {"key_padding_mask": keep}  # (B, Lk), True = real token
+            ours_kwargs = {
+                "key_padding_mask": keep
+            }  # (B, Lk), True = real token
         kwargs = {"key_padding_mask": ~keep}  # torch: True = ignore
-    elif masked == "attn_mask":  # look-ahead for self-attention, a random pattern for cross
-        keep = torch.ones(lq, lk, dtype=torch.bool).tril() if kind == "self" else _keep_mask(1, lq, lk, 6)[0, 0]
+    elif (
+        masked == "attn_mask"
+    ):  # look-ahead for self-attention, a random pattern for cross
+        keep = (
+            torch.ones(lq, lk, dtype=torch.bool).tril()
+            if kind == "self"
+            else _keep_mask(1, lq, lk, 6)[0, 0]
+        )
         ours_kwargs = {"mask": keep[None, None]}  # (1, 1, Lq, Lk)
         kwargs = {"attn_mask": ~keep}
     out, w = ours(x, mem, mem, **ours_kwargs)
-    ref, ref_w = theirs(x, mem, mem, need_weights=True, average_attn_weights=False, **kwargs)
+    ref, ref_w = theirs(
+        x, mem, mem, need_weights=True, average_attn_weights=False, **kwargs
+    )
     torch.testing.assert_close(out, ref, atol=ATOL, rtol=RTOL)
     torch.testing.assert_close(w, ref_w, atol=ATOL, rtol=RTOL)
     assert out.shape == (b, lq, d) and w.shape == (b, h, lq, lk)
@@ -140,13 +178,21 @@ def test_mha_equals_torch(case, kind, masked):
 def test_mha_parameter_count_matches_torch_and_formula():
     ours, theirs = _pair(512, 8)
     n_ours = sum(p.numel() for p in ours.parameters())
-    assert n_ours == sum(p.numel() for p in theirs.parameters()) == 4 * 512 * 512 + 4 * 512
+    assert (
+        n_ours
+        == sum(p.numel() for p in theirs.parameters())
+        == 4 * 512 * 512 + 4 * 512
+    )
 
 
 def test_mha_fully_masked_row_no_nan():
     ours, _ = _pair(8, 2)
-    x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(8), requires_grad=True)
-    mask = torch.tensor([[True, True, True], [False, False, False]])[:, None, None, :]
+    x = torch.randn(
+        2, 3, 8, generator=torch.Generator().manual_seed(8), requires_grad=True
+    )
+    mask = torch.tensor([[True, True, True], [False, False, False]])[
+        :, None, None, :
+    ]
     out, w = ours(x, x, x, mask)
     assert torch.isfinite(out).all() and (w[1] == 0).all()
     out.sum().backward()
@@ -158,29 +204,49 @@ def test_bad_input_raises_value_error_naming_argument_and_shapes():
         MultiHeadAttention(10, 3)
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 5, 8)
-    with pytest.raises(ValueError, match=r"mask.*\(1, 3, 4, 4\).*\(2, 2, 5, 5\)"):
+    with pytest.raises(
+        ValueError, match=r"mask.*\(1, 3, 4, 4\).*\(2, 2, 5, 5\)"
+    ):
         mha(x, x, x, torch.ones(1, 3, 4, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"k and v.*\(2, 5, 8\).*\(2, 4, 8\)"):
         mha(x, x, torch.randn(2, 4, 8))
-    with pytest.raises(ValueError, match=r"q must have shape.*d_model=8.*\(2, 5, 6\)"):
+    with pytest.raises(
+        ValueError, match=r"q must have shape.*d_model=8.*\(2, 5, 6\)"
+    ):
         mha(torch.randn(2, 5, 6), x, x)
     q = torch.randn(2, 3, 4)
     with pytest.raises(ValueError, match=r"k and v.*\(2, 6, 4\).*\(2, 5, 4\)"):
-        scaled_dot_product_attention(q, torch.randn(2, 6, 4), torch.randn(2, 5, 4))
+        scaled_dot_product_attention(
+            q, torch.randn(2, 6, 4), torch.randn(2, 5, 4)
+        )
     with pytest.raises(ValueError, match=r"q and k.*\(2, 3, 4\).*\(2, 6, 5\)"):
-        scaled_dot_product_attention(q, torch.randn(2, 6, 5), torch.randn(2, 6, 4))
-    with pytest.raises(ValueError, match=r"mask of shape \(2, 4\) does not broadcast.*\(2, 3, 6\)"):
-        scaled_dot_product_attention(q, torch.randn(2, 6, 4), torch.randn(2, 6, 4), torch.ones(2, 4, dtype=torch.bool))
+        scaled_dot_product_attention(
+            q, torch.randn(2, 6, 5), torch.randn(2, 6, 4)
+        )
+    with pytest.raises(
+        ValueError,
+        match=r"mask of shape \(2, 4\) does not broadcast.*\(2, 3, 6\)",
+    ):
+        scaled_dot_product_attention(
+            q,
+            torch.randn(2, 6, 4),
+            torch.randn(2, 6, 4),
+            torch.ones(2, 4, dtype=torch.bool),
+        )
     with pytest.raises(TypeError, match="bool"):
         scaled_dot_product_attention(q, q, q, torch.ones(3, 3))
 
 
 def test_load_torch_mha_weights_rejects_other_sizes():
     with pytest.raises(ValueError, match="embed_dim=8"):
-        load_torch_mha_weights(MultiHeadAttention(4, 2), nn.MultiheadAttention(8, 2))
+        load_torch_mha_weights(
+            MultiHeadAttention(4, 2), nn.MultiheadAttention(8, 2)
+        )
 
 
-def _additive_by_loops(att: AdditiveAttention, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+def _additive_by_loops(
+    att: AdditiveAttention, q: torch.Tensor, k: torch.Tensor
+) -> torch.Tensor:
     """w^T tanh(W q_i + U k_j), one (i, j) pair at a time."""
     W, U, w = att.w_q.weight, att.w_k.weight, att.w_score.weight[0]
     s = torch.empty(q.size(0), q.size(1), k.size(1))
@@ -213,7 +279,9 @@ def test_additive_fully_masked_row_and_bad_input():
     assert (w[:, 1] == 0).all() and torch.isfinite(out).all()
     out.sum().backward()
     assert torch.isfinite(q.grad).all()
-    with pytest.raises(ValueError, match=r"k must have 4 features.*\(1, 2, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"k must have 4 features.*\(1, 2, 3\)"
+    ):
         att(q, torch.randn(1, 2, 3), torch.randn(1, 2, 3))
     with pytest.raises(ValueError, match=r"k and v.*\(1, 2, 4\).*\(1, 3, 4\)"):
         att(q, q, torch.randn(1, 3, 4))
@@ -228,14 +296,23 @@ def test_bilinear_equals_nn_bilinear_and_generalises_dot_product():
     with torch.no_grad():
         ref.weight.copy_(att.weight[None])
     q, k = torch.randn(4, 5), torch.randn(6, 3)
-    expected = ref(q[:, None, :].expand(4, 6, 5), k[None].expand(4, 6, 3)).squeeze(-1)  # (Lq, Lk)
-    torch.testing.assert_close(att.scores(q, k), expected, atol=ATOL, rtol=RTOL)
+    expected = ref(
+        q[:, None, :].expand(4, 6, 5), k[None].expand(4, 6, 3)
+    ).squeeze(-1)  # (Lq, Lk)
+    torch.testing.assert_close(
+        att.scores(q, k), expected, atol=ATOL, rtol=RTOL
+    )
     # with W = I and scaling it is the scaled dot product
     dot = BilinearAttention(4, 4)
     with torch.no_grad():
         dot.weight.copy_(torch.eye(4))
     q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
-    torch.testing.assert_close(dot(q, k, v)[0], F.scaled_dot_product_attention(q, k, v), atol=ATOL, rtol=RTOL)
+    torch.testing.assert_close(
+        dot(q, k, v)[0],
+        F.scaled_dot_product_attention(q, k, v),
+        atol=ATOL,
+        rtol=RTOL,
+    )
 
 
 # ---- issue 14: masks of rank 4 only in the module, sentences instead of cryptic errors
@@ -246,10 +323,16 @@ def test_the_silently_wrong_padding_mask_is_now_an_error():
     mask the wrong pairs without a word; now it is refused with a hint."""
     ours, theirs = _pair(8, 2)
     x = torch.randn(3, 3, 8)  # B == Lq == 3: the ambiguous case
-    keep = torch.tensor([[True, True, False], [True, False, False], [True, True, True]])
-    with pytest.raises(ValueError, match=r"mask must have 4 dims.*\(3, 3\).*key_padding_mask"):
+    keep = torch.tensor(
+        [[True, True, False], [True, False, False], [True, True, True]]
+    )
+    with pytest.raises(
+        ValueError, match=r"mask must have 4 dims.*\(3, 3\).*key_padding_mask"
+    ):
         ours(x, x, x, keep)
-    with pytest.raises(ValueError, match=r"mask must have 4 dims.*\(1, 3, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"mask must have 4 dims.*\(1, 3, 3\)"
+    ):
         ours(x, x, x, keep[None])
     # the two right ways agree with nn.MultiheadAttention
     ref, _ = theirs(x, x, x, key_padding_mask=~keep)
@@ -265,7 +348,9 @@ def test_the_silently_wrong_padding_mask_is_now_an_error():
 def test_mask_and_key_padding_mask_combine():
     ours, theirs = _pair(8, 2)
     x = torch.randn(2, 4, 8)
-    keep_keys = torch.tensor([[True, True, True, False], [True, True, False, False]])
+    keep_keys = torch.tensor(
+        [[True, True, True, False], [True, True, False, False]]
+    )
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
     got, w = ours(x, x, x, causal[None, None], key_padding_mask=keep_keys)
     ref, _ = theirs(x, x, x, attn_mask=~causal, key_padding_mask=~keep_keys)
@@ -276,12 +361,28 @@ def test_mask_and_key_padding_mask_combine():
 @pytest.mark.parametrize(
     "kwargs, exc, words",
     [
-        ({"key_padding_mask": torch.ones(2, 4, dtype=torch.bool)}, ValueError, r"key_padding_mask.*\(2, 5\).*\(2, 4\)"),
-        ({"key_padding_mask": torch.ones(2, 1, 1, 5, dtype=torch.bool)}, ValueError, "key_padding_mask must have shape"),
-        ({"key_padding_mask": torch.ones(2, 5)}, TypeError, "key_padding_mask must be a bool"),
+        (
+            {"key_padding_mask": torch.ones(2, 4, dtype=torch.bool)},
+            ValueError,
+            r"key_padding_mask.*\(2, 5\).*\(2, 4\)",
+        ),
+        (
+            {"key_padding_mask": torch.ones(2, 1, 1, 5, dtype=torch.bool)},
+            ValueError,
+            "key_padding_mask must have shape",
+        ),
+        (
+            {"key_padding_mask": torch.ones(2, 5)},
+            TypeError,
+            "key_padding_mask must be a bool",
+        ),
         ({"mask": torch.ones(1, 1, 5, 5)}, TypeError, "mask must be a bool"),
         ({"mask": [[True]]}, TypeError, "mask must be a torch.Tensor"),
-        ({"mask": torch.ones(2, 3, 5, 5, dtype=torch.bool)}, ValueError, r"mask of shape \(2, 3, 5, 5\)"),
+        (
+            {"mask": torch.ones(2, 3, 5, 5, dtype=torch.bool)},
+            ValueError,
+            r"mask of shape \(2, 3, 5, 5\)",
+        ),
     ],
 )
 def test_module_mask_errors(kwargs, exc, words):
@@ -300,12 +401,21 @@ def test_integer_and_mixed_dtype_inputs_get_sentences():
     mha = MultiHeadAttention(4, 2)
     with pytest.raises(TypeError, match=r"q must be a floating-point"):
         mha(q.long(), q, q)
-    with pytest.raises(TypeError, match=r"float64 but the module's weights are torch.float32"):
+    with pytest.raises(
+        TypeError, match=r"float64 but the module's weights are torch.float32"
+    ):
         mha(q.double(), q.double(), q.double())
-    with pytest.raises(ValueError, match=r"batch dims of q, k and v.*q \(2, 3, 4\).*k \(3, 3, 4\)"):
-        scaled_dot_product_attention(q, torch.randn(3, 3, 4), torch.randn(3, 3, 4))
+    with pytest.raises(
+        ValueError,
+        match=r"batch dims of q, k and v.*q \(2, 3, 4\).*k \(3, 3, 4\)",
+    ):
+        scaled_dot_product_attention(
+            q, torch.randn(3, 3, 4), torch.randn(3, 3, 4)
+        )
     with pytest.raises(ValueError, match="d_k >= 1"):
-        scaled_dot_product_attention(torch.randn(2, 0), torch.randn(3, 0), torch.randn(3, 2))
+        scaled_dot_product_attention(
+            torch.randn(2, 0), torch.randn(3, 0), torch.randn(3, 2)
+        )
 
 
 def test_dropout_is_a_probability_like_pytorchs_dropout_p():
@@ -313,14 +423,20 @@ def test_dropout_is_a_probability_like_pytorchs_dropout_p():
     torch.manual_seed(11)
     out, w = scaled_dot_product_attention(q, k, v, dropout=0.5)
     torch.manual_seed(11)
-    torch.testing.assert_close(out, F.dropout(w, 0.5) @ v)  # weights returned before dropout
+    torch.testing.assert_close(
+        out, F.dropout(w, 0.5) @ v
+    )  # weights returned before dropout
     assert not torch.allclose(out, w @ v)
-    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, dropout=0.0)[0], w @ v)
+    torch.testing.assert_close(
+        scaled_dot_product_attention(q, k, v, dropout=0.0)[0], w @ v
+    )
     with pytest.raises(TypeError, match="dropout must be a real number"):
         scaled_dot_product_attention(q, k, v, dropout="0.1")
     with pytest.raises(TypeError, match="dropout must be a real number"):
         scaled_dot_product_attention(q, k, v, dropout=nn.Dropout(0.1))
-    with pytest.raises(ValueError, match=r"dropout must be in \[0.0, 1.0\), got 1.0"):
+    with pytest.raises(
+        ValueError, match=r"dropout must be in \[0.0, 1.0\), got 1.0"
+    ):
         scaled_dot_product_attention(q, k, v, dropout=1.0)
 
 
@@ -339,7 +455,9 @@ def test_sizes_numpy_ints_accepted_floats_and_strings_rejected():
     mha = MultiHeadAttention(np.int64(8), np.int64(2))
     assert (mha.d_model, mha.num_heads, mha.d_head) == (8, 2, 4)
     assert type(mha.d_model) is int
-    with pytest.raises(TypeError, match="d_model must be an int, got float 8.0"):
+    with pytest.raises(
+        TypeError, match="d_model must be an int, got float 8.0"
+    ):
         MultiHeadAttention(8.0, 2)
     with pytest.raises(TypeError, match="num_heads must be an int"):
         MultiHeadAttention(8, True)
@@ -354,7 +472,11 @@ def test_sizes_numpy_ints_accepted_floats_and_strings_rejected():
 
 
 def test_load_weights_type_and_bias_mismatch():
-    with pytest.raises(TypeError, match="theirs must be an nn.MultiheadAttention"):
+    with pytest.raises(
+        TypeError, match="theirs must be an nn.MultiheadAttention"
+    ):
         load_torch_mha_weights(MultiHeadAttention(4, 2), nn.Linear(4, 4))
     with pytest.raises(ValueError, match="bias settings differ"):
-        load_torch_mha_weights(MultiHeadAttention(4, 2, bias=False), nn.MultiheadAttention(4, 2))
+        load_torch_mha_weights(
+            MultiHeadAttention(4, 2, bias=False), nn.MultiheadAttention(4, 2)
+        )

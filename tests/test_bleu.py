@@ -1,12 +1,20 @@
 """BLEU from scratch, checked on cases small enough to compute by hand."""
+
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
-from utils.bleu import (brevity_penalty, closest_ref_length, corpus_bleu, modified_precision, ngrams,
-                        sentence_bleu)
+from utils.bleu import (
+    brevity_penalty,
+    closest_ref_length,
+    corpus_bleu,
+    modified_precision,
+    ngrams,
+    sentence_bleu,
+)
 
 REF = "Thank you so much , my brother".split()
 CAT = "the cat sat on the mat".split()
@@ -27,21 +35,32 @@ def test_thank_thank_thank_is_clipped_to_one_third():
 def test_clipping_uses_the_largest_count_in_any_single_reference():
     cand = "the the the".split()
     refs = ["the cat".split(), "the the dog".split()]
-    assert modified_precision(cand, refs, 1) == (2, 3)   # not 1 + 2 = 3
+    assert modified_precision(cand, refs, 1) == (2, 3)  # not 1 + 2 = 3
 
 
 def test_hand_computed_precisions_and_scores():
     # unigrams: the x2, cat, on, mat match; sat does not -> 5/6
     # bigrams: "the cat", "on the", "the mat" match -> 3/5; trigrams: only "on the mat" -> 1/4
-    assert [modified_precision(CAT, [CAT_REF], n) for n in (1, 2, 3, 4)] == [(5, 6), (3, 5), (1, 4), (0, 3)]
-    assert math.isclose(sentence_bleu(CAT, [CAT_REF], max_n=2), math.sqrt(5 / 6 * 3 / 5))    # sqrt(1/2)
-    assert math.isclose(sentence_bleu(CAT, [CAT_REF], max_n=3), 0.5)                         # (1/8)^(1/3)
-    assert sentence_bleu(CAT, [CAT_REF], max_n=4) == 0.0                                      # p_4 = 0
+    assert [modified_precision(CAT, [CAT_REF], n) for n in (1, 2, 3, 4)] == [
+        (5, 6),
+        (3, 5),
+        (1, 4),
+        (0, 3),
+    ]
+    assert math.isclose(
+        sentence_bleu(CAT, [CAT_REF], max_n=2), math.sqrt(5 / 6 * 3 / 5)
+    )  # sqrt(1/2)
+    assert math.isclose(
+        sentence_bleu(CAT, [CAT_REF], max_n=3), 0.5
+    )  # (1/8)^(1/3)
+    assert sentence_bleu(CAT, [CAT_REF], max_n=4) == 0.0  # p_4 = 0
 
 
 def test_weights_are_not_raised_to_an_extra_power():
     # the formula with an extra ^(1/N) would give sqrt(sqrt(1/2)) = 0.84 here instead of 0.71
-    assert not math.isclose(sentence_bleu(CAT, [CAT_REF], max_n=2), math.sqrt(0.5) ** 0.5)
+    assert not math.isclose(
+        sentence_bleu(CAT, [CAT_REF], max_n=2), math.sqrt(0.5) ** 0.5
+    )
     w = sentence_bleu(CAT, [CAT_REF], max_n=2, weights=[0.25, 0.75])
     assert math.isclose(w, (5 / 6) ** 0.25 * (3 / 5) ** 0.75)
 
@@ -57,7 +76,9 @@ def test_brevity_penalty():
     assert math.isclose(brevity_penalty(2, 7), math.exp(1 - 7 / 2))
     assert brevity_penalty(0, 7) == 0.0
     # "Thank you": both n-gram precisions are perfect, only the penalty remains
-    assert math.isclose(sentence_bleu("Thank you".split(), [REF], max_n=2), math.exp(-2.5))
+    assert math.isclose(
+        sentence_bleu("Thank you".split(), [REF], max_n=2), math.exp(-2.5)
+    )
 
 
 def test_closest_reference_length_prefers_the_shorter_on_a_tie():
@@ -72,12 +93,19 @@ def test_corpus_bleu_pools_counts_before_dividing():
     # unigrams (5 + 2) / (6 + 2), bigrams (3 + 1) / (5 + 1), lengths c = 8, r = 13
     expected = math.exp(1 - 13 / 8) * math.sqrt(7 / 8 * 4 / 6)
     assert math.isclose(corpus_bleu(cands, refs, max_n=2), expected)
-    mean_of_sentences = (sentence_bleu(CAT, [CAT_REF], 2) + sentence_bleu(cands[1], [REF], 2)) / 2
-    assert not math.isclose(corpus_bleu(cands, refs, max_n=2), mean_of_sentences)
+    mean_of_sentences = (
+        sentence_bleu(CAT, [CAT_REF], 2) + sentence_bleu(cands[1], [REF], 2)
+    ) / 2
+    assert not math.isclose(
+        corpus_bleu(cands, refs, max_n=2), mean_of_sentences
+    )
 
 
 def test_works_on_token_ids():
-    assert math.isclose(sentence_bleu([5, 6, 7, 8], [[5, 6, 7, 8, 9]], max_n=4), math.exp(1 - 5 / 4))
+    assert math.isclose(
+        sentence_bleu([5, 6, 7, 8], [[5, 6, 7, 8, 9]], max_n=4),
+        math.exp(1 - 5 / 4),
+    )
 
 
 def test_bad_input():
@@ -93,3 +121,70 @@ def test_bad_input():
         corpus_bleu([CAT, CAT], [[CAT_REF]])
     with pytest.raises(ValueError, match="lengths"):
         brevity_penalty(-1, 3)
+
+
+def _random_corpus(g: random.Random, n_sent: int, n_refs: int):
+    words = ["a", "b", "c", "d", "e"][: g.randint(3, 4)]
+
+    def sentence():
+        return [g.choice(words) for _ in range(g.randint(1, 12))]
+
+    cands = [sentence() for _ in range(n_sent)]
+    refs = [[sentence() for _ in range(n_refs)] for _ in range(n_sent)]
+    return cands, refs
+
+
+def test_equals_sacrebleu_on_random_corpora():
+    """300 seeded random corpora, pre-tokenised (tokenize="none"), no
+    smoothing: BLEU, n-gram counts and lengths equal sacreBLEU's."""
+    sacrebleu = pytest.importorskip("sacrebleu")
+    g = random.Random(0)
+    nonzero = 0
+    for _ in range(300):
+        n_refs = g.randint(1, 3)
+        cands, refs = _random_corpus(g, g.randint(2, 10), n_refs)
+        theirs = sacrebleu.corpus_bleu(
+            [" ".join(c) for c in cands],
+            [[" ".join(r[j]) for r in refs] for j in range(n_refs)],
+            tokenize="none",
+            smooth_method="none",
+            force=True,
+        )
+        ours = corpus_bleu(cands, refs)
+        assert abs(100 * ours - theirs.score) < 1e-6 * 100
+        for n in range(1, 5):
+            m, t = 0, 0
+            for c, r in zip(cands, refs):
+                mc, tc = modified_precision(c, r, n)
+                m, t = m + mc, t + tc
+            assert (m, t) == (theirs.counts[n - 1], theirs.totals[n - 1])
+        r_len = sum(closest_ref_length(c, r) for c, r in zip(cands, refs))
+        assert r_len == theirs.ref_len
+        assert sum(map(len, cands)) == theirs.sys_len
+        nonzero += ours > 0
+    # the comparison is informative: half the corpora have every p_n > 0
+    assert nonzero > 120
+
+
+def test_sentence_level_mean_differs_from_corpus_level_like_sacrebleu():
+    sacrebleu = pytest.importorskip("sacrebleu")
+    cands = [CAT, "Thank you so much , my brother".split()]
+    refs = [[CAT_REF], [REF]]
+    per_sentence = [
+        sacrebleu.corpus_bleu(
+            [" ".join(c)],
+            [[" ".join(r[0])]],
+            tokenize="none",
+            smooth_method="none",
+        ).score
+        / 100
+        for c, r in zip(cands, refs)
+    ]
+    ours = [sentence_bleu(c, r) for c, r in zip(cands, refs)]
+    assert all(
+        math.isclose(a, b, abs_tol=1e-9) for a, b in zip(ours, per_sentence)
+    )
+    # the first sentence has no matching 4-gram: its BLEU is 0, the mean
+    # halves the perfect second one, while the corpus pools the counts
+    assert ours == [0.0, 1.0]
+    assert corpus_bleu(cands, refs) > 0.7

@@ -1,22 +1,48 @@
 """utils.model checked against PyTorch's own Transformer layers and against properties any
 correct encoder-decoder must have (causality, padding invariance, parameter count)."""
+
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
 
 from utils.masks import causal_mask, padding_mask
-from utils.model import (DecoderLayer, EncoderLayer, FeedForward, LayerNorm, Transformer,
-                         load_torch_decoder_layer_weights, load_torch_encoder_layer_weights,
-                         parameter_count, shape_trace)
+from utils.model import (
+    DecoderLayer,
+    EncoderLayer,
+    FeedForward,
+    LayerNorm,
+    Transformer,
+    load_torch_decoder_layer_weights,
+    load_torch_encoder_layer_weights,
+    parameter_count,
+    shape_trace,
+)
 
 D, H, FF = 16, 4, 32
 
 
+@pytest.fixture(autouse=True)
+def _seed():
+    """Every test starts from the same random state, so a failure reproduces."""
+    torch.manual_seed(0)
+
+
 def small(norm_first: bool = False, **kw) -> Transformer:
     torch.manual_seed(0)
-    return Transformer(11, 13, d_model=D, num_heads=H, num_layers=2, d_ff=FF, norm_first=norm_first, **kw).eval()
+    return Transformer(
+        11,
+        13,
+        d_model=D,
+        num_heads=H,
+        num_layers=2,
+        d_ff=FF,
+        norm_first=norm_first,
+        max_len=64,  # a short table: the tests use at most 9 positions
+        **kw,
+    ).eval()
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -27,12 +53,14 @@ def test_decoder_is_causal(norm_first):
     tgt = torch.randint(1, 13, (2, 7))
     t = 3
     changed = tgt.clone()
-    changed[:, t + 1:] = torch.randint(1, 13, (2, 7 - t - 1))
+    changed[:, t + 1 :] = torch.randint(1, 13, (2, 7 - t - 1))
     assert not torch.equal(changed, tgt)
     with torch.no_grad():
         a, b = model(src, tgt), model(src, changed)
     torch.testing.assert_close(a[:, : t + 1], b[:, : t + 1])
-    assert not torch.allclose(a[:, t + 1:], b[:, t + 1:])  # the check can see a change
+    assert not torch.allclose(
+        a[:, t + 1 :], b[:, t + 1 :]
+    )  # the check can see a change
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -53,7 +81,9 @@ def test_encoder_ignores_appended_padding(norm_first):
 
 def test_shapes_match_nn_transformer():
     model = small()
-    theirs = nn.Transformer(D, H, 2, 2, FF, dropout=0.0, batch_first=True).eval()
+    theirs = nn.Transformer(
+        D, H, 2, 2, FF, dropout=0.0, batch_first=True
+    ).eval()
     src, tgt = torch.randint(1, 11, (3, 6)), torch.randint(1, 13, (3, 4))
     with torch.no_grad():
         memory, src_mask = model.encode(src)
@@ -67,8 +97,12 @@ def test_shapes_match_nn_transformer():
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_layer_equals_torch(norm_first):
     torch.manual_seed(3)
-    theirs = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
-    ours = load_torch_encoder_layer_weights(EncoderLayer(D, H, FF, 0.0, norm_first), theirs).eval()
+    theirs = nn.TransformerEncoderLayer(
+        D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first
+    ).eval()
+    ours = load_torch_encoder_layer_weights(
+        EncoderLayer(D, H, FF, 0.0, norm_first), theirs
+    ).eval()
     x = torch.randn(2, 5, D)
     ids = torch.tensor([[3, 4, 5, 0, 0], [1, 2, 3, 4, 5]])
     with torch.no_grad():
@@ -82,13 +116,24 @@ def test_encoder_layer_equals_torch(norm_first):
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_layer_equals_torch(norm_first):
     torch.manual_seed(4)
-    theirs = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
-    ours = load_torch_decoder_layer_weights(DecoderLayer(D, H, FF, 0.0, norm_first), theirs).eval()
+    theirs = nn.TransformerDecoderLayer(
+        D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first
+    ).eval()
+    ours = load_torch_decoder_layer_weights(
+        DecoderLayer(D, H, FF, 0.0, norm_first), theirs
+    ).eval()
     x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
     src_ids = torch.tensor([[1, 2, 3, 4, 0, 0], [1, 2, 3, 4, 5, 6]])
     with torch.no_grad():
-        got = ours(x, memory, padding_mask(src_ids), causal_mask(4)[None, None])
-        ref = theirs(x, memory, tgt_mask=~causal_mask(4), memory_key_padding_mask=src_ids == 0)
+        got = ours(
+            x, memory, padding_mask(src_ids), causal_mask(4)[None, None]
+        )
+        ref = theirs(
+            x,
+            memory,
+            tgt_mask=~causal_mask(4),
+            memory_key_padding_mask=src_ids == 0,
+        )
     torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
 
 
@@ -96,17 +141,28 @@ def test_decoder_layer_equals_torch(norm_first):
 def test_pre_norm_stack_equals_nn_transformer():
     """With Pre-Norm both stacks end in a LayerNorm, so the whole encoder-decoder body matches."""
     model = small(norm_first=True)
-    theirs = nn.Transformer(D, H, 2, 2, FF, dropout=0.0, batch_first=True, norm_first=True).eval()
+    theirs = nn.Transformer(
+        D, H, 2, 2, FF, dropout=0.0, batch_first=True, norm_first=True
+    ).eval()
     with torch.no_grad():
-        for ours_l, their_l in zip(model.encoder.layers, theirs.encoder.layers):
+        for ours_l, their_l in zip(
+            model.encoder.layers, theirs.encoder.layers
+        ):
             load_torch_encoder_layer_weights(ours_l, their_l)
-        for ours_l, their_l in zip(model.decoder.layers, theirs.decoder.layers):
+        for ours_l, their_l in zip(
+            model.decoder.layers, theirs.decoder.layers
+        ):
             load_torch_decoder_layer_weights(ours_l, their_l)
-        for mine, other in ((model.encoder.norm, theirs.encoder.norm), (model.decoder.norm, theirs.decoder.norm)):
+        for mine, other in (
+            (model.encoder.norm, theirs.encoder.norm),
+            (model.decoder.norm, theirs.decoder.norm),
+        ):
             mine.weight.copy_(other.weight)
             mine.bias.copy_(other.bias)
         x, y = torch.randn(2, 5, D), torch.randn(2, 4, D)
-        got = model.decoder(y, model.encoder(x), None, causal_mask(4)[None, None])
+        got = model.decoder(
+            y, model.encoder(x), None, causal_mask(4)[None, None]
+        )
         ref = theirs(x, y, tgt_mask=~causal_mask(4))
     torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
 
@@ -150,37 +206,86 @@ def test_ffn_is_a_1x1_convolution():
 @pytest.mark.parametrize("share", [False, True])
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_parameter_count_formula(share, norm_first):
-    model = Transformer(50, 50, d_model=D, num_heads=H, num_layers=3, d_ff=FF, norm_first=norm_first,
-                        share_embeddings=share)
+    model = Transformer(
+        50,
+        50,
+        d_model=D,
+        num_heads=H,
+        num_layers=3,
+        d_ff=FF,
+        norm_first=norm_first,
+        share_embeddings=share,
+    )
     counted = sum(p.numel() for p in model.parameters())
-    assert parameter_count(50, 50, D, 3, FF, share_embeddings=share, norm_first=norm_first)["total"] == counted
+    assert (
+        parameter_count(
+            50, 50, D, 3, FF, share_embeddings=share, norm_first=norm_first
+        )["total"]
+        == counted
+    )
 
 
 def test_base_parameter_count_and_nn_transformer():
-    """The paper's base body (6+6 layers, 512, 2048) is nn.Transformer minus its two final LayerNorms."""
-    body = nn.Transformer(512, 8, 6, 6, 2048, batch_first=True)
+    """The paper's base body (6+6 layers, 512, 2048) is nn.Transformer minus its two final LayerNorms.
+
+    Built on the meta device: shapes without storage, so counting 44M parameters takes no memory
+    and a fraction of a second. (The formula is checked against our own model, built for real,
+    on small configurations above.)"""
+    with torch.device("meta"):
+        body = nn.Transformer(512, 8, 6, 6, 2048, batch_first=True)
+    assert next(body.parameters()).is_meta
     parts = parameter_count(37000, 37000, share_embeddings=True)
-    assert parts["encoder layers"] + parts["decoder layers"] + 2 * 2 * 512 == sum(p.numel() for p in body.parameters())
+    assert parts["encoder layers"] + parts[
+        "decoder layers"
+    ] + 2 * 2 * 512 == sum(p.numel() for p in body.parameters())
     assert parts["total"] == 63_119_496
 
 
 def test_shared_embeddings_are_tied():
     model = small(share_embeddings=False)
-    tied = Transformer(13, 13, d_model=D, num_heads=H, num_layers=1, d_ff=FF, share_embeddings=True)
-    assert tied.generator.weight is tied.src_embed.lut.weight is tied.tgt_embed.lut.weight
+    tied = Transformer(
+        13,
+        13,
+        d_model=D,
+        num_heads=H,
+        num_layers=1,
+        d_ff=FF,
+        share_embeddings=True,
+    )
+    assert (
+        tied.generator.weight
+        is tied.src_embed.lut.weight
+        is tied.tgt_embed.lut.weight
+    )
     assert model.generator.weight is not model.tgt_embed.lut.weight
 
 
-def test_shape_trace_order_and_shapes():
-    model = small()
-    rows = shape_trace(model, torch.randint(1, 11, (2, 6)), torch.randint(1, 13, (2, 4)))
+@pytest.mark.parametrize("training", [True, False])
+def test_shape_trace_order_and_shapes_and_restores_the_mode(training):
+    model = small(dropout=0.5).train(training)
+    seen = []
+    model.generator.register_forward_hook(
+        lambda m, a, o: seen.append((m.training, torch.is_grad_enabled()))
+    )
+    rows = shape_trace(
+        model, torch.randint(1, 11, (2, 6)), torch.randint(1, 13, (2, 4))
+    )
     names = [r[0] for r in rows]
-    assert names.index("encoder") < names.index("decoder") < names.index("generator")
+    assert (
+        names.index("encoder")
+        < names.index("decoder")
+        < names.index("generator")
+    )
     assert dict((r[0], r[2]) for r in rows)["generator"] == (2, 4, 13)
-    assert model.training is False  # small() put it in eval; the trace restores the mode
+    assert seen == [(False, False)]  # traced in eval mode without gradients
+    assert model.training is training and all(
+        m.training is training for m in model.modules()
+    )
+    assert torch.is_grad_enabled()  # no_grad stayed local
 
 
 # ---- bad input -----------------------------------------------------------------------------
+
 
 def test_ids_out_of_range():
     model = small()
@@ -206,15 +311,18 @@ def test_mismatched_batch_sizes():
         model.decode(torch.randint(1, 13, (2, 4)), memory[..., :3], mask)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(d_model=10, num_heads=4), "num_heads"),
-    (dict(num_heads=0), "num_heads"),
-    (dict(d_model=0), "d_model"),
-    (dict(num_layers=0), "num_layers"),
-    (dict(d_ff=-1), "d_ff"),
-    (dict(pad_id=99), "pad_id"),
-    (dict(dropout=1.0), "dropout"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(d_model=10, num_heads=4), "num_heads"),
+        (dict(num_heads=0), "num_heads"),
+        (dict(d_model=0), "d_model"),
+        (dict(num_layers=0), "num_layers"),
+        (dict(d_ff=-1), "d_ff"),
+        (dict(pad_id=99), "pad_id"),
+        (dict(dropout=1.0), "dropout"),
+    ],
+)
 def test_bad_config(kwargs, name):
     config = dict(d_model=D, num_heads=H, num_layers=1, d_ff=FF) | kwargs
     with pytest.raises(ValueError, match=name):
@@ -228,3 +336,151 @@ def test_bad_shared_vocab_and_layers():
         EncoderLayer(10, 4, FF)
     with pytest.raises(ValueError, match="d_ff"):
         FeedForward(D, 0)
+
+
+# ---- issue 14: one set of checks, empty sequences, masks of rank 4
+
+
+def test_empty_sequences_are_value_errors():
+    model = small()
+    src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
+    with pytest.raises(
+        ValueError, match=r"src must hold at least one position.*\(2, 0\)"
+    ):
+        model(src[:, :0], tgt)
+    with pytest.raises(
+        ValueError, match=r"tgt must hold at least one position.*\(2, 0\)"
+    ):
+        model(src, tgt[:, :0])
+    memory, mask = model.encode(src)
+    with pytest.raises(
+        ValueError, match="tgt must hold at least one position"
+    ):
+        model.decode(tgt[:, :0], memory, mask)
+    # an empty batch is fine: nothing to compute, the right shape
+    assert model(src[:0], tgt[:0]).shape == (0, 4, 13)
+
+
+def test_ids_kinds_and_sizes():
+    model = small()
+    src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
+    with pytest.raises(TypeError, match=r"tgt has dtype torch.uint8"):
+        model(src, tgt.to(torch.uint8))
+    with pytest.raises(
+        TypeError, match=r"src must hold integer token ids.*torch.bool"
+    ):
+        model(src > 3, tgt)
+    with pytest.raises(
+        ValueError, match=r"src must have 2 dims \(batch, length\)"
+    ):
+        model(src[0], tgt)
+    with pytest.raises(TypeError, match="src must be a torch.Tensor"):
+        model(src.tolist(), tgt)
+    with pytest.raises(
+        ValueError, match=r"tgt must be in \[0, 13\), found 13"
+    ):
+        model(src, tgt.masked_fill(tgt == tgt[0, 0], 13))
+    torch.testing.assert_close(
+        model(src.int(), tgt.int()), model(src, tgt)
+    )  # int32 ids work too
+
+
+def test_ids_are_range_checked_once_per_forward(monkeypatch):
+    import utils.model as M
+
+    calls = []
+    real = M.check_ids
+
+    def counting(ids, name, vocab_size=None, **kw):
+        if vocab_size is not None:
+            calls.append(name)
+        return real(ids, name, vocab_size, **kw)
+
+    monkeypatch.setattr(M, "check_ids", counting)
+    small()(torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4)))
+    assert sorted(calls) == ["src", "tgt"]
+
+
+def test_numpy_sizes_accepted_and_float_sizes_rejected():
+    model = Transformer(
+        np.int64(11),
+        np.int64(13),
+        d_model=np.int64(D),
+        num_heads=np.int32(H),
+        num_layers=np.int64(1),
+        d_ff=np.int64(FF),
+        pad_id=np.int64(0),
+    )
+    assert model.d_model == D and type(model.d_model) is int
+    with pytest.raises(
+        TypeError, match="d_model must be an int, got float 16.0"
+    ):
+        Transformer(11, 13, d_model=16.0, num_heads=H)
+    with pytest.raises(TypeError, match="dropout must be a real number"):
+        Transformer(11, 13, d_model=D, num_heads=H, dropout="0.1")
+    with pytest.raises(TypeError, match="pad_id must be an int"):
+        Transformer(11, 13, d_model=D, num_heads=H, pad_id=None)
+    with pytest.raises(TypeError, match="share_embeddings must be a bool"):
+        Transformer(11, 11, d_model=D, num_heads=H, share_embeddings=1)
+
+
+def test_layers_refuse_rank_2_masks_and_accept_them_lifted():
+    torch.manual_seed(4)
+    layer = DecoderLayer(D, H, FF, 0.0).eval()
+    x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
+    with pytest.raises(ValueError, match=r"mask must have 4 dims.*\(4, 4\)"):
+        layer(x, memory, None, causal_mask(4))
+    out = layer(x, memory, None, causal_mask(4)[None, None])
+    # causal: changing the last position leaves the first three unchanged
+    x2 = x.clone()
+    x2[:, -1] += 1.0
+    torch.testing.assert_close(
+        layer(x2, memory, None, causal_mask(4)[None, None])[:, :3], out[:, :3]
+    )
+
+
+def test_decode_checks_memory_and_src_mask():
+    model = small()
+    src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
+    memory, mask = model.encode(src)
+    with pytest.raises(TypeError, match="memory must be a floating-point"):
+        model.decode(tgt, memory.long(), mask)
+    with pytest.raises(
+        ValueError, match=r"src_mask must have 4 dims.*\(2, 5\)"
+    ):
+        model.decode(tgt, memory, mask[:, 0, 0])
+    with pytest.raises(ValueError, match=r"src_mask of shape \(2, 1, 1, 4\)"):
+        model.decode(tgt, memory, mask[..., :4])
+    with pytest.raises(TypeError, match="src_mask must be a bool"):
+        model.decode(tgt, memory, mask.float())
+    # decode hides padded target keys (masks.decoder_mask): changing the pad
+    # embedding moves no other position's output; only the pad's own row
+    padded = tgt.clone()
+    padded[:, 1] = 0
+    with torch.no_grad():
+        a = model.decode(padded, memory, mask)
+        model.tgt_embed.lut.weight[0] += 1.0
+        b = model.decode(padded, memory, mask)
+    others = torch.ones(4, dtype=torch.bool)
+    others[1] = False
+    torch.testing.assert_close(a[:, others], b[:, others])
+    assert not torch.allclose(
+        a[:, 1], b[:, 1]
+    )  # the change is visible where it may be
+
+
+def test_load_weights_reject_wrong_types():
+    with pytest.raises(
+        TypeError, match="theirs must be an nn.TransformerEncoderLayer"
+    ):
+        load_torch_encoder_layer_weights(
+            EncoderLayer(D, H, FF), nn.TransformerDecoderLayer(D, H, FF)
+        )
+    with pytest.raises(TypeError, match="ours must be a utils DecoderLayer"):
+        load_torch_decoder_layer_weights(
+            EncoderLayer(D, H, FF), nn.TransformerDecoderLayer(D, H, FF)
+        )
+    with pytest.raises(TypeError, match="model must be an nn.Module"):
+        shape_trace(lambda x: x, torch.zeros(1))
+    with pytest.raises(ValueError, match="eps must be in"):
+        LayerNorm(D, eps=0.0)

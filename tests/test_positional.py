@@ -1,16 +1,32 @@
 """utils.positional against independent loop implementations and its contract."""
+
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
-from utils.positional import (LearnedPositionalEmbedding, PositionalEncoding, apply_rotary, frequencies,
-                              shift_matrix, sinusoidal_encoding)
+from utils.positional import (
+    LearnedPositionalEmbedding,
+    PositionalEncoding,
+    apply_rotary,
+    frequencies,
+    shift_matrix,
+    sinusoidal_encoding,
+)
 
 
-def loop_encoding(max_len: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+@pytest.fixture(autouse=True)
+def _seed():
+    """Every test starts from the same random state, so a failure reproduces."""
+    torch.manual_seed(0)
+
+
+def loop_encoding(
+    max_len: int, d_model: int, base: float = 10000.0
+) -> torch.Tensor:
     """The paper's formula, one entry at a time, with i counting dimension pairs."""
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
     for pos in range(max_len):
@@ -21,11 +37,15 @@ def loop_encoding(max_len: int, d_model: int, base: float = 10000.0) -> torch.Te
     return pe
 
 
-@pytest.mark.parametrize("max_len, d_model", [(1, 2), (7, 4), (50, 20), (30, 64)])
+@pytest.mark.parametrize(
+    "max_len, d_model", [(1, 2), (7, 4), (50, 20), (30, 64)]
+)
 def test_sinusoidal_matches_the_formula(max_len, d_model):
     pe = sinusoidal_encoding(max_len, d_model)
     assert pe.shape == (max_len, d_model) and pe.dtype == torch.float32
-    torch.testing.assert_close(pe, loop_encoding(max_len, d_model).float(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        pe, loop_encoding(max_len, d_model).float(), atol=1e-6, rtol=0
+    )
 
 
 def test_sinusoidal_known_values():
@@ -33,27 +53,76 @@ def test_sinusoidal_known_values():
     # position 0: sin 0 = 0, cos 0 = 1 in every pair
     torch.testing.assert_close(pe[0], torch.tensor([0.0, 1.0, 0.0, 1.0]))
     # pair 1 of d_model = 4 has frequency 10000^(-2/4) = 1/100
-    torch.testing.assert_close(pe[2, 2:], torch.tensor([math.sin(0.02), math.cos(0.02)]))
+    torch.testing.assert_close(
+        pe[2, 2:], torch.tensor([math.sin(0.02), math.cos(0.02)])
+    )
 
 
 def test_sinusoidal_other_base_and_large_positions():
-    torch.testing.assert_close(sinusoidal_encoding(20, 8, base=100.0), loop_encoding(20, 8, 100.0).float())
+    torch.testing.assert_close(
+        sinusoidal_encoding(20, 8, base=100.0),
+        loop_encoding(20, 8, 100.0).float(),
+    )
     pe = sinusoidal_encoding(10001, 8)
-    torch.testing.assert_close(pe[10000], loop_encoding(10001, 8)[10000].float(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        pe[10000], loop_encoding(10001, 8)[10000].float(), atol=1e-6, rtol=0
+    )
 
 
-@pytest.mark.parametrize("max_len, d_model", [(0, 4), (-1, 4), (3.0, 4), (True, 4), (5, 3), (5, 0), (5, 7), (5, 4.0)])
-def test_sinusoidal_rejects_bad_sizes(max_len, d_model):
-    with pytest.raises(ValueError, match="max_len" if (max_len in (0, -1) or isinstance(max_len, (bool, float))) else "d_model"):
+@pytest.mark.parametrize(
+    "max_len, d_model, name",
+    [
+        (0, 4, "max_len"),
+        (-1, 4, "max_len"),
+        (5, 3, "d_model"),
+        (5, 0, "d_model"),
+        (5, 7, "d_model"),
+    ],
+)
+def test_sinusoidal_rejects_bad_values(max_len, d_model, name):
+    with pytest.raises(ValueError, match=name):
         sinusoidal_encoding(max_len, d_model)
+
+
+@pytest.mark.parametrize(
+    "max_len, d_model, name",
+    [
+        (3.0, 4, "max_len"),
+        (True, 4, "max_len"),
+        (5, 4.0, "d_model"),
+        ("5", 4, "max_len"),
+    ],
+)
+def test_sinusoidal_rejects_wrong_kinds(max_len, d_model, name):
+    with pytest.raises(TypeError, match=f"{name} must be an int"):
+        sinusoidal_encoding(max_len, d_model)
+
+
+def test_numpy_sizes_are_accepted_and_bad_base_rejected():
+    torch.testing.assert_close(
+        sinusoidal_encoding(np.int64(6), np.int64(4)),
+        sinusoidal_encoding(6, 4),
+    )
+    assert PositionalEncoding(
+        np.int64(8), dropout=np.float64(0.1), max_len=np.int32(9)
+    ).pe.shape == (9, 8)
+    for bad in (0.0, -2.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="base"):
+            sinusoidal_encoding(4, 4, base=bad)
+    with pytest.raises(TypeError, match="base"):
+        frequencies(4, base="10000")
 
 
 def test_module_adds_exactly_the_table():
     torch.manual_seed(0)
     pos = PositionalEncoding(16, max_len=40)
     x = torch.randn(3, 25, 16)
-    torch.testing.assert_close(pos(x), x + loop_encoding(25, 16).float(), atol=1e-6, rtol=0)
-    torch.testing.assert_close(pos(torch.zeros(1, 40, 16))[0], sinusoidal_encoding(40, 16))
+    torch.testing.assert_close(
+        pos(x), x + loop_encoding(25, 16).float(), atol=1e-6, rtol=0
+    )
+    torch.testing.assert_close(
+        pos(torch.zeros(1, 40, 16))[0], sinusoidal_encoding(40, 16)
+    )
 
 
 def test_module_keeps_input_dtype():
@@ -68,10 +137,15 @@ def test_table_is_a_buffer_not_a_parameter():
     assert list(pos.parameters()) == []
     assert "pe" in dict(pos.named_buffers())
     moved = pos.to(torch.float64)
-    assert moved.pe.dtype == torch.float64  # buffers follow .to(...) like parameters do
+    assert (
+        moved.pe.dtype == torch.float64
+    )  # buffers follow .to(...) like parameters do
+    assert not pos.pe.requires_grad  # an optimiser could never move it
+    assert "pe" not in pos.state_dict()  # rebuilt from the formula, not saved
+    # the gradient flows to the input unchanged: d(x + pe)/dx = 1
     x = torch.zeros(1, 3, 8, dtype=torch.float64, requires_grad=True)
     pos.eval()(x).sum().backward()
-    assert pos.pe.grad is None
+    torch.testing.assert_close(x.grad, torch.ones_like(x))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
@@ -100,7 +174,9 @@ def test_any_length_up_to_max_len(length):
     pos = PositionalEncoding(6, max_len=100)
     out = pos(torch.zeros(2, length, 6))
     assert out.shape == (2, length, 6)
-    torch.testing.assert_close(out[1], loop_encoding(length, 6).float(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        out[1], loop_encoding(length, 6).float(), atol=1e-6, rtol=0
+    )
 
 
 def test_too_long_input_is_a_clear_error():
@@ -128,11 +204,15 @@ def test_wrong_input_types():
         pos([[0.0] * 8])
     with pytest.raises(ValueError, match="dropout"):
         PositionalEncoding(8, dropout=1.0)
+    with pytest.raises(TypeError, match="dropout must be a real number"):
+        PositionalEncoding(8, dropout="0.1")
 
 
 def test_frequencies_and_wavelengths():
     w = frequencies(8)
-    torch.testing.assert_close(w, torch.tensor([1.0, 10000 ** -0.25, 10000 ** -0.5, 10000 ** -0.75]))
+    torch.testing.assert_close(
+        w, torch.tensor([1.0, 10000**-0.25, 10000**-0.5, 10000**-0.75])
+    )
     wavelengths = 2 * math.pi / frequencies(512).double()
     assert math.isclose(wavelengths[0].item(), 2 * math.pi)
     assert wavelengths[-1].item() < 10000 * 2 * math.pi
@@ -153,12 +233,14 @@ def test_shift_matrix_moves_every_position_by_k(k):
 def test_shift_matrix_structure():
     d = 12
     m3, m4 = shift_matrix(3, d), shift_matrix(4, d)
-    torch.testing.assert_close(m3 @ m3.T, torch.eye(d), atol=1e-6, rtol=0)  # a rotation
+    torch.testing.assert_close(
+        m3 @ m3.T, torch.eye(d), atol=1e-6, rtol=0
+    )  # a rotation
     torch.testing.assert_close(m3 @ m4, shift_matrix(7, d), atol=1e-6, rtol=0)
     torch.testing.assert_close(shift_matrix(-3, d), m3.T, atol=1e-6, rtol=0)
     off_block = m3.clone()
     for i in range(0, d, 2):
-        off_block[i:i + 2, i:i + 2] = 0
+        off_block[i : i + 2, i : i + 2] = 0
     assert off_block.abs().max() == 0  # pairs never mix
     with pytest.raises(ValueError, match="d_model"):
         shift_matrix(1, 5)
@@ -177,7 +259,9 @@ def test_apply_rotary_by_hand():
             a, b = x[:, m, 2 * i], x[:, m, 2 * i + 1]
             torch.testing.assert_close(out[:, m, 2 * i], a * c - b * s)
             torch.testing.assert_close(out[:, m, 2 * i + 1], a * s + b * c)
-    torch.testing.assert_close(out.norm(dim=-1), x.norm(dim=-1))  # rotations keep lengths
+    torch.testing.assert_close(
+        out.norm(dim=-1), x.norm(dim=-1)
+    )  # rotations keep lengths
 
 
 def test_apply_rotary_scores_depend_on_offset_only():
@@ -187,7 +271,9 @@ def test_apply_rotary_scores_depend_on_offset_only():
     rq = apply_rotary(q.expand(n, 16).clone())
     rk = apply_rotary(k.expand(n, 16).clone())
     scores = rq @ rk.T  # (n, n): query position m, key position n
-    torch.testing.assert_close(scores[1:, 1:], scores[:-1, :-1], atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        scores[1:, 1:], scores[:-1, :-1], atol=1e-5, rtol=0
+    )
     # and a plain dot product of the unrotated vectors is not offset-dependent at all
     assert not torch.allclose(scores[0, 5], q @ k)
 
@@ -197,14 +283,21 @@ def test_apply_rotary_positions_and_errors():
     pos = torch.tensor([4, 9, 100])
     out = apply_rotary(x, pos)
     for j, p in enumerate(pos.tolist()):
-        torch.testing.assert_close(out[..., j, :], x[..., j, :] @ shift_matrix(p, 8), atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            out[..., j, :],
+            x[..., j, :] @ shift_matrix(p, 8),
+            atol=1e-5,
+            rtol=0,
+        )
     with pytest.raises(ValueError, match="positions"):
         apply_rotary(x, torch.arange(4))
     with pytest.raises(ValueError, match="d_model"):
         apply_rotary(torch.randn(3, 5))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="x must be a floating-point"):
         apply_rotary(torch.ones(3, 4, dtype=torch.long))
-    with pytest.raises(ValueError, match="x must be"):
+    with pytest.raises(TypeError, match="positions must hold numbers"):
+        apply_rotary(x, torch.ones(3, dtype=torch.bool))
+    with pytest.raises(ValueError, match="x must have at least 2 dims"):
         apply_rotary(torch.randn(4))
 
 
@@ -215,7 +308,9 @@ def test_learned_embedding():
     x = torch.randn(2, 7, 4)
     torch.testing.assert_close(emb(x), x + emb.table.weight[:7])
     emb(x).sum().backward()
-    assert emb.table.weight.grad[7:].abs().max() == 0  # unused positions get no gradient
+    assert (
+        emb.table.weight.grad[7:].abs().max() == 0
+    )  # unused positions get no gradient
     assert emb.table.weight.grad[:7].abs().min() > 0
     with pytest.raises(ValueError, match="11 exceeds max_len=10"):
         emb(torch.zeros(1, 11, 4))

@@ -133,7 +133,7 @@ def test_model_bad_input():
         priors.MotifCNN(kernel_size=4)(torch.zeros(1, 3, dtype=torch.long))
     with pytest.raises(TypeError, match="x must hold integer token ids"):
         priors.MotifCNN()(torch.zeros(2, 8))
-    with pytest.raises(ValueError, match=r"x must hold ids in \[0, 4\), found 4"):
+    with pytest.raises(ValueError, match=r"x must be in \[0, 4\), found 4"):
         priors.TinyTransformer()(torch.full((1, 5), 4))
 
 
@@ -209,7 +209,7 @@ def test_symbol_counts_equal_bincount():
     x = torch.randint(0, 5, (6, 11), generator=g)
     expected = torch.stack([torch.bincount(r, minlength=5) for r in x]).float()
     assert torch.equal(priors.symbol_counts(x, 5), expected)
-    with pytest.raises(ValueError, match=r"x must hold ids in \[0, 4\), found 4"):
+    with pytest.raises(ValueError, match=r"x must be in \[0, 4\), found 4"):
         priors.symbol_counts(x, 4)
 
 

@@ -1,30 +1,57 @@
-"""Warm-up schedule, toy data, training loop and perplexity."""
+"""Warm-up schedule, Adam settings, training step, evaluators, progress bar, translator."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
-from utils.model import Transformer
-from utils.training import (BOS, EOS, PAD, VOCAB_SIZE, digits_to_ids, ids_to_digits, noam_lr, noam_scheduler,
-                            paper_adam, perplexity, reverse_batch, train)
+from utils.training import (
+    Progress,
+    evaluate_loss,
+    evaluate_perplexity,
+    load_or_train_translator,
+    noam_lr,
+    noam_scheduler,
+    paper_adam,
+    train_step,
+    train_translator,
+)
+from utils.translation import encode_batch, source_vocab, target_vocab
+
+TINY = dict(d_model=16, num_heads=2, num_layers=1, d_ff=32, eval_every=3)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models: one thread is faster, and far faster on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def test_noam_lr_three_cases_and_the_peak():
     d, w = 512, 4000
-    assert math.isclose(noam_lr(w, d, w), d ** -0.5 * w ** -0.5)            # the peak
-    assert math.isclose(noam_lr(100, d, w), d ** -0.5 * 100 * w ** -1.5)   # linear rise
-    assert math.isclose(noam_lr(2 * w, d, w) / noam_lr(w, d, w), 2 ** -0.5)  # 1/sqrt(step) decay
-    steps = range(1, 3 * w)
-    lrs = [noam_lr(s, d, w) for s in steps]
+    assert math.isclose(noam_lr(w, d, w), d**-0.5 * w**-0.5)  # the peak
+    assert math.isclose(
+        noam_lr(100, d, w), d**-0.5 * 100 * w**-1.5
+    )  # linear rise
+    assert math.isclose(
+        noam_lr(2 * w, d, w) / noam_lr(w, d, w), 2**-0.5
+    )  # 1/sqrt(step) decay
+    lrs = [noam_lr(s, d, w) for s in range(1, 3 * w)]
     assert max(range(len(lrs)), key=lrs.__getitem__) + 1 == w
-    assert math.isclose(noam_lr(10, 64, 100, factor=0.3), 0.3 * noam_lr(10, 64, 100))
+    assert math.isclose(
+        noam_lr(10, 64, 100, factor=0.3), 0.3 * noam_lr(10, 64, 100)
+    )
 
 
-def test_noam_scheduler_sets_exactly_the_formula():
+def test_noam_scheduler_sets_exactly_the_formula_and_adam_has_the_paper_settings():
     p = torch.nn.Parameter(torch.zeros(1))
-    opt = paper_adam([p], lr=0.5)   # the initial lr is divided out
+    opt = paper_adam([p], lr=0.5)  # the initial lr is divided out
     assert opt.defaults["betas"] == (0.9, 0.98) and opt.defaults["eps"] == 1e-9
     sched = noam_scheduler(opt, d_model=64, warmup_steps=10, factor=2.0)
     seen = []
@@ -36,39 +63,147 @@ def test_noam_scheduler_sets_exactly_the_formula():
     assert all(math.isclose(a, b) for a, b in zip(seen, expected))
 
 
-def test_reverse_batch_layout():
-    src, tgt = reverse_batch(64, torch.Generator().manual_seed(0), min_len=2, max_len=6)
-    assert src.shape == (64, 7) and tgt.shape == (64, 8)
-    assert (src[:, 0] == BOS).all() and (tgt[:, 0] == BOS).all()
-    for s, t in zip(src, tgt):
-        digits = ids_to_digits(s)
-        assert 2 <= len(digits) <= 6
-        assert ids_to_digits(t) == digits[::-1]
-        n = len(digits)
-        assert t[n + 1] == EOS and (t[n + 2:] == PAD).all() and (s[n + 1:] == PAD).all()
-    assert digits_to_ids("907").tolist() == [BOS, 12, 3, 10]
+def _batch(numbers=(5, 17, 305, 12305)):
+    from utils.translation import chinese_numerals, english_words
+
+    pairs = [(english_words(n), chinese_numerals(n)) for n in numbers]
+    return encode_batch(pairs, source_vocab(), target_vocab())
 
 
-def test_training_a_few_steps_lowers_the_loss_and_perplexity():
-    torch.manual_seed(0)
-    model = Transformer(VOCAB_SIZE, VOCAB_SIZE, d_model=32, num_heads=2, num_layers=1, d_ff=64, dropout=0.0)
-    gen = torch.Generator().manual_seed(0)
-    test_src, test_tgt = reverse_batch(64, torch.Generator().manual_seed(1))
-    before = perplexity(model, test_src, test_tgt)
-    opt = paper_adam(model.parameters())
-    sched = noam_scheduler(opt, 32, warmup_steps=10)
-    losses = train(model, lambda: reverse_batch(32, gen), 40, opt, sched, progress=False)
-    assert len(losses) == 40 and losses[-1] < losses[0]
-    after = perplexity(model, test_src, test_tgt)
-    assert after < before < VOCAB_SIZE * 3
+def _model(seed=0):
+    from utils.training import new_translator
+
+    torch.manual_seed(seed)
+    return new_translator(
+        source_vocab(),
+        target_vocab(),
+        d_model=16,
+        num_heads=2,
+        num_layers=1,
+        d_ff=32,
+        dropout=0.1,
+    )
+
+
+def test_evaluate_loss_equals_pytorch_and_restores_the_mode():
+    model = _model()
+    src, tgt = _batch()
+    batches = [
+        (src[:2], tgt[:2]),
+        (src[2:], tgt[2:]),
+    ]  # per-token mean across batches
+    model.train()
+    ours = evaluate_loss(model, batches, label_smoothing=0.1)
+    assert model.training  # train mode restored
+    model.eval()
+    with torch.no_grad():
+        logits = model(src, tgt[:, :-1])
+    theirs = F.cross_entropy(
+        logits.transpose(1, 2), tgt[:, 1:], ignore_index=0, label_smoothing=0.1
+    )
+    assert math.isclose(ours, theirs.item(), rel_tol=1e-5)
+    assert (
+        not model.training and torch.is_grad_enabled()
+    )  # eval kept; no_grad stayed local
+    assert math.isclose(
+        evaluate_perplexity(model, batches),
+        math.exp(
+            F.cross_entropy(
+                logits.transpose(1, 2), tgt[:, 1:], ignore_index=0
+            ).item()
+        ),
+        rel_tol=1e-5,
+    )
 
 
 def test_perplexity_of_a_uniform_model_is_the_vocabulary_size():
     class Uniform(torch.nn.Module):
         def forward(self, src, tgt):
-            return torch.zeros(*tgt.shape, VOCAB_SIZE)
-    src, tgt = reverse_batch(8, torch.Generator().manual_seed(2))
-    assert math.isclose(perplexity(Uniform(), src, tgt), VOCAB_SIZE, rel_tol=1e-6)
+            return torch.zeros(*tgt.shape, 17)
+
+    src, tgt = _batch()
+    assert math.isclose(
+        evaluate_perplexity(Uniform(), [(src, tgt)]), 17, rel_tol=1e-6
+    )
+
+
+def test_train_step_lowers_the_loss_on_a_repeated_batch():
+    model = _model()
+    src, tgt = _batch()
+    opt = paper_adam(model.parameters(), lr=3e-3)
+    before = evaluate_loss(model, [(src, tgt)])
+    for _ in range(30):
+        train_step(model, src, tgt, opt)
+    assert model.training
+    assert evaluate_loss(model, [(src, tgt)]) < 0.5 * before
+
+
+def test_train_translator_is_deterministic_and_restores_threads():
+    torch.set_num_threads(2)
+    threads = torch.get_num_threads()
+    a = train_translator(steps=6, seed=0, progress=False, **TINY)
+    b = train_translator(steps=6, seed=0, progress=False, **TINY)
+    c = train_translator(steps=6, seed=1, progress=False, **TINY)
+    assert torch.get_num_threads() == threads
+    model, vs, vt, h = a
+    assert not model.training and len(vs) == 33 and len(vt) == 17
+    assert len(h["train_loss"]) == len(h["lr"]) == 6 and h["valid_step"] == [
+        3,
+        6,
+    ]
+    assert (
+        h["train_loss"] == b[3]["train_loss"]
+        and h["valid_loss"] == b[3]["valid_loss"]
+    )
+    assert h["train_loss"] != c[3]["train_loss"]
+    assert h["lr"] == [
+        noam_lr(s, 16, h["settings"]["warmup_steps"]) for s in range(1, 7)
+    ]
+    for p, q in zip(a[0].parameters(), b[0].parameters()):
+        assert torch.equal(p, q)
+
+
+def test_load_or_train_translator_caches_by_settings(tmp_path):
+    m1, _, _, h1 = load_or_train_translator(
+        steps=3, progress=False, directory=tmp_path, **TINY
+    )
+    m2, _, _, h2 = load_or_train_translator(
+        steps=3, progress=False, directory=tmp_path, **TINY
+    )
+    assert (h1["cached"], h2["cached"]) == (False, True)
+    assert len(list(tmp_path.glob("translator-*.pt"))) == 1
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        assert torch.equal(p, q)
+    assert h2["train_loss"] == h1["train_loss"] and not m2.training
+    load_or_train_translator(
+        steps=4, progress=False, directory=tmp_path, **TINY
+    )
+    assert (
+        len(list(tmp_path.glob("translator-*.pt"))) == 2
+    )  # other settings, other file
+    *_, h3 = load_or_train_translator(
+        steps=3, progress=False, directory=tmp_path, force=True, **TINY
+    )
+    assert h3["cached"] is False and h3["train_loss"] == h1["train_loss"]
+
+
+def test_progress_line_fits_79_columns_and_writes_nothing_when_disabled(
+    capsys,
+):
+    bar = Progress(1234, "training")
+    for _ in range(1234):
+        bar.update()
+    bar.close()
+    assert "1234/1234" in bar.line() and len(bar.line()) <= 79
+    err = capsys.readouterr().err
+    assert (
+        "100%" in err
+        and max(len(x) for x in err.replace("\r", "\n").split("\n")) <= 79
+    )
+    quiet = Progress(5, enabled=False)
+    quiet.update()
+    quiet.close()
+    assert capsys.readouterr().err == ""
 
 
 def test_bad_arguments():
@@ -76,9 +211,32 @@ def test_bad_arguments():
         noam_lr(0, 64, 100)
     with pytest.raises(ValueError, match="warmup_steps"):
         noam_lr(1, 64, 0)
-    with pytest.raises(ValueError, match="min_len"):
-        reverse_batch(4, min_len=5, max_len=3)
-    with pytest.raises(ValueError, match="digits"):
-        digits_to_ids("12a")
+    with pytest.raises(TypeError, match="d_model"):
+        noam_lr(1, 64.0, 10)
     with pytest.raises(ValueError, match="lr"):
-        noam_scheduler(torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.0), 64, 10)
+        noam_scheduler(
+            torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.0),
+            64,
+            10,
+        )
+    with pytest.raises(TypeError, match="unknown settings"):
+        train_translator(steps=1, progress=False, d_modle=8)
+    with pytest.raises(ValueError, match="steps"):
+        train_translator(steps=0, progress=False)
+    with pytest.raises(TypeError, match="tgt must hold integer ids"):
+        train_step(
+            _model(),
+            torch.zeros(2, 3, dtype=torch.long),
+            torch.zeros(2, 3),
+            paper_adam(_model().parameters()),
+        )
+    with pytest.raises(ValueError, match="no real target token"):
+        evaluate_loss(
+            _model(),
+            [
+                (
+                    torch.ones(1, 2, dtype=torch.long),
+                    torch.zeros(1, 3, dtype=torch.long),
+                )
+            ],
+        )

@@ -1,12 +1,18 @@
-"""The course library: each idea of the Transformer written once, imported by the chapters.
+"""The course library: each idea of the Transformer written once, imported
+by the chapters.
 
-Modules, one per topic, in the order the chapters introduce them: ``priors`` (ch. 1),
-``attention`` (2), ``masks`` (3), ``positional`` (4), ``loss`` (5), ``complexity`` (6),
-``model`` (7), ``training``, ``decoding`` and ``bleu`` (8), and ``plotting`` and
-``diagrams`` (shared: plots of numbers, and diagrams drawn by code).
-Boolean masks mean **True = may attend / is a real token** and broadcast to
-``(batch, heads, query_len, key_len)``.
+Modules, one per topic, in the order the chapters introduce them: ``priors``
+(ch. 1), ``attention`` (2), ``masks`` (3), ``positional`` (4), ``loss`` (5),
+``complexity`` (6), ``model`` (7), ``translation`` and ``training`` (8),
+``decoding``, ``cache``, ``sampling`` and ``bleu`` (9), plus the shared
+``plotting`` and ``diagrams`` (plots of numbers, and diagrams drawn by code)
+and ``checks``. Boolean masks mean
+**True = may attend / is a real token** and broadcast to
+``(batch, heads, query_len, key_len)``. Bad arguments raise a ``TypeError``
+(wrong kind) or a ``ValueError`` (wrong value) that names the argument; the
+rules live in ``utils.checks``.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,13 +21,15 @@ import random
 import numpy as np
 import torch
 
+from .checks import check_int
+
 __all__ = ["setup", "seed_everything", "pick_device", "glue"]
 
 
 def seed_everything(seed: int = 0) -> None:
-    """Seed Python, NumPy and torch (CPU and CUDA) so reruns print the same numbers."""
-    if not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    """Seed Python, NumPy and torch (CPU and CUDA) so reruns print the same
+    numbers."""
+    seed = check_int(seed, "seed", 0)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device

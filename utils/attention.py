@@ -84,8 +84,9 @@ def scaled_dot_product_attention(
     """softmax(q k^T / sqrt(d_k)) v.
 
     q ``(..., Lq, d_k)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``, all
-    floating-point of one dtype; the batch dims ``...`` broadcast. mask
-    broadcastable to ``(..., Lq, Lk)`` with True = attend. Returns
+    floating-point of one dtype; the batch dims ``...`` of all three
+    broadcast together. mask broadcastable to ``(..., Lq, Lk)`` with True =
+    attend. Returns
     ``out (..., Lq, d_v)`` and ``weights (..., Lq, Lk)`` (before dropout).
     A query row whose keys are all masked gets zero weights and a zero
     output instead of the NaN that softmax over all -inf gives.
@@ -105,6 +106,9 @@ def scaled_dot_product_attention(
     scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk)
     # in place: same numbers, one (Lq, Lk) buffer fewer
     scores.div_(math.sqrt(q.size(-1)))
+    # v's batch dims count too (the output has them): a view, no copy
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    scores = scores.expand(*batch, q.size(-2), k.size(-2))
     return _attend(scores, v, mask, dropout)
 
 
@@ -214,13 +218,13 @@ class MultiHeadAttention(nn.Module):
                     f"{name} must have shape (batch, length, "
                     f"d_model={self.d_model}), got {tuple(t.shape)}"
                 )
-        check_qkv(q, k, v)
-        _check_like_weights(self, q)
         if not q.size(0) == k.size(0) == v.size(0):
             raise ValueError(
                 f"q, k and v must share the batch size, got q "
                 f"{tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
             )
+        check_qkv(q, k, v)
+        _check_like_weights(self, q)
         b, lq, lk = q.size(0), q.size(1), k.size(1)
         mask = self._combined_mask(mask, key_padding_mask, b, lq, lk, q.device)
         qh = self._split(self.w_q(q))  # (B, h, Lq, d_head)

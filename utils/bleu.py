@@ -6,27 +6,45 @@
 often as it appears in any single reference. Weights default to uniform ``w_n = 1 / N``.
 There is no further exponent ``1/N`` on top of the weights (some write one by mistake).
 """
+
 from __future__ import annotations
 
 import math
 from collections import Counter
 from typing import Sequence
 
-__all__ = ["ngrams", "modified_precision", "brevity_penalty", "closest_ref_length", "sentence_bleu", "corpus_bleu"]
+__all__ = [
+    "ngrams",
+    "modified_precision",
+    "brevity_penalty",
+    "closest_ref_length",
+    "sentence_bleu",
+    "corpus_bleu",
+]
 
 Tokens = Sequence  # a sentence: a list (or tuple) of tokens, e.g. words or ids
 
 
 def _check_tokens(name: str, tokens) -> list:
     if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)):
-        raise TypeError(f"{name} must be a list of tokens (split the sentence first), got {type(tokens).__name__}")
+        raise TypeError(
+            f"{name} must be a list of tokens (split the sentence first), got {type(tokens).__name__}"
+        )
     return list(tokens)
 
 
 def _check_refs(references) -> list[list]:
-    if isinstance(references, str) or not isinstance(references, (list, tuple)) or not references:
-        raise TypeError(f"references must be a non-empty list of token lists, got {references!r}")
-    return [_check_tokens(f"references[{i}]", r) for i, r in enumerate(references)]
+    if (
+        isinstance(references, str)
+        or not isinstance(references, (list, tuple))
+        or not references
+    ):
+        raise TypeError(
+            f"references must be a non-empty list of token lists, got {references!r}"
+        )
+    return [
+        _check_tokens(f"references[{i}]", r) for i, r in enumerate(references)
+    ]
 
 
 def ngrams(tokens: Tokens, n: int) -> Counter:
@@ -34,10 +52,14 @@ def ngrams(tokens: Tokens, n: int) -> Counter:
     tokens = _check_tokens("tokens", tokens)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
-    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return Counter(
+        tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)
+    )
 
 
-def modified_precision(candidate: Tokens, references: Sequence[Tokens], n: int) -> tuple[int, int]:
+def modified_precision(
+    candidate: Tokens, references: Sequence[Tokens], n: int
+) -> tuple[int, int]:
     """(clipped matches, candidate n-grams) for one sentence; p_n is their ratio.
 
     Each n-gram's count is clipped to its largest count in any one reference.
@@ -45,7 +67,7 @@ def modified_precision(candidate: Tokens, references: Sequence[Tokens], n: int) 
     cand = ngrams(candidate, n)
     max_ref = Counter()
     for ref in _check_refs(references):
-        max_ref |= ngrams(ref, n)         # | keeps the maximum count of each n-gram
+        max_ref |= ngrams(ref, n)  # | keeps the maximum count of each n-gram
     clipped = sum(min(count, max_ref[g]) for g, count in cand.items())
     return clipped, sum(cand.values())
 
@@ -71,23 +93,41 @@ def _weights(max_n: int, weights) -> list[float]:
     if weights is None:
         return [1.0 / max_n] * max_n
     weights = list(weights)
-    if len(weights) != max_n or any(w < 0 for w in weights) or not math.isclose(sum(weights), 1.0):
-        raise ValueError(f"weights must be {max_n} non-negative numbers summing to 1, got {weights}")
+    if (
+        len(weights) != max_n
+        or any(w < 0 for w in weights)
+        or not math.isclose(sum(weights), 1.0)
+    ):
+        raise ValueError(
+            f"weights must be {max_n} non-negative numbers summing to 1, got {weights}"
+        )
     return weights
 
 
-def corpus_bleu(candidates: Sequence[Tokens], references: Sequence[Sequence[Tokens]], max_n: int = 4,
-                weights: Sequence[float] | None = None) -> float:
+def corpus_bleu(
+    candidates: Sequence[Tokens],
+    references: Sequence[Sequence[Tokens]],
+    max_n: int = 4,
+    weights: Sequence[float] | None = None,
+) -> float:
     """Corpus BLEU in [0, 1]: n-gram matches and lengths are summed over all sentences first.
 
     ``references[i]`` is the list of references for ``candidates[i]``. If some p_n is 0 the
     geometric mean is 0, so BLEU is 0.0 (no smoothing).
     """
     w = _weights(max_n, weights)
-    if isinstance(candidates, str) or not isinstance(candidates, (list, tuple)) or not candidates:
-        raise TypeError(f"candidates must be a non-empty list of token lists, got {candidates!r}")
+    if (
+        isinstance(candidates, str)
+        or not isinstance(candidates, (list, tuple))
+        or not candidates
+    ):
+        raise TypeError(
+            f"candidates must be a non-empty list of token lists, got {candidates!r}"
+        )
     if len(references) != len(candidates):
-        raise ValueError(f"got {len(candidates)} candidates but {len(references)} reference lists")
+        raise ValueError(
+            f"got {len(candidates)} candidates but {len(references)} reference lists"
+        )
     matches, totals = [0] * max_n, [0] * max_n
     c = r = 0
     for cand, refs in zip(candidates, references):
@@ -101,13 +141,24 @@ def corpus_bleu(candidates: Sequence[Tokens], references: Sequence[Sequence[Toke
     for wn, m, t in zip(w, matches, totals):
         if wn == 0:
             continue
-        if m == 0:   # log 0: the geometric mean is 0 (also when the candidate has no n-grams)
+        if (
+            m == 0
+        ):  # log 0: the geometric mean is 0 (also when the candidate has no n-grams)
             return 0.0
         log_sum += wn * math.log(m / t)
     return brevity_penalty(c, r) * math.exp(log_sum)
 
 
-def sentence_bleu(candidate: Tokens, references: Sequence[Tokens], max_n: int = 4,
-                  weights: Sequence[float] | None = None) -> float:
+def sentence_bleu(
+    candidate: Tokens,
+    references: Sequence[Tokens],
+    max_n: int = 4,
+    weights: Sequence[float] | None = None,
+) -> float:
     """BLEU of one candidate against its references (``corpus_bleu`` of a one-sentence corpus)."""
-    return corpus_bleu([_check_tokens("candidate", candidate)], [_check_refs(references)], max_n, weights)
+    return corpus_bleu(
+        [_check_tokens("candidate", candidate)],
+        [_check_refs(references)],
+        max_n,
+        weights,
+    )

@@ -1,126 +1,205 @@
-"""Cross-entropy over padded sequences, averaged over real tokens only, plus small helpers.
+"""Cross-entropy over padded sequences, averaged over real tokens only, plus
+small helpers.
 
-Shapes are batch-first: logits ``(B, T, V)``, targets ``(B, T)`` integer ids, mask ``(B, T)``
-bool with **True = real token** (the course's mask convention).
+Shapes are batch-first: logits ``(B, T, V)``, targets ``(B, T)`` integer
+ids, mask ``(B, T)`` bool with **True = real token** (the course's mask
+convention).
+
+The loss selects the real positions with the mask *before* the
+log-softmax, so whatever sits at padded positions (any target id, even
+``inf`` or NaN logits) changes neither the value nor the gradient, which is
+exactly zero there. ``F.cross_entropy(..., ignore_index=-100)`` gives the
+same value for finite logits, but a NaN gradient when a padded logit is not
+finite.
 """
-from __future__ import annotations
 
-import math
-from numbers import Real
+from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
+from .checks import (
+    check_ids,
+    check_int,
+    check_mask,
+    check_number,
+    check_probability,
+    check_tensor,
+)
+
 __all__ = [
-    "masked_cross_entropy", "token_cross_entropy", "sequence_cross_entropy",
-    "perplexity", "stable_softmax",
+    "masked_cross_entropy",
+    "token_cross_entropy",
+    "sequence_cross_entropy",
+    "perplexity",
+    "stable_softmax",
 ]
 
 
 def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax along ``dim`` computed as ``exp(x - max) / sum(exp(x - max))``.
 
-    Subtracting the maximum changes nothing mathematically (softmax ignores a shift) but keeps
-    every exponent <= 0, so ``exp`` cannot overflow to ``inf`` (float32 overflows past ~88.7).
+    Subtracting the maximum changes nothing mathematically (softmax ignores
+    a shift) but keeps every exponent <= 0, so ``exp`` cannot overflow to
+    ``inf`` (float32 overflows past ~88.7).
     """
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        raise TypeError(f"x must be a floating-point tensor, got {getattr(x, 'dtype', type(x).__name__)}")
-    shifted = x - x.amax(dim=dim, keepdim=True).detach()  # a constant shift: no gradient needed
+    check_tensor(x, "x", floating=True, min_ndim=1)
+    dim = check_int(dim, "dim")
+    if not -x.dim() <= dim < x.dim():
+        raise ValueError(
+            f"dim must be in [{-x.dim()}, {x.dim()}) for x of shape "
+            f"{tuple(x.shape)}, got {dim}"
+        )
+    # a constant shift: no gradient needed
+    shifted = x - x.amax(dim=dim, keepdim=True).detach()
     e = shifted.exp()
     return e / e.sum(dim=dim, keepdim=True)
 
 
-def _check(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor,
-           label_smoothing: float) -> None:
-    """Raise a ValueError/TypeError naming the bad argument; return quietly if all is well."""
-    if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or not logits.is_floating_point():
-        raise ValueError(f"logits must be a float tensor of shape (batch, length, vocab), "
-                         f"got {getattr(logits, 'shape', type(logits).__name__)}")
+def _check(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    mask: torch.Tensor,
+    label_smoothing: float,
+) -> float:
+    """Raise a TypeError / ValueError naming the bad argument; return the
+    label smoothing as a float if all is well."""
+    check_tensor(logits, "logits", floating=True)
+    if logits.dim() != 3:
+        raise ValueError(
+            f"logits must have shape (batch, length, vocab), "
+            f"got {tuple(logits.shape)}"
+        )
     b, t, v = logits.shape
-    if not isinstance(targets, torch.Tensor) or targets.shape != (b, t):
-        raise ValueError(f"targets must have shape {(b, t)} to match logits {tuple(logits.shape)}, "
-                         f"got {getattr(targets, 'shape', type(targets).__name__)}")
-    if targets.dtype.is_floating_point or targets.dtype.is_complex or targets.dtype == torch.bool:
-        raise TypeError(f"targets must hold integer class ids, got dtype {targets.dtype}")
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.shape != (b, t):
-        raise ValueError(f"mask must be a bool tensor of shape {(b, t)} (True = real token), "
-                         f"got {getattr(mask, 'dtype', None)} {getattr(mask, 'shape', type(mask).__name__)}")
-    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, Real):
-        raise TypeError(f"label_smoothing must be a float in [0, 1), got {label_smoothing!r}")
-    if not 0.0 <= label_smoothing < 1.0:
-        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
-    real = targets[mask]
-    if real.numel() and (real.min() < 0 or real.max() >= v):
-        bad = real[(real < 0) | (real >= v)][0].item()
-        raise ValueError(f"targets at real positions must be in [0, {v}), found {bad}")
+    check_ids(targets, "targets")
+    if targets.shape != (b, t):
+        raise ValueError(
+            f"targets must have shape {(b, t)} to match logits "
+            f"{tuple(logits.shape)}, got {tuple(targets.shape)}"
+        )
+    check_mask(mask, "mask")
+    if mask.shape != (b, t):
+        raise ValueError(
+            f"mask must have shape {(b, t)} (True = real token) to match "
+            f"logits {tuple(logits.shape)}, got {tuple(mask.shape)}"
+        )
+    if mask.device != logits.device or targets.device != logits.device:
+        raise ValueError(
+            f"logits, targets and mask must be on one device, got "
+            f"{logits.device}, {targets.device}, {mask.device}"
+        )
+    label_smoothing = check_probability(label_smoothing, "label_smoothing")
+    # padding may hold any id; only the real positions must be classes
+    check_ids(targets[mask], "targets at real positions", v)
+    return label_smoothing
 
 
-def _real_token_losses(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor,
-                       label_smoothing: float) -> torch.Tensor:
-    """Loss of each real token, ``(N,)`` with N = mask.sum(). Padded positions are never read,
-    so their logits (even inf) and their target ids (any value) cannot leak into the loss."""
-    x = logits[mask]                                                        # (N, V)
+def _real_token_losses(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    mask: torch.Tensor,
+    label_smoothing: float,
+) -> torch.Tensor:
+    """Loss of each real token, ``(N,)`` with N = mask.sum(). Padded
+    positions are never read, so their logits (even inf or NaN) and their
+    target ids (any value) cannot leak into the loss or its gradient."""
+    x = logits[mask]  # (N, V)
     if x.dtype in (torch.float16, torch.bfloat16):
-        x = x.float()                                                       # log-softmax in fp32
+        x = x.float()  # log-softmax in float32
     log_p = F.log_softmax(x, dim=-1)
-    nll = -log_p.gather(1, targets[mask][:, None]).squeeze(1)               # (N,)
+    nll = -log_p.gather(1, targets[mask][:, None]).squeeze(1)  # (N,)
     if label_smoothing > 0:
-        uniform = -log_p.mean(dim=-1)                                       # CE against a uniform target
+        uniform = -log_p.mean(dim=-1)  # CE against a uniform target
         nll = (1.0 - label_smoothing) * nll + label_smoothing * uniform
     return nll
 
 
-def masked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor,
-                         label_smoothing: float = 0.0) -> torch.Tensor:
+def masked_cross_entropy(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    mask: torch.Tensor,
+    label_smoothing: float = 0.0,
+) -> torch.Tensor:
     """Mean token cross-entropy over positions where ``mask`` is True.
 
-    logits ``(B, T, V)``, targets ``(B, T)`` integer classes, mask ``(B, T)`` bool (True = real
-    token). Equal to ``F.cross_entropy(logits.transpose(1, 2), targets.masked_fill(~mask, -100),
-    label_smoothing=...)``. Targets at masked positions are never read, so padding may hold any id.
+    logits ``(B, T, V)``, targets ``(B, T)`` integer classes, mask
+    ``(B, T)`` bool (True = real token). For finite logits it equals
+    ``F.cross_entropy(logits.transpose(1, 2), targets.masked_fill(~mask,
+    -100), label_smoothing=...)``. Targets and logits at masked positions
+    are never read: padding may hold any id, and non-finite padded logits
+    leave the loss and its gradient finite.
 
-    A batch with no real token returns ``0.0`` (still attached to the graph, with zero
-    gradient) rather than PyTorch's NaN: there is nothing to learn from it, and a NaN would
-    poison running averages, logs and anything the loss is added to.
+    A batch with no real token returns ``0.0`` (still attached to the
+    graph, with zero gradient) rather than PyTorch's NaN: there is nothing
+    to learn from it, and a NaN would poison running averages, logs and
+    anything the loss is added to.
     """
-    _check(logits, targets, mask, label_smoothing)
+    eps = _check(logits, targets, mask, label_smoothing)
     if not mask.any():
-        # sum of an empty selection: exactly 0, connected to logits, gradient exactly 0
+        # sum of an empty selection: exactly 0, connected to logits,
+        # gradient exactly 0
         return logits[mask].sum() * 0.0
-    return _real_token_losses(logits, targets, mask, label_smoothing).mean()
+    return _real_token_losses(logits, targets, mask, eps).mean()
 
 
-def token_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor,
-                        label_smoothing: float = 0.0) -> torch.Tensor:
-    """Per-token losses ``(B, T)``: the cross-entropy at real tokens, exactly 0 at padding."""
-    _check(logits, targets, mask, label_smoothing)
-    per_real = _real_token_losses(logits, targets, mask, label_smoothing)
+def token_cross_entropy(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    mask: torch.Tensor,
+    label_smoothing: float = 0.0,
+) -> torch.Tensor:
+    """Per-token losses ``(B, T)``: the cross-entropy at real tokens,
+    exactly 0 at padding."""
+    eps = _check(logits, targets, mask, label_smoothing)
+    per_real = _real_token_losses(logits, targets, mask, eps)
     out = torch.zeros(mask.shape, dtype=per_real.dtype, device=logits.device)
-    return out.masked_scatter(mask, per_real)                               # (B, T)
+    return out.masked_scatter(mask, per_real)  # (B, T)
 
 
-def sequence_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor,
-                           label_smoothing: float = 0.0) -> torch.Tensor:
-    """Per-sequence averaging: mean over the sequences of each one's mean token loss.
+def sequence_cross_entropy(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    mask: torch.Tensor,
+    label_smoothing: float = 0.0,
+) -> torch.Tensor:
+    """Per-sequence averaging: mean over the sequences of each one's mean
+    token loss.
 
-    Every sequence counts equally, however long. Sequences with no real token are left out;
-    if there is none at all, returns 0.0 with zero gradient, like ``masked_cross_entropy``.
+    Every sequence counts equally, however long. Sequences with no real
+    token are left out; if there is none at all, returns 0.0 with zero
+    gradient, like ``masked_cross_entropy``.
     """
-    per_token = token_cross_entropy(logits, targets, mask, label_smoothing)  # (B, T)
-    counts = mask.sum(dim=1)                                                 # (B,)
+    per_token = token_cross_entropy(logits, targets, mask, label_smoothing)
+    counts = mask.sum(dim=1)  # (B,)
     has_tokens = counts > 0
     if not has_tokens.any():
         return per_token.sum() * 0.0
-    per_seq = per_token.sum(dim=1)[has_tokens] / counts[has_tokens]         # (B',)
+    per_seq = per_token.sum(dim=1)[has_tokens] / counts[has_tokens]  # (B',)
     return per_seq.mean()
 
 
 def perplexity(mean_token_loss: torch.Tensor | float) -> torch.Tensor:
-    """Perplexity = exp(mean token cross-entropy in nats). A uniform guess over V classes gives V."""
-    loss = torch.as_tensor(mean_token_loss, dtype=torch.get_default_dtype()) \
-        if not isinstance(mean_token_loss, torch.Tensor) else mean_token_loss
-    if loss.numel() != 1 or not loss.is_floating_point():
-        raise ValueError(f"mean_token_loss must be one float (a mean loss in nats), got {mean_token_loss!r}")
-    value = float(loss.detach())
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"mean_token_loss must be a finite number >= 0, got {value}")
-    return loss.exp()
+    """Map a mean token loss to perplexity: ``exp(mean_token_loss)``.
+
+    ``mean_token_loss`` is one number, the mean cross-entropy per real
+    token in nats (what ``masked_cross_entropy`` returns). A uniform guess
+    over V classes has loss ln V and so perplexity V. This function does
+    not run a model; evaluating one on data is ``utils.training``'s job.
+    Returns a tensor (differentiable when the input is).
+    """
+    if isinstance(mean_token_loss, torch.Tensor):
+        loss = mean_token_loss
+        if not loss.is_floating_point():
+            raise TypeError(
+                f"mean_token_loss must be a floating-point tensor, "
+                f"got dtype {loss.dtype}"
+            )
+        if loss.numel() != 1:
+            raise ValueError(
+                f"mean_token_loss must be one number (a mean loss in nats), "
+                f"got shape {tuple(loss.shape)}"
+            )
+        check_number(float(loss.detach()), "mean_token_loss", 0.0, finite=True)
+        return loss.exp()
+    value = check_number(mean_token_loss, "mean_token_loss", 0.0, finite=True)
+    return torch.tensor(value, dtype=torch.get_default_dtype()).exp()

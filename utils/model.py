@@ -83,6 +83,8 @@ class Embeddings(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         # (B, T) -> (B, T, d_model)
         check_ids(ids, self.name, self.vocab)
+        if ids.dtype not in (torch.int32, torch.int64):
+            ids = ids.long()  # nn.Embedding reads int32 and int64 only
         return self.lut(ids) * math.sqrt(self.d_model)
 
 
@@ -133,9 +135,10 @@ class _Residual(nn.Module):
         self.norm_first = norm_first
 
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
-        if self.norm_first:
-            return x + self.dropout(sublayer(self.norm(x)))  # x + F(LN(x))
-        return self.norm(x + self.dropout(sublayer(x)))  # LN(x + F(x))
+        if self.norm_first:  # Pre-Norm: x + F(LN(x))
+            return x + self.dropout(sublayer(self.norm(x)))
+        # Post-Norm: LN(x + F(x))
+        return self.norm(x + self.dropout(sublayer(x)))
 
 
 class EncoderLayer(nn.Module):
@@ -490,9 +493,9 @@ def shape_trace(
 
     skip = (nn.ModuleList, nn.Dropout)
     for name, module in model.named_modules():
-        if name and len(name.split(".")) <= max_depth:
-            if not isinstance(module, skip):
-                handles.append(module.register_forward_hook(hook_for(name)))
+        shallow = name and len(name.split(".")) <= max_depth
+        if shallow and not isinstance(module, skip):
+            handles.append(module.register_forward_hook(hook_for(name)))
     was_training = model.training
     try:
         model.eval()

@@ -1,128 +1,145 @@
-"""Training helpers: the warm-up learning-rate schedule, the paper's Adam, a toy task and a loop.
+"""Training helpers: the warm-up schedule, the paper's Adam, a generic loop, the translator.
 
 - ``noam_lr(step, d_model, warmup_steps, factor)``: the schedule of Vaswani et al. (2017),
   ``factor * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)`` (linear rise, then
   ``step^-0.5`` decay); ``noam_scheduler`` wraps it in a ``LambdaLR``.
 - ``paper_adam(params)``: Adam with betas (0.9, 0.98) and eps 1e-9, as in the paper.
-- ``reverse_batch``: synthetic "reverse the digits" pairs with PAD / BOS / EOS ids.
-- ``train``: a compact teacher-forcing loop with a tqdm progress bar; ``perplexity``.
+- ``train_step`` / ``evaluate_loss`` / ``evaluate_perplexity``: one teacher-forced update and
+  held-out scores (the evaluators restore the train/eval mode they found).
+- ``Progress``: a progress bar that a notebook stores as one final line of at most 79 columns.
+- ``train_translator`` / ``load_or_train_translator``: chapter 8's model on the number task of
+  ``utils.translation``, trained deterministically, cached in a file keyed by its settings.
 """
+
 from __future__ import annotations
 
+import hashlib
+import json
+import math
+import pathlib
 import sys
-from typing import Callable
+import time
+from typing import Iterable
 
 import torch
 from torch import nn
 
-from .checks import check_int as _check_int
-from .loss import masked_cross_entropy, perplexity as _perplexity_of
+from .checks import check_int, check_number
+from .loss import masked_cross_entropy
+from .model import Transformer
+from .translation import (
+    Vocab,
+    encode_batch,
+    group_pairs,
+    make_batches,
+    make_splits,
+    source_vocab,
+    target_vocab,
+)
 
 __all__ = [
-    "PAD", "BOS", "EOS", "DIGIT_OFFSET", "VOCAB_SIZE",
-    "noam_lr", "noam_scheduler", "paper_adam", "reverse_batch", "digits_to_ids", "ids_to_digits",
-    "train_step", "train", "perplexity",
+    "noam_lr",
+    "noam_scheduler",
+    "paper_adam",
+    "train_step",
+    "evaluate_loss",
+    "evaluate_perplexity",
+    "Progress",
+    "TRANSLATOR_DEFAULTS",
+    "new_translator",
+    "train_translator",
+    "load_or_train_translator",
 ]
 
-# Token ids of the toy task: 0 = padding, 1 = begin, 2 = end, 3..12 = the digits 0..9.
-PAD, BOS, EOS, DIGIT_OFFSET = 0, 1, 2, 3
-VOCAB_SIZE = DIGIT_OFFSET + 10
 
-
-
-
-def noam_lr(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> float:
+def noam_lr(
+    step: int, d_model: int, warmup_steps: int, factor: float = 1.0
+) -> float:
     """Learning rate at ``step`` (counted from 1): rises linearly to ``warmup_steps``, then decays.
 
     ``factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)``; the peak, at
     ``step == warmup_steps``, is ``factor / sqrt(d_model * warmup_steps)``.
     """
-    _check_int(step, "step", 1)
-    _check_int(d_model, "d_model", 1)
-    _check_int(warmup_steps, "warmup_steps", 1)
+    check_int(step, "step", 1)
+    check_int(d_model, "d_model", 1)
+    check_int(warmup_steps, "warmup_steps", 1)
+    factor = check_number(factor, "factor")
     if not factor > 0:
         raise ValueError(f"factor must be > 0, got {factor!r}")
-    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+    return factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
-def noam_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup_steps: int,
-                   factor: float = 1.0) -> torch.optim.lr_scheduler.LambdaLR:
+def noam_scheduler(
+    optimizer: torch.optim.Optimizer,
+    d_model: int,
+    warmup_steps: int,
+    factor: float = 1.0,
+) -> torch.optim.lr_scheduler.LambdaLR:
     """A ``LambdaLR`` that sets every group's learning rate to ``noam_lr`` exactly.
 
     ``LambdaLR`` multiplies each group's initial lr by the lambda and counts from 0, so the
     lambda divides by that initial lr and shifts the count by one (the formula starts at 1).
     Call ``scheduler.step()`` after each ``optimizer.step()``.
     """
-    noam_lr(1, d_model, warmup_steps, factor)  # validates the arguments now, not at the first step
+    noam_lr(
+        1, d_model, warmup_steps, factor
+    )  # validate now, not at the first step
     lambdas = []
     for group in optimizer.param_groups:
         base = group["lr"]
         if not base > 0:
-            raise ValueError(f"the optimizer's lr must be > 0 (it is divided out), got {base!r}")
-        lambdas.append(lambda i, base=base: noam_lr(i + 1, d_model, warmup_steps, factor) / base)
+            raise ValueError(
+                f"the optimizer's lr must be > 0 (it is divided out), got {base!r}"
+            )
+        lambdas.append(
+            lambda i, base=base: (
+                noam_lr(i + 1, d_model, warmup_steps, factor) / base
+            )
+        )
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
 
 
 def paper_adam(params, lr: float = 1.0) -> torch.optim.Adam:
-    """Adam with the paper's betas (0.9, 0.98) and eps 1e-9; ``lr`` is overwritten by a scheduler."""
+    """Adam with the paper's betas (0.9, 0.98) and eps 1e-9; a scheduler overwrites ``lr``."""
     return torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9)
 
 
-def reverse_batch(n: int, generator: torch.Generator | None = None, min_len: int = 3,
-                  max_len: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` random digit strings and their reversals, padded.
-
-    Returns ``src (n, 1 + max_len)`` = BOS, digits, PAD... (BOS doubles as a [CLS] token) and
-    ``tgt (n, 2 + max_len)`` = BOS, reversed digits, EOS, PAD...; the decoder reads
-    ``tgt[:, :-1]`` and is trained to predict ``tgt[:, 1:]``.
-    """
-    _check_int(n, "n", 1)
-    _check_int(min_len, "min_len", 1)
-    _check_int(max_len, "max_len", 1)
-    if min_len > max_len:
-        raise ValueError(f"min_len={min_len} must be <= max_len={max_len}")
-    lengths = torch.randint(min_len, max_len + 1, (n,), generator=generator)         # (n,)
-    digits = torch.randint(0, 10, (n, max_len), generator=generator) + DIGIT_OFFSET  # (n, max_len)
-    pos = torch.arange(max_len)
-    real = pos < lengths[:, None]                                                    # (n, max_len)
-    digits = digits.masked_fill(~real, PAD)
-    # position i of the reversal holds digit length-1-i; padding positions read anything, then re-pad
-    backwards = digits.gather(1, (lengths[:, None] - 1 - pos).clamp(min=0)).masked_fill(~real, PAD)
-    bos = torch.full((n, 1), BOS)
-    src = torch.cat([bos, digits], dim=1)
-    tgt = torch.cat([bos, backwards, torch.full((n, 1), PAD)], dim=1)
-    tgt[torch.arange(n), lengths + 1] = EOS
-    return src, tgt
-
-
-def digits_to_ids(text: str, bos: bool = True) -> torch.Tensor:
-    """``"123"`` -> ``tensor([BOS, 4, 5, 6])`` (a 1-D source sequence)."""
-    if not isinstance(text, str) or not text.isdigit():
-        raise ValueError(f"text must be a non-empty string of digits, got {text!r}")
-    ids = [DIGIT_OFFSET + int(c) for c in text]
-    return torch.tensor(([BOS] if bos else []) + ids)
-
-
-def ids_to_digits(ids) -> str:
-    """Digits of a sequence of ids as a string; stops at EOS, skips PAD and BOS."""
-    out = []
-    for i in (ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)):
-        if i == EOS:
-            break
-        if i >= DIGIT_OFFSET:
-            out.append(str(i - DIGIT_OFFSET))
-    return "".join(out)
-
-
-def train_step(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, optimizer: torch.optim.Optimizer,
-               scheduler=None, label_smoothing: float = 0.0, pad_id: int = 0) -> float:
-    """One teacher-forced update: all target positions are predicted in parallel. Returns the loss."""
+def _check_batch(src, tgt) -> None:
+    for name, t in (("src", src), ("tgt", tgt)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(
+                f"{name} must be a tensor of ids, got {type(t).__name__}"
+            )
+        if t.dtype.is_floating_point or t.dtype == torch.bool:
+            raise TypeError(
+                f"{name} must hold integer ids, got dtype {t.dtype}"
+            )
     if tgt.dim() != 2 or tgt.size(1) < 2:
-        raise ValueError(f"tgt must be (batch, length >= 2) with BOS first, got {tuple(tgt.shape)}")
+        raise ValueError(
+            f"tgt must be (batch, length >= 2) with BOS first, got {tuple(tgt.shape)}"
+        )
+
+
+def train_step(
+    model: nn.Module,
+    src: torch.Tensor,
+    tgt: torch.Tensor,
+    optimizer: torch.optim.Optimizer,
+    scheduler=None,
+    label_smoothing: float = 0.0,
+    pad_id: int = 0,
+) -> float:
+    """One teacher-forced update (all target positions in parallel). Returns the loss.
+
+    The model is put in train mode (dropout on): that is what a training step means.
+    """
+    _check_batch(src, tgt)
     model.train()
-    dec_in, dec_out = tgt[:, :-1], tgt[:, 1:]                      # shifted right / the answers
-    logits = model(src, dec_in)                                     # (B, T, V)
-    loss = masked_cross_entropy(logits, dec_out, dec_out != pad_id, label_smoothing)
+    dec_in, dec_out = tgt[:, :-1], tgt[:, 1:]  # shifted right / the answers
+    logits = model(src, dec_in)  # (B, T, V)
+    loss = masked_cross_entropy(
+        logits, dec_out, dec_out != pad_id, label_smoothing
+    )
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
@@ -131,31 +148,332 @@ def train_step(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, optimizer
     return loss.item()
 
 
-def train(model: nn.Module, make_batch: Callable[[], tuple[torch.Tensor, torch.Tensor]], steps: int,
-          optimizer: torch.optim.Optimizer, scheduler=None, label_smoothing: float = 0.0,
-          pad_id: int = 0, progress: bool = True, desc: str = "training") -> list[float]:
-    """Run ``steps`` teacher-forced updates on batches from ``make_batch()``; return the losses.
+def evaluate_loss(
+    model: nn.Module,
+    batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
+    label_smoothing: float = 0.0,
+    pad_id: int = 0,
+) -> float:
+    """Mean cross-entropy per real target token over ``batches``, teacher-forced, dropout off.
 
-    The progress bar is plain tqdm on stderr (text, so it also shows in a saved notebook).
+    Every token weighs the same (batches are summed, not averaged). The model's train/eval
+    mode is restored afterwards.
     """
-    _check_int(steps, "steps", 1)
-    from tqdm import tqdm
+    check_number(label_smoothing, "label_smoothing", 0.0, 1.0)
+    was_training = model.training
+    total = count = 0.0
+    try:
+        model.eval()
+        with torch.no_grad():
+            for src, tgt in batches:
+                _check_batch(src, tgt)
+                dec_in, dec_out = tgt[:, :-1], tgt[:, 1:]
+                real = dec_out != pad_id
+                n = int(real.sum())
+                loss = masked_cross_entropy(
+                    model(src, dec_in), dec_out, real, label_smoothing
+                )
+                total += loss.item() * n
+                count += n
+    finally:
+        model.train(was_training)
+    if count == 0:
+        raise ValueError("batches hold no real target token")
+    return total / count
 
-    losses = []
-    bar = tqdm(range(steps), desc=desc, disable=not progress, file=sys.stderr,
-               mininterval=10.0, ncols=80, ascii=True)
-    for _ in bar:
-        src, tgt = make_batch()
-        losses.append(train_step(model, src, tgt, optimizer, scheduler, label_smoothing, pad_id))
-        bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
-    bar.close()
-    return losses
+
+def evaluate_perplexity(
+    model: nn.Module,
+    batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
+    pad_id: int = 0,
+) -> float:
+    """``exp`` of the unsmoothed mean cross-entropy per real target token (``evaluate_loss``)."""
+    return math.exp(evaluate_loss(model, batches, 0.0, pad_id))
 
 
-@torch.no_grad()
-def perplexity(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, pad_id: int = 0) -> float:
-    """``exp`` of the mean cross-entropy (no smoothing) per real target token, teacher-forced."""
+class Progress:
+    """A progress bar for loops, stored by a notebook as ONE line of at most 79 columns.
+
+    In a Jupyter kernel it is a display that is updated in place (so the saved notebook keeps
+    only its final state); elsewhere it writes tqdm's line to stderr. ``update(n=1)`` advances;
+    ``close()`` draws the final line. ``enabled=False`` shows nothing.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        desc: str = "training",
+        enabled: bool = True,
+        ncols: int = 79,
+        every: float = 0.5,
+    ):
+        check_int(total, "total", 1)
+        self.total, self.desc, self.enabled, self.ncols, self.every = (
+            total,
+            desc,
+            enabled,
+            ncols,
+            every,
+        )
+        self.n, self.start, self.last = 0, time.perf_counter(), -math.inf
+        self._handle = self._bar = None
+        if not enabled:
+            return
+        try:
+            from IPython import get_ipython
+            from IPython.display import Pretty, display
+
+            in_kernel = get_ipython() is not None and hasattr(
+                get_ipython(), "kernel"
+            )
+        except ImportError:
+            in_kernel = False
+        if in_kernel:
+            self._pretty = Pretty
+            self._handle = display(Pretty(self.line()), display_id=True)
+        else:
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=total,
+                desc=desc,
+                ncols=ncols,
+                ascii=True,
+                file=sys.stderr,
+            )
+
+    def line(self) -> str:
+        """The bar as text, e.g. ``training: 100%|####| 900/900 [00:20<00:00, 45.0it/s]``."""
+        from tqdm import tqdm
+
+        return tqdm.format_meter(
+            self.n,
+            self.total,
+            time.perf_counter() - self.start,
+            ncols=self.ncols,
+            prefix=self.desc,
+            ascii=True,
+        )
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        if self._bar is not None:
+            self._bar.update(n)
+        elif (
+            self._handle is not None
+            and time.perf_counter() - self.last > self.every
+        ):
+            self.last = time.perf_counter()
+            self._handle.update(self._pretty(self.line()))
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        elif self._handle is not None:
+            self._handle.update(self._pretty(self.line()))
+
+
+# The settings of chapter 8's translator; every key is an argument of train_translator.
+TRANSLATOR_DEFAULTS = dict(
+    steps=400,
+    batch_size=128,
+    d_model=64,
+    num_heads=4,
+    num_layers=2,
+    d_ff=128,
+    dropout=0.1,
+    label_smoothing=0.1,
+    warmup_steps=100,
+    factor=1.0,
+    eval_every=50,
+    max_train_words=6,
+    norm_first=False,
+)
+
+
+def new_translator(
+    vocab_src: Vocab,
+    vocab_tgt: Vocab,
+    d_model: int = 64,
+    num_heads: int = 4,
+    num_layers: int = 2,
+    d_ff: int = 128,
+    dropout: float = 0.1,
+    norm_first: bool = False,
+) -> Transformer:
+    """The chapter's model: a small ``utils.model.Transformer`` (random weights)."""
+    return Transformer(
+        len(vocab_src),
+        len(vocab_tgt),
+        d_model=d_model,
+        num_heads=num_heads,
+        num_layers=num_layers,
+        d_ff=d_ff,
+        dropout=dropout,
+        pad_id=vocab_src.pad_id,
+        max_len=64,
+        norm_first=norm_first,
+    )
+
+
+def train_translator(
+    steps: int = TRANSLATOR_DEFAULTS["steps"],
+    seed: int = 0,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+    **settings,
+) -> tuple[Transformer, Vocab, Vocab, dict]:
+    """Train the number translator of ``utils.translation`` from scratch, deterministically.
+
+    ``settings`` override ``TRANSLATOR_DEFAULTS`` (batch_size, d_model, num_heads, num_layers,
+    d_ff, dropout, label_smoothing, warmup_steps, factor, eval_every, max_train_words).
+    Data: ``make_splits(seed)``; epochs of length-bucketed batches, reshuffled per epoch.
+    Optimiser: ``paper_adam`` with ``noam_scheduler``; loss: label-smoothed cross-entropy.
+    On CPU the loop uses one thread (tiny matrices; robust on a busy machine), restored after.
+
+    Returns ``(model, vocab_src, vocab_tgt, history)``; the model is in eval mode on
+    ``device``. ``history`` holds per step ``"train_loss"`` and ``"lr"``, every
+    ``eval_every`` steps ``"valid_step"`` and ``"valid_loss"`` (same smoothing), the
+    ``"settings"`` used and the wall-clock ``"seconds"`` (the only value that varies).
+    """
+    unknown = set(settings) - set(TRANSLATOR_DEFAULTS)
+    if unknown:
+        raise TypeError(
+            f"unknown settings {sorted(unknown)}; known: {sorted(TRANSLATOR_DEFAULTS)}"
+        )
+    cfg = {**TRANSLATOR_DEFAULTS, **settings, "steps": steps}
+    check_int(steps, "steps", 1)
+    check_int(seed, "seed", 0)
+    for key in ("batch_size", "warmup_steps", "eval_every"):
+        check_int(cfg[key], key, 1)
+    device = (
+        torch.device(device) if device is not None else torch.device("cpu")
+    )
+    vocab_src, vocab_tgt = source_vocab(), target_vocab()
+    splits = make_splits(seed, max_train_words=cfg["max_train_words"])
+    valid = make_batches(
+        splits["valid"], 500, vocab_src, vocab_tgt, seed=None, device=device
+    )
+
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        torch.manual_seed(seed)
+        model = new_translator(
+            vocab_src,
+            vocab_tgt,
+            cfg["d_model"],
+            cfg["num_heads"],
+            cfg["num_layers"],
+            cfg["d_ff"],
+            cfg["dropout"],
+            cfg["norm_first"],
+        ).to(device)
+        optimizer = paper_adam(model.parameters())
+        scheduler = noam_scheduler(
+            optimizer, cfg["d_model"], cfg["warmup_steps"], cfg["factor"]
+        )
+        history = {
+            "train_loss": [],
+            "lr": [],
+            "valid_step": [],
+            "valid_loss": [],
+            "settings": {**cfg, "seed": seed},
+        }
+        bar = Progress(steps, "training", enabled=progress)
+        start, epoch, batches = time.perf_counter(), 0, []
+        for step in range(1, steps + 1):
+            if not batches:
+                batches = group_pairs(
+                    splits["train"],
+                    cfg["batch_size"],
+                    seed=seed * 1000 + epoch,
+                )[::-1]
+                epoch += 1
+            src, tgt = encode_batch(
+                batches.pop(), vocab_src, vocab_tgt, device
+            )
+            history["lr"].append(optimizer.param_groups[0]["lr"])
+            history["train_loss"].append(
+                train_step(
+                    model,
+                    src,
+                    tgt,
+                    optimizer,
+                    scheduler,
+                    cfg["label_smoothing"],
+                    vocab_tgt.pad_id,
+                )
+            )
+            if step % cfg["eval_every"] == 0 or step == steps:
+                history["valid_step"].append(step)
+                history["valid_loss"].append(
+                    evaluate_loss(
+                        model, valid, cfg["label_smoothing"], vocab_tgt.pad_id
+                    )
+                )
+            bar.update()
+        bar.close()
+        history["seconds"] = time.perf_counter() - start
+    finally:
+        torch.set_num_threads(threads)
     model.eval()
-    dec_in, dec_out = tgt[:, :-1], tgt[:, 1:]
-    nll = masked_cross_entropy(model(src, dec_in), dec_out, dec_out != pad_id)
-    return float(_perplexity_of(nll))
+    return model, vocab_src, vocab_tgt, history
+
+
+def _cache_path(
+    directory, steps: int, seed: int, settings: dict
+) -> pathlib.Path:
+    cfg = {**TRANSLATOR_DEFAULTS, **settings, "steps": steps, "seed": seed}
+    key = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[
+        :12
+    ]
+    return pathlib.Path(directory) / f"translator-{key}.pt"
+
+
+def load_or_train_translator(
+    steps: int = TRANSLATOR_DEFAULTS["steps"],
+    seed: int = 0,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+    directory: str | pathlib.Path = ".",
+    force: bool = False,
+    **settings,
+) -> tuple[Transformer, Vocab, Vocab, dict]:
+    """``train_translator(...)``, cached: the weights and history are saved to
+    ``directory/translator-<hash of the settings>.pt`` and loaded from there next time.
+
+    Same settings, same file: chapter 9 reuses chapter 8's run in one checkout, and retrains
+    (deterministically) when it runs alone. ``force=True`` trains (and rewrites the file)
+    even when a cached run exists. ``history["cached"]`` says which happened.
+    """
+    path = _cache_path(directory, steps, seed, settings)
+    if path.is_file() and not force:
+        saved = torch.load(path, map_location="cpu", weights_only=False)
+        cfg = saved["history"]["settings"]
+        vocab_src, vocab_tgt = source_vocab(), target_vocab()
+        model = new_translator(
+            vocab_src,
+            vocab_tgt,
+            cfg["d_model"],
+            cfg["num_heads"],
+            cfg["num_layers"],
+            cfg["d_ff"],
+            cfg["dropout"],
+            cfg["norm_first"],
+        )
+        model.load_state_dict(saved["state_dict"])
+        model.to(device if device is not None else "cpu").eval()
+        return (
+            model,
+            vocab_src,
+            vocab_tgt,
+            {**saved["history"], "cached": True},
+        )
+    model, vocab_src, vocab_tgt, history = train_translator(
+        steps, seed, device, progress, **settings
+    )
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    torch.save({"state_dict": state, "history": history}, path)
+    return model, vocab_src, vocab_tgt, {**history, "cached": False}

@@ -1,0 +1,132 @@
+"""Sampling the next token: temperature, top-k and top-p (nucleus) filters.
+
+Each filter maps logits ``(..., V)`` to logits of the same shape, with the tokens it
+removes set to ``-inf`` (so ``softmax`` gives them probability 0 and renormalises the
+rest). ``next_token_probs`` chains them in the usual order (temperature, then top-k,
+then top-p) and ``sample`` draws ids from the result with an explicit
+``torch.Generator``, so a seed makes every draw reproducible.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .checks import check_int, check_number
+
+__all__ = [
+    "apply_temperature",
+    "top_k_filter",
+    "top_p_filter",
+    "next_token_probs",
+    "sample",
+]
+
+
+def _check_logits(logits) -> None:
+    if not isinstance(logits, torch.Tensor):
+        raise TypeError(
+            f"logits must be a tensor (..., V), got {type(logits).__name__}"
+        )
+    if not logits.is_floating_point():
+        raise TypeError(f"logits must be floating point, got {logits.dtype}")
+    if logits.dim() < 1 or logits.size(-1) < 1:
+        raise ValueError(
+            f"logits must have a vocabulary dim (..., V >= 1), "
+            f"got shape {tuple(logits.shape)}"
+        )
+
+
+def apply_temperature(
+    logits: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    """``logits / temperature``: below 1 sharpens the distribution, above 1
+    flattens it. ``temperature`` must be > 0 (0 is greedy: use ``argmax``)."""
+    _check_logits(logits)
+    t = check_number(
+        temperature, "temperature", 0.0, min_inclusive=False, finite=True
+    )
+    return logits / t
+
+
+def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """Keep the ``k`` largest logits in the last dim, set the rest to -inf.
+
+    Exactly ``k`` survive, even when values tie (``torch.topk`` picks among
+    ties). ``k`` larger than the vocabulary keeps everything.
+    """
+    _check_logits(logits)
+    k = check_int(k, "k", 1)
+    if k >= logits.size(-1):
+        return logits.clone()
+    keep = torch.zeros_like(logits, dtype=torch.bool)
+    keep.scatter_(-1, logits.topk(k, dim=-1).indices, True)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """Keep the smallest set of most probable tokens whose probabilities sum
+    to at least ``p`` (the "nucleus"), set the rest to -inf.
+
+    The most probable token always survives, so ``p`` near 0 is greedy and
+    ``p = 1`` keeps every token. ``p`` must be in (0, 1].
+    """
+    _check_logits(logits)
+    p = check_number(p, "p", 0.0, 1.0, min_inclusive=False)
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    # mass of the tokens strictly before each one: a token is kept while
+    # the tokens ranked above it have not yet reached p
+    before = probs.cumsum(dim=-1) - probs
+    keep_sorted = before < p
+    keep_sorted[..., 0] = True
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def next_token_probs(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> torch.Tensor:
+    """Probabilities ``(..., V)`` after temperature, then top-k, then top-p.
+
+    ``temperature=0`` puts all the mass on the argmax (greedy).
+    """
+    _check_logits(logits)
+    t = check_number(temperature, "temperature", 0.0, finite=True)
+    if t == 0:
+        greedy = logits.argmax(dim=-1, keepdim=True)
+        return torch.zeros_like(logits).scatter(-1, greedy, 1.0)
+    logits = apply_temperature(logits, t)
+    if top_k is not None:
+        logits = top_k_filter(logits, top_k)
+    if top_p is not None:
+        logits = top_p_filter(logits, top_p)
+    return logits.float().softmax(dim=-1)
+
+
+def sample(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Draw one token id per row: logits ``(..., V)`` -> ids ``(...)`` (long).
+
+    Pass a seeded ``torch.Generator`` to make the draws reproducible
+    independently of the global random state. ``temperature=0`` returns
+    the argmax without drawing.
+    """
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator, "
+            f"got {type(generator).__name__}"
+        )
+    probs = next_token_probs(logits, temperature, top_k, top_p)
+    if temperature == 0:  # greedy: no random draw, the generator is untouched
+        return probs.argmax(dim=-1)
+    flat = probs.reshape(-1, probs.size(-1))
+    ids = torch.multinomial(flat, 1, generator=generator)
+    return ids.view(probs.shape[:-1])
