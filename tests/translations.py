@@ -123,8 +123,11 @@ def _needs_chinese(text: str) -> bool:
     return len(re.findall(r"[A-Za-z]{3,}", prose)) >= 3
 
 
-# Eight English words in a row outside code, maths, roles and links: a sentence left in
-# English (names and terms in Chinese prose are shorter: "PyTorch 的 nn.MultiheadAttention").
+# Eight English words in a row outside code, maths, roles, links and quotation marks: a
+# sentence left in English (names and terms in Chinese prose are shorter: "PyTorch 的
+# nn.MultiheadAttention"; an English example sentence or a quotation from a paper stands
+# in quotation marks, “...” or "...").
+QUOTED = re.compile(r"“[^”]*”|\"[^\"\n]*\"|「[^」]*」|『[^』]*』")
 ENGLISH_RUN = re.compile(r"(?:[A-Za-z][\w'’-]*[\s,;:.()]+){7}[A-Za-z]")
 
 
@@ -132,7 +135,7 @@ def _english_left(zh: str) -> str | None:
     """The first English sentence-like run left in a translation, if any."""
     if not CJK.search(zh):
         return " ".join(zh.split())[:70]
-    found = ENGLISH_RUN.search(NOT_PROSE.sub(" ", zh))
+    found = ENGLISH_RUN.search(QUOTED.sub(" ", NOT_PROSE.sub(" ", zh)))
     return " ".join(found.group(0).split())[:70] if found else None
 
 
