@@ -32,6 +32,12 @@ ZH_TITLE = "一步一步学 Transformer"
 ZH_AUTHOR = "Transformer 课程作者"
 # The part captions of _toc.yml, shown in the Chinese sidebar.
 ZH_CAPTIONS = {"Chapters": "章节", "Reference": "参考资料"}
+# Labels of folded cells: the book's default, and the exercise solutions' own (cell metadata).
+ZH_CODE_PROMPTS = {
+    "nb_code_prompt_show": "显示代码",
+    "nb_code_prompt_hide": "隐藏代码",
+}
+ZH_PROMPTS = {"Show solution": "显示答案", "Hide solution": "隐藏答案"}
 ZH_FOOTER = (
     '<p>文字与插图：<a href="https://creativecommons.org/licenses/by-sa/4.0/">'
     "CC BY-SA 4.0</a>。代码："
@@ -59,6 +65,9 @@ def _translated_notebook(page: pathlib.Path, store: dict) -> str:
                 figure["caption"] = text
             if image.get("alt") and (text := zh(f"{cell.id}/alt")):
                 image["alt"] = text
+            for key in ("code_prompt_show", "code_prompt_hide"):
+                if meta.get(key) in ZH_PROMPTS:
+                    meta[key] = ZH_PROMPTS[meta[key]]
     return nbformat.writes(nb)
 
 
@@ -73,6 +82,7 @@ def zh_source() -> pathlib.Path:
     # Sphinx's language: theme labels, "图 2.1", <html lang="zh-CN">, and _ext/course_site.py
     # reads it to know which edition it builds.
     config["sphinx"]["config"]["language"] = "zh_CN"
+    config["sphinx"]["config"].update(ZH_CODE_PROMPTS)
     theme = config["sphinx"]["config"].setdefault("html_theme_options", {})
     theme["search_bar_text"] = "搜索本书……"
     (ZH_SRC / "_config.yml").write_text(

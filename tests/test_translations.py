@@ -212,6 +212,9 @@ def test_chinese_source_replaces_prose_only(tmp_path, monkeypatch):
                 mystnb["figure"]["caption"] = fake[f"{en.id}/caption"]["zh"]
             if f"{en.id}/alt" in fake:
                 mystnb["image"]["alt"] = fake[f"{en.id}/alt"]["zh"]
+            for key in ("code_prompt_show", "code_prompt_hide"):
+                if key in mystnb:
+                    mystnb[key] = build_book.ZH_PROMPTS[mystnb[key]]
             assert zh.metadata == meta
     config = (source / "_config.yml").read_text()
     assert "language: zh_CN" in config and build_book.ZH_TITLE in config
