@@ -6,14 +6,15 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-requirements
 NB     ?= book/*.ipynb
 
-.PHONY: help venv book serve test unit notebooks browser refresh link-terms freeze clean
+.PHONY: help venv book serve test unit notebooks browser refresh link-terms translations freeze clean
 
 help:
-	@echo "make book     build the static site into _build/html (strict: warnings are errors)"
+	@echo "make book     build both editions: English into _build/html, Chinese into _build/html/zh (strict)"
 	@echo "make test     unit tests + nbval over every notebook in _toc.yml + strict site build"
 	@echo "make serve    serve _build/html on http://localhost:8000"
 	@echo "make browser  build the site and check every page in headless Chromium (screenshots in _build/screenshots)"
 	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
+	@echo "make translations  add new English units to locale/zh/*.yml, mark changed ones (en_now), list what is left"
 
 $(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widgets7.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,7 +29,7 @@ venv: $(STAMP)
 
 book: $(STAMP)
 	$(BIN)/python tests/build_book.py
-	@echo "Open $(CURDIR)/_build/html/index.html (or run: make serve)"
+	@echo "Open $(CURDIR)/_build/html/index.html, Chinese: _build/html/zh/index.html (or run: make serve)"
 
 serve: book
 	$(BIN)/python -m http.server --directory _build/html --bind 127.0.0.1 8000
@@ -47,11 +48,18 @@ notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg book
 
 browser: $(STAMP)
-	$(BIN)/python -m pytest tests/test_book.py tests/test_browser.py
+	$(BIN)/python -m pytest tests/test_book.py tests/test_browser.py tests/test_translations.py
 
 # Link each chapter's first use of every glossary term (markdown only: no re-execution).
 link-terms: $(STAMP)
 	$(BIN)/python tests/glossary_links.py book/[0-9]*.ipynb
+
+# The Chinese edition: bring locale/zh/<page>.yml up to date with the English (new units get
+# an empty `zh`, changed ones an `en_now` beside the old `en`), then list every unit still
+# untranslated or outdated (the list is informative here; tests/test_translations.py fails on it).
+translations: $(STAMP)
+	$(BIN)/python tests/translations.py sync
+	-$(BIN)/python tests/translations.py check
 
 refresh: $(STAMP)
 	$(BIN)/python tests/refresh.py $(NB)

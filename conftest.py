@@ -14,7 +14,7 @@ import sys
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "tests"))
-from notebook_tools import course_notebooks  # noqa: E402
+from notebook_tools import course_notebooks
 
 _LISTED = {p.resolve() for p in course_notebooks()}
 _NOTEBOOK_SECONDS: dict[str, float] = collections.defaultdict(float)
@@ -32,9 +32,11 @@ def pytest_ignore_collect(collection_path: pathlib.Path, config):
 
 @pytest.fixture(scope="session")
 def built_site():
-    """Build the site once per pytest run (strict, every page) and return the result.
+    """Build both editions once per pytest run (strict, every page) and return the result.
 
-    tests/test_book.py checks the build itself; tests/test_browser.py reads the pages.
+    English into _build/html/, Chinese into _build/html/zh/ (tests/build_book.py; the
+    result's output holds both logs). tests/test_book.py checks the build itself;
+    tests/test_browser.py reads the pages of both.
     """
     from build_book import build
 

@@ -6,7 +6,14 @@ every request outside 127.0.0.1 blocked, and must show: no failed or external re
 console error, all maths typeset, every image loaded, no code, output or equation block
 wider than its column (at 1280 px), no page wider than its window (a phone must not scroll
 sideways), and, on a chapter, a Colab link to that chapter's own
-notebook. A full-page screenshot (JPEG) of each page at both sizes goes to
+notebook. Both editions are checked the same way: English at /, Chinese at /zh/ (built by
+tests/build_book.py). Every page must also show a language switch inside the window leading
+to the same page in the other edition; every Chinese chapter, the note that the Colab
+notebook's prose is English; and no Chinese character may be drawn as a missing-glyph box
+(each distinct CJK character of the page is drawn on a canvas in the font of the text that
+holds it and compared with the box drawn for an unassigned code point, U+0378; without a
+CJK font, e.g. `FONTCONFIG_FILE` pointing at a config with only DejaVu, this fails).
+A full-page screenshot (JPEG) of each page at both sizes goes to
 _build/screenshots/ for a person to look at.
 
 Chromium comes from the system (Debian: `apt-get install chromium`); Playwright drives it
@@ -41,7 +48,9 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-PAGES = [*toc_files(), "search"]  # index.html only redirects to the root page
+# index.html only redirects to the root page. "zh/...": the Chinese edition.
+EN_PAGES = [*toc_files(), "search"]
+PAGES = [*EN_PAGES, *(f"zh/{page}" for page in EN_PAGES)]
 INSTALL_HINT = (
     "no Chromium found: install it (Debian/Ubuntu: `sudo apt-get install "
     "chromium`; .ci/run does this) or set CHROMIUM=/path/to/chromium"
@@ -117,7 +126,8 @@ async (checkOverflow) => {
   const firstLine = (el) =>
     (el.innerText || el.textContent || "").trim().split("\\n")[0].slice(0, 90);
   const report = {untypeset: [], mathErrors: [], rawTex: [], images: [],
-                  overflow: [], pageOverflow: [], colab: []};
+                  overflow: [], pageOverflow: [], colab: [], language: [],
+                  colabNote: 0, tofu: [], cjkChecked: 0};
 
   for (const el of document.querySelectorAll(".math")) {
     if (!el.querySelector("mjx-container")) report.untypeset.push(firstLine(el));
@@ -182,13 +192,97 @@ async (checkOverflow) => {
   for (const a of document.querySelectorAll("a[href*='colab.research.google.com']")) {
     report.colab.push(a.getAttribute("href"));
   }
+  // The language switch: its resolved target, and whether a reader can see it.
+  for (const a of document.querySelectorAll("a.course-language")) {
+    const r = a.getBoundingClientRect();
+    const style = getComputedStyle(a);
+    const visible = r.width > 0 && r.height > 0 && r.left >= 0 && r.top >= 0 &&
+      r.right <= W + 1 && r.bottom <= window.innerHeight &&
+      style.visibility !== "hidden" && style.display !== "none" &&
+      Number(style.opacity) > 0;
+    report.language.push({href: a.href, text: a.textContent.trim(), visible});
+  }
+  report.colabNote = document.querySelectorAll(".course-colab-note").length;
+  // The header bar that holds the switch and the buttons fits in the window.
+  for (const bar of document.querySelectorAll(".header-article-items__end")) {
+    const right = Math.max(...[...bar.querySelectorAll("a, button")].map(
+      (el) => el.getClientRects().length ? el.getBoundingClientRect().right : 0));
+    if (right > W + 1) {
+      report.pageOverflow.push(`header buttons end at ${Math.round(right)} px ` +
+                               `in a ${W} px window`);
+    }
+  }
+  if (checkOverflow) {
+    // Missing glyphs: draw each distinct CJK character in the font of its text and
+    // compare with the missing-glyph box of an unassigned code point in that font.
+    const cjk = /[\u3400-\u9fff\uf900-\ufaff]/g;
+    const byFont = new Map();
+    const texts = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let node = texts.nextNode(); node; node = texts.nextNode()) {
+      const parent = node.parentElement;
+      if (!parent || !parent.getClientRects().length) continue;
+      const chars = node.textContent.match(cjk);
+      if (!chars) continue;
+      const s = getComputedStyle(parent);
+      const font = `${s.fontStyle} ${s.fontWeight} 40px ${s.fontFamily}`;
+      if (!byFont.has(font)) byFont.set(font, new Set());
+      chars.forEach((c) => byFont.get(font).add(c));
+    }
+    const canvas = document.createElement("canvas");
+    canvas.width = canvas.height = 48;
+    const ctx = canvas.getContext("2d", {willReadFrequently: true});
+    const draw = (font, ch) => {
+      ctx.clearRect(0, 0, 48, 48);
+      ctx.font = font;
+      ctx.fillStyle = "#000";
+      ctx.textBaseline = "top";
+      ctx.fillText(ch, 4, 4);
+      return ctx.getImageData(0, 0, 48, 48).data.filter((_, i) => i % 4 === 3);
+    };
+    const same = (a, b) => a.every((v, i) => v === b[i]);
+    for (const [font, chars] of byFont) {
+      const box = draw(font, "\u0378");
+      for (const ch of chars) {
+        const glyph = draw(font, ch);
+        report.cjkChecked += 1;
+        if (same(glyph, box) || glyph.every((v) => v === 0)) {
+          report.tofu.push(`${ch} (U+${ch.codePointAt(0).toString(16)}) ` +
+                           `in ${font}`);
+        }
+      }
+    }
+  }
   return report;
 }
 """
 
 
 def _is_chapter(page: str) -> bool:
+    page = page.removeprefix("zh/")
     return page.startswith("book/") and (ROOT / f"{page}.ipynb").exists()
+
+
+def _language_problems(site_url: str, page: str, found: list[dict]) -> list:
+    """The page's language switch must lead to the same page in the other edition."""
+    if page.startswith("zh/"):
+        want, text = f"{site_url}/{page.removeprefix('zh/')}.html", "English"
+    else:
+        want, text = f"{site_url}/zh/{page}.html", "中文"
+    if len(found) != 1:
+        return [f"{len(found)} language switches (want 1)"]
+    switch = found[0]
+    problems = []
+    if switch["href"] != want:
+        problems.append(
+            f"language switch leads to {switch['href']}, not {want}"
+        )
+    if switch["text"] != text:
+        problems.append(
+            f"language switch reads {switch['text']!r}, not {text!r}"
+        )
+    if not switch["visible"]:
+        problems.append("language switch not visible at the top of the window")
+    return problems
 
 
 @pytest.fixture(scope="module")
@@ -271,11 +365,33 @@ def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
         "overflow": "block wider than the column",
         "pageOverflow": "page wider than the window",
     }
+    tofu = report.pop("tofu")
     for key, label in labels.items():
         problems += [f"{label}: {item}" for item in report[key]]
+    if tofu:
+        chars = "".join(sorted({t[0] for t in tofu}))
+        problems.append(
+            f"{len(tofu)} CJK characters drawn as missing-glyph boxes (is a CJK "
+            f"font installed? Debian: fonts-noto-cjk): {chars[:60]}; first in "
+            f"{tofu[0].split(' in ', 1)[1][:80]}"
+        )
+    if (
+        page.startswith("zh/")
+        and viewport == "desktop"
+        and not report["cjkChecked"]
+    ):
+        problems.append("no Chinese character checked on a Chinese page")
+    problems += _language_problems(site_url, page, report["language"])
+    chinese = page.startswith("zh/")
+    if chinese and _is_chapter(page) and report["colabNote"] != 1:
+        problems.append(
+            f"{report['colabNote']} notes (want 1) that the Colab notebook's "
+            "prose is English"
+        )
     if _is_chapter(page):
+        # Both editions open the (English) notebook the page is built from.
         repo = urllib.parse.urlparse(config()["repository"]["url"]).path
-        own = f"/github{repo}/blob/main/{page}.ipynb"
+        own = f"/github{repo}/blob/main/{page.removeprefix('zh/')}.ipynb"
         if not report["colab"]:
             problems.append("no Colab launch link")
         problems += [

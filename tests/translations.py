@@ -17,6 +17,7 @@ has changed, writes the new English as `en_now` beside the old `en`: the transla
 `zh`, then replaces `en` with `en_now`. `check` (and tests/test_translations.py) fails on
 every unit that is missing, empty, outdated, or left in English.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -29,8 +30,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 LOCALE = ROOT / "locale" / "zh"
 CJK = re.compile(r"[\u3400-\u9fff]")
 # Words outside code, maths and roles: a unit with fewer needs no Chinese (e.g. a lone equation).
-NOT_PROSE = re.compile(r"```.*?```|\$\$.*?\$\$|\$[^$\n]+\$|\{[\w:-]+\}`[^`]*`|`[^`\n]*`"
-                       r"|\([^)\s]*\.(?:ipynb|md|html)[^)]*\)|<[^>\n]+>", re.S)
+NOT_PROSE = re.compile(
+    r"```.*?```|\$\$.*?\$\$|\$[^$\n]+\$|\{[\w:-]+\}`[^`]*`|`[^`\n]*`"
+    r"|\([^)\s]*\.(?:ipynb|md|html)[^)]*\)|<[^>\n]+>",
+    re.DOTALL,
+)
 
 
 def units(page: pathlib.Path) -> dict[str, str]:
@@ -72,7 +76,9 @@ class _Literal(str):
 
 def _literal(dumper: yaml.Dumper, value: _Literal):
     style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style=style)
+    return dumper.represent_scalar(
+        "tag:yaml.org,2002:str", str(value), style=style
+    )
 
 
 yaml.add_representer(_Literal, _literal)
@@ -86,7 +92,9 @@ HEADER = """\
 def save(page: pathlib.Path, entries: dict[str, dict[str, str]]) -> None:
     path = store_path(page)
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {k: {f: _Literal(v) for f, v in e.items()} for k, e in entries.items()}
+    doc = {
+        k: {f: _Literal(v) for f, v in e.items()} for k, e in entries.items()
+    }
     body = yaml.dump(doc, allow_unicode=True, sort_keys=False, width=1000)
     path.write_text(HEADER.format(name=page.name) + body)
 
@@ -115,6 +123,22 @@ def _needs_chinese(text: str) -> bool:
     return len(re.findall(r"[A-Za-z]{3,}", prose)) >= 3
 
 
+# Eight English words in a row outside code, maths, roles, links and quotation marks: a
+# sentence left in English (names and terms in Chinese prose are shorter: "PyTorch 的
+# nn.MultiheadAttention"; an English example sentence or a quotation from a paper stands
+# in quotation marks, “...” or "...").
+QUOTED = re.compile(r"“[^”]*”|\"[^\"\n]*\"|「[^」]*」|『[^』]*』")
+ENGLISH_RUN = re.compile(r"(?:[A-Za-z][\w'’-]*[\s,;:.()]+){7}[A-Za-z]")
+
+
+def _english_left(zh: str) -> str | None:
+    """The first English sentence-like run left in a translation, if any."""
+    if not CJK.search(zh):
+        return " ".join(zh.split())[:70]
+    found = ENGLISH_RUN.search(QUOTED.sub(" ", NOT_PROSE.sub(" ", zh)))
+    return " ".join(found.group(0).split())[:70] if found else None
+
+
 def problems(page: pathlib.Path) -> list[str]:
     """Every unit of ``page`` whose translation is missing, empty, outdated or English."""
     found, store = [], load(page)
@@ -124,9 +148,13 @@ def problems(page: pathlib.Path) -> list[str]:
         if entry is None or not str(entry.get("zh", "")).strip():
             found.append(f"{page.name} [{key}] untranslated: {first!r}")
         elif entry.get("en") != text or "en_now" in entry:
-            found.append(f"{page.name} [{key}] outdated (English changed): {first!r}")
-        elif _needs_chinese(text) and not CJK.search(entry["zh"]):
-            found.append(f"{page.name} [{key}] still English: {first!r}")
+            found.append(
+                f"{page.name} [{key}] outdated (English changed): {first!r}"
+            )
+        elif _needs_chinese(text) and (left := _english_left(entry["zh"])):
+            found.append(
+                f"{page.name} [{key}] still English: {first!r} (left: {left!r})"
+            )
     return found
 
 
@@ -148,7 +176,9 @@ if __name__ == "__main__":
         targets = [pathlib.Path(p) for p in sys.argv[2:]] or pages()
         for p in targets:
             a, c = sync(p.resolve())
-            print(f"{p.name}: {a} new, {c} changed -> {store_path(p).relative_to(ROOT)}")
+            print(
+                f"{p.name}: {a} new, {c} changed -> {store_path(p).relative_to(ROOT)}"
+            )
     elif len(sys.argv) == 2 and sys.argv[1] == "check":
         issues = [msg for p in pages() for msg in problems(p)]
         print("\n".join(issues) or "every page is translated and current")

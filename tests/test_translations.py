@@ -1,0 +1,220 @@
+"""The Chinese edition is complete, current and uses the glossary's terms.
+
+(a) every page in _toc.yml has a current Chinese translation of every unit (one failure
+    listing every untranslated, outdated or still-English unit, by page);
+(b) every glossary term a chapter links with {term} appears in the chapter's Chinese text in
+    the glossary's Chinese form;
+(c) the store round-trips, `sync` marks a changed English unit as outdated, and the Chinese
+    source tree replaces prose only (code cells and outputs untouched).
+Both editions' builds are checked by the strict build test (tests/test_book.py).
+See tests/translations.py and README.md ("Chinese edition").
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shutil
+
+import build_book
+import nbformat
+import pytest
+import translations
+from glossary_links import GLOSSARY, glossary_terms
+
+TERM_ROLE = re.compile(r"\{term\}`([^`]*)`")
+
+
+def test_every_page_has_a_current_translation():
+    pages = translations.pages()
+    assert pages, "no pages found in _toc.yml"
+    by_page = {p.name: translations.problems(p) for p in pages}
+    found = [msg for msgs in by_page.values() for msg in msgs]
+    summary = ", ".join(f"{n}: {len(m)}" for n, m in by_page.items() if m)
+    assert not found, (
+        f"{len(found)} units of the Chinese edition are not current ({summary}).\n"
+        "Run `make translations`, translate each `zh`, then replace `en` by `en_now`:\n"
+        + "\n".join(found)
+    )
+
+
+def chinese_forms() -> dict[str, str]:
+    """Glossary entry (its first name) -> its Chinese form: the bold text, before any
+    parentheses ("注意力权重（注意力分数）" -> "注意力权重")."""
+    block = (
+        GLOSSARY.read_text().split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
+    )
+    forms, names = {}, []
+    for line in block.splitlines():
+        if not line.strip() or line.startswith(":"):
+            continue
+        if not line[0].isspace():
+            names.append(line.strip())
+            continue
+        if names and (bold := re.search(r"\*\*(.+?)\*\*", line)):
+            forms[names[0]] = re.split(r"[（(]", bold.group(1))[0].strip()
+        names = []
+    return forms
+
+
+def test_glossary_has_a_chinese_form_for_every_term():
+    forms, entries = chinese_forms(), set(glossary_terms().values())
+    # Some Chinese forms are the English word itself (Transformer, logits).
+    assert entries and set(forms) == entries, sorted(entries ^ set(forms))
+
+
+def linked_terms(text: str) -> set[str]:
+    """The glossary entries a piece of English links with {term}."""
+    names, out = glossary_terms(), set()
+    for role in TERM_ROLE.findall(text):
+        target = re.search(r"<([^>]*)>\s*$", role)
+        name = (target.group(1) if target else role).strip().lower()
+        out.add(names.get(name, name))
+    return out
+
+
+def test_chinese_text_uses_the_glossary_terms():
+    """Checked over the translated units only: an untranslated unit is test (a)'s."""
+    forms, missing = chinese_forms(), []
+    for page in translations.pages():
+        if page.name == GLOSSARY.name:
+            continue
+        store, terms, chinese = translations.load(page), set(), ""
+        for key, english in translations.units(page).items():
+            zh = str(store.get(key, {}).get("zh") or "")
+            if zh.strip():
+                terms |= linked_terms(english)
+                chinese += zh + "\n"
+        for term in sorted(terms):
+            if term not in forms:
+                missing.append(
+                    f"{page.name}: {{term}} `{term}` is not in the glossary"
+                )
+            elif forms[term] not in chinese:
+                missing.append(
+                    f"{page.name}: '{term}' is linked in the English, but its "
+                    f"glossary form {forms[term]} is not in the Chinese"
+                )
+    assert not missing, "\n".join(missing)
+
+
+def test_linked_terms_reads_both_forms_of_the_role():
+    text = "{term}`Attention`, {term}`values <value>`, {term}`look-ahead mask`"
+    names = glossary_terms()
+    assert linked_terms(text) == {
+        names["attention"],
+        names["value"],
+        names["look-ahead mask"],
+    }
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """A temporary store (never locale/ itself) and a copy of chapter 3 to edit."""
+    store = tmp_path / "locale"
+    monkeypatch.setattr(translations, "LOCALE", store)
+    chapter = tmp_path / "book" / "03_masks.ipynb"
+    chapter.parent.mkdir()
+    shutil.copy(translations.ROOT / "book" / "03_masks.ipynb", chapter)
+    return store, chapter
+
+
+def test_the_store_round_trips(tmp_path, monkeypatch):
+    files = sorted(translations.LOCALE.glob("*.yml"))
+    assert files, "no translation files in locale/zh"
+    monkeypatch.setattr(translations, "LOCALE", tmp_path)
+    for original in files:
+        book = translations.ROOT / "book"
+        page = next(
+            p
+            for p in book.glob(f"{original.stem}.*")
+            if p.suffix in (".ipynb", ".md")
+        )
+        monkeypatch.setattr(translations, "LOCALE", original.parent)
+        entries = translations.load(page)
+        monkeypatch.setattr(translations, "LOCALE", tmp_path)
+        translations.save(page, entries)
+        again = (tmp_path / original.name).read_text()
+        assert again == original.read_text(), (
+            f"{original.name} changes on save"
+        )
+
+
+def test_sync_marks_a_changed_english_unit_as_outdated(scratch):
+    _, chapter = scratch
+    added, changed = translations.sync(chapter)
+    units = translations.units(chapter)
+    assert (added, changed) == (len(units), 0)
+    # Every unit untranslated, each named with its first English words.
+    found = translations.problems(chapter)
+    assert len(found) == len(units)
+    assert all(" untranslated: " in msg for msg in found)
+
+    entries = translations.load(chapter)
+    for entry in entries.values():
+        entry["zh"] = "译文"
+    translations.save(chapter, entries)
+    before = translations.store_path(chapter).read_text()
+    assert translations.sync(chapter) == (0, 0)
+    assert translations.store_path(chapter).read_text() == before  # idempotent
+    assert translations.problems(chapter) == []
+
+    nb = nbformat.read(chapter, as_version=4)
+    cell = next(c for c in nb.cells[1:] if c.cell_type == "markdown")
+    cell.source = "A changed sentence. " + cell.source
+    nbformat.write(nb, chapter)
+    assert translations.sync(chapter) == (0, 1)
+    entry = translations.load(chapter)[cell.id]
+    assert entry["en_now"] == cell.source and entry["en"] != cell.source
+    first_words = " ".join(cell.source.split())[:70]
+    assert translations.problems(chapter) == [
+        f"03_masks.ipynb [{cell.id}] outdated (English changed): {first_words!r}"
+    ]
+
+
+def test_a_translation_left_in_english_is_reported(scratch):
+    _, chapter = scratch
+    translations.sync(chapter)
+    entries = translations.load(chapter)
+    key = next(iter(entries))
+    for k, entry in entries.items():
+        entry["zh"] = entry["en"] if k == key else "译文"
+    translations.save(chapter, entries)
+    [msg] = translations.problems(chapter)
+    assert f"[{key}] still English" in msg
+
+
+def test_chinese_source_replaces_prose_only(tmp_path, monkeypatch):
+    page = translations.ROOT / "book" / "03_masks.ipynb"
+    units = translations.units(page)
+    fake = {
+        k: {"en": v, "zh": f"中文 {i}"}
+        for i, (k, v) in enumerate(units.items())
+    }
+    monkeypatch.setattr(translations, "LOCALE", tmp_path / "locale")
+    translations.save(page, fake)
+    monkeypatch.setattr(build_book, "ZH_SRC", tmp_path / "zh_src")
+    monkeypatch.setattr(translations, "pages", lambda: [page])
+    source = build_book.zh_source()
+
+    english = nbformat.read(page, as_version=4)
+    chinese = nbformat.read(source / "book" / page.name, as_version=4)
+    assert [c.id for c in chinese.cells] == [c.id for c in english.cells]
+    assert chinese.metadata == english.metadata
+    for en, zh in zip(english.cells, chinese.cells):
+        if en.cell_type == "markdown":
+            assert zh.source == fake[en.id]["zh"]
+        elif en.cell_type == "code":
+            assert (zh.source, zh.outputs) == (en.source, en.outputs)
+            meta = copy.deepcopy(en.metadata)
+            mystnb = meta.get("mystnb", {})
+            if f"{en.id}/caption" in fake:
+                mystnb["figure"]["caption"] = fake[f"{en.id}/caption"]["zh"]
+            if f"{en.id}/alt" in fake:
+                mystnb["image"]["alt"] = fake[f"{en.id}/alt"]["zh"]
+            for key in ("code_prompt_show", "code_prompt_hide"):
+                if key in mystnb:
+                    mystnb[key] = build_book.ZH_PROMPTS[mystnb[key]]
+            assert zh.metadata == meta
+    config = (source / "_config.yml").read_text()
+    assert "language: zh_CN" in config and build_book.ZH_TITLE in config
