@@ -310,7 +310,24 @@ def _check_sizes(module: nn.Module, q, k, v, d_q: int, d_k: int) -> None:
             )
 
 
-class AdditiveAttention(nn.Module):
+class _ScoredAttention(nn.Module):
+    """What the additive and bilinear scorers share: check q, k, v against the
+    sizes the scorer was built for, score, mask, softmax, weight the values.
+    A subclass sets ``d_q``, ``d_k`` and ``dropout`` and defines ``scores``."""
+
+    def forward(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        _check_sizes(self, q, k, v, self.d_q, self.d_k)
+        p = self.dropout.p if self.training else 0.0
+        return _attend(self.scores(q, k), v, mask, p)
+
+
+class AdditiveAttention(_ScoredAttention):
     """Additive (Bahdanau) attention: score(q, k) = w^T tanh(W q + U k).
 
     Queries and keys may have different sizes. ``forward(q, k, v, mask=None)``
@@ -340,19 +357,8 @@ class AdditiveAttention(nn.Module):
         hidden = self.w_q(q).unsqueeze(-2) + self.w_k(k).unsqueeze(-3)
         return self.w_score(torch.tanh(hidden)).squeeze(-1)
 
-    def forward(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        _check_sizes(self, q, k, v, self.d_q, self.d_k)
-        p = self.dropout.p if self.training else 0.0
-        return _attend(self.scores(q, k), v, mask, p)
 
-
-class BilinearAttention(nn.Module):
+class BilinearAttention(_ScoredAttention):
     """Bilinear ("general", Luong) attention: score(q, k) = q W k^T,
     optionally divided by sqrt(d_k).
 
@@ -379,14 +385,3 @@ class BilinearAttention(nn.Module):
         """Unnormalised scores ``(..., Lq, Lk)``."""
         s = (q @ self.weight) @ k.transpose(-2, -1)
         return s / math.sqrt(self.d_k) if self.scale else s
-
-    def forward(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        _check_sizes(self, q, k, v, self.d_q, self.d_k)
-        p = self.dropout.p if self.training else 0.0
-        return _attend(self.scores(q, k), v, mask, p)

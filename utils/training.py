@@ -316,6 +316,21 @@ def new_translator(
     )
 
 
+def _translator_from(
+    cfg: dict, vocab_src: Vocab, vocab_tgt: Vocab
+) -> Transformer:
+    """``new_translator`` with the model settings of a training config."""
+    keys = (
+        "d_model",
+        "num_heads",
+        "num_layers",
+        "d_ff",
+        "dropout",
+        "norm_first",
+    )
+    return new_translator(vocab_src, vocab_tgt, *(cfg[k] for k in keys))
+
+
 def train_translator(
     steps: int = TRANSLATOR_DEFAULTS["steps"],
     seed: int = 0,
@@ -360,16 +375,7 @@ def train_translator(
         torch.set_num_threads(1)
     try:
         torch.manual_seed(seed)
-        model = new_translator(
-            vocab_src,
-            vocab_tgt,
-            cfg["d_model"],
-            cfg["num_heads"],
-            cfg["num_layers"],
-            cfg["d_ff"],
-            cfg["dropout"],
-            cfg["norm_first"],
-        ).to(device)
+        model = _translator_from(cfg, vocab_src, vocab_tgt).to(device)
         optimizer = paper_adam(model.parameters())
         scheduler = noam_scheduler(
             optimizer, cfg["d_model"], cfg["warmup_steps"], cfg["factor"]
@@ -453,16 +459,7 @@ def load_or_train_translator(
         saved = torch.load(path, map_location="cpu", weights_only=False)
         cfg = saved["history"]["settings"]
         vocab_src, vocab_tgt = source_vocab(), target_vocab()
-        model = new_translator(
-            vocab_src,
-            vocab_tgt,
-            cfg["d_model"],
-            cfg["num_heads"],
-            cfg["num_layers"],
-            cfg["d_ff"],
-            cfg["dropout"],
-            cfg["norm_first"],
-        )
+        model = _translator_from(cfg, vocab_src, vocab_tgt)
         model.load_state_dict(saved["state_dict"])
         model.to(device if device is not None else "cpu").eval()
         return (
