@@ -133,21 +133,15 @@ def build() -> subprocess.CompletedProcess:
     # A page dropped from _toc.yml must not linger in the output from an earlier build.
     shutil.rmtree(HTML, ignore_errors=True)
     zh_source()
-    runs = {
-        "en": subprocess.Popen(
-            _command(ROOT),
-            cwd=ROOT,
+    runs = {  # both editions build at once, one process each
+        name: subprocess.Popen(
+            _command(src),
+            cwd=src,
             text=True,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-        ),
-        "zh": subprocess.Popen(
-            _command(ZH_SRC),
-            cwd=ZH_SRC,
-            text=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        ),
+        )
+        for name, src in (("en", ROOT), ("zh", ZH_SRC))
     }
     editions = {}
     for name, proc in runs.items():

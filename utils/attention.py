@@ -162,6 +162,15 @@ class MultiHeadAttention(nn.Module):
         # (B, n, d_model) -> (B, h, n, d_head)
         return x.view(b, n, self.num_heads, self.d_head).transpose(1, 2)
 
+    def _merge(self, out: torch.Tensor) -> torch.Tensor:
+        """Concatenate the heads and project: (B, h, n, d_head) -> (B, n, d_model)."""
+        b, _, n, _ = out.shape
+        return self.w_o(out.transpose(1, 2).reshape(b, n, self.d_model))
+
+    def _dropout_p(self) -> float:
+        """The attention-weight dropout probability to use now (0 in eval)."""
+        return self.dropout.p if self.training else 0.0
+
     def _combined_mask(
         self,
         mask: torch.Tensor | None,
@@ -230,11 +239,10 @@ class MultiHeadAttention(nn.Module):
         qh = self._split(self.w_q(q))  # (B, h, Lq, d_head)
         kh = self._split(self.w_k(k))  # (B, h, Lk, d_head)
         vh = self._split(self.w_v(v))  # (B, h, Lk, d_head)
-        p = self.dropout.p if self.training else 0.0
-        out, weights = scaled_dot_product_attention(qh, kh, vh, mask, p)
-        # concat heads: (B, h, Lq, d_head) -> (B, Lq, d_model)
-        out = out.transpose(1, 2).reshape(b, lq, self.d_model)
-        return self.w_o(out), weights
+        out, weights = scaled_dot_product_attention(
+            qh, kh, vh, mask, self._dropout_p()
+        )
+        return self._merge(out), weights
 
 
 @torch.no_grad()

@@ -11,8 +11,8 @@ tokens O(T^2) instead of O(T^3) in attention; the projections and FFN go from
 O(T^2) to O(T) rows.
 
 The step reuses the model's own sublayers and weights (embedding, positional
-encoding, projections, residual + LayerNorm wrappers, FFN), so it computes the
-same function as ``model.decode``; ``tests/test_cache.py`` proves they agree.
+encoding, projections, the attention's head split and merge, residual +
+LayerNorm wrappers, FFN), so it computes the same function as ``model.decode``; ``tests/test_cache.py`` proves they agree.
 """
 
 from __future__ import annotations
@@ -88,21 +88,6 @@ def supports_cache(model) -> bool:
     )
 
 
-def _split(attn: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    b, n, _ = x.shape  # (B, n, d_model) -> (B, h, n, d_head)
-    return x.view(b, n, attn.num_heads, attn.d_head).transpose(1, 2)
-
-
-def _merge(attn: nn.Module, out: torch.Tensor) -> torch.Tensor:
-    b, _, n, _ = out.shape  # (B, h, n, d_head) -> (B, n, d_model)
-    return attn.w_o(out.transpose(1, 2).reshape(b, n, attn.d_model))
-
-
-def _p(attn: nn.Module) -> float:
-    """The attention-weight dropout probability the module would use now."""
-    return attn.dropout.p if attn.training else 0.0
-
-
 def start_cache(
     model: nn.Module, memory: torch.Tensor, src_mask: torch.Tensor
 ) -> KVCache:
@@ -122,8 +107,8 @@ def start_cache(
     cache = KVCache(len(model.decoder.layers))
     for layer in model.decoder.layers:
         attn = layer.cross_attn
-        cache.cross_keys.append(_split(attn, attn.w_k(memory)))
-        cache.cross_values.append(_split(attn, attn.w_v(memory)))
+        cache.cross_keys.append(attn._split(attn.w_k(memory)))
+        cache.cross_values.append(attn._split(attn.w_v(memory)))
     cache.src_mask = src_mask
     return cache
 
@@ -174,27 +159,27 @@ def decode_step(
     for i, layer in enumerate(model.decoder.layers):
 
         def self_attend(y, i=i, attn=layer.self_attn):
-            k_new, v_new = _split(attn, attn.w_k(y)), _split(attn, attn.w_v(y))
+            k_new, v_new = attn._split(attn.w_k(y)), attn._split(attn.w_v(y))
             if cache.keys[i] is not None:
                 k_new = torch.cat([cache.keys[i], k_new], dim=2)
                 v_new = torch.cat([cache.values[i], v_new], dim=2)
             cache.keys[i], cache.values[i] = k_new, v_new  # (B, h, t, d_head)
-            q = _split(attn, attn.w_q(y))
+            q = attn._split(attn.w_q(y))
             out, _ = scaled_dot_product_attention(
-                q, k_new, v_new, self_mask, dropout=_p(attn)
+                q, k_new, v_new, self_mask, dropout=attn._dropout_p()
             )
-            return _merge(attn, out)
+            return attn._merge(out)
 
         def cross_attend(y, i=i, attn=layer.cross_attn):
-            q = _split(attn, attn.w_q(y))
+            q = attn._split(attn.w_q(y))
             out, _ = scaled_dot_product_attention(
                 q,
                 cache.cross_keys[i],
                 cache.cross_values[i],
                 cache.src_mask,
-                dropout=_p(attn),
+                dropout=attn._dropout_p(),
             )
-            return _merge(attn, out)
+            return attn._merge(out)
 
         x = layer.sub1(x, self_attend)
         x = layer.sub2(x, cross_attend)
