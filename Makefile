@@ -6,13 +6,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-requirements
 NB     ?= book/*.ipynb
 
-.PHONY: help venv book serve test unit notebooks browser refresh link-terms translations freeze clean
+.PHONY: help venv book serve test unit notebooks browser robust refresh link-terms translations freeze clean
 
 help:
 	@echo "make book     build both editions: English into _build/html, Chinese into _build/html/zh (strict)"
 	@echo "make test     unit tests + nbval over every notebook in _toc.yml + strict site build"
 	@echo "make serve    serve _build/html on http://localhost:8000"
 	@echo "make browser  build the site and check every page in headless Chromium (screenshots in _build/screenshots)"
+	@echo "make robust   run every chapter natively (every core, its own ISA) with another seed; fail on any error"
 	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
 	@echo "make translations  add new English units to locale/zh/*.yml, mark changed ones (en_now), list what is left"
 
@@ -28,7 +29,7 @@ $(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widget
 venv: $(STAMP)
 
 book: $(STAMP)
-	$(BIN)/python tests/build_book.py
+	$(BIN)/python -m tools.build_book
 	@echo "Open $(CURDIR)/_build/html/index.html, Chinese: _build/html/zh/index.html (or run: make serve)"
 
 serve: book
@@ -52,17 +53,22 @@ browser: $(STAMP)
 
 # Link each chapter's first use of every glossary term (markdown only: no re-execution).
 link-terms: $(STAMP)
-	$(BIN)/python tests/glossary_links.py book/[0-9]*.ipynb
+	$(BIN)/python -m tools.glossary_links book/[0-9]*.ipynb
 
 # The Chinese edition: bring locale/zh/<page>.yml up to date with the English (new units get
 # an empty `zh`, changed ones an `en_now` beside the old `en`), then list every unit still
 # untranslated or outdated (the list is informative here; tests/test_translations.py fails on it).
 translations: $(STAMP)
-	$(BIN)/python tests/translations.py sync
-	-$(BIN)/python tests/translations.py check
+	$(BIN)/python -m tools.translations sync
+	-$(BIN)/python -m tools.translations check
+
+# Every chapter in the robust numeric mode (tools/numeric_mode.py): native code paths, all
+# cores, another seed. Outputs are not compared; an error or a failed assert fails it.
+robust: $(STAMP)
+	$(BIN)/python -m tools.robust
 
 refresh: $(STAMP)
-	$(BIN)/python tests/refresh.py $(NB)
+	$(BIN)/python -m tools.refresh $(NB)
 
 freeze: $(STAMP)
 	$(BIN)/python -m pip freeze | sed 's/^torch==\(.*\)+cpu/torch==\1/' > requirements.txt.new

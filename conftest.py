@@ -1,6 +1,6 @@
 """pytest configuration for the whole repository.
 
-nbval collects only the notebooks the book tests (tests/notebook_tools.py: the chapters in
+nbval collects only the notebooks the book tests (tools/notebooks.py: the chapters in
 _toc.yml plus the author template), the site is built once per run and shared by the tests
 that need it, and the run ends with a table of how long each notebook took to execute.
 """
@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import collections
 import pathlib
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "tests"))
-from notebook_tools import course_notebooks
+from tools import numeric_mode
+from tools.notebooks import course_notebooks
+
+# Before anything imports torch: the unit tests and every kernel nbval starts run in the
+# portable numeric mode the stored outputs were made in (tools/numeric_mode.py).
+numeric_mode.apply("portable")
 
 _LISTED = {p.resolve() for p in course_notebooks()}
 _NOTEBOOK_SECONDS: dict[str, float] = collections.defaultdict(float)
@@ -34,11 +37,11 @@ def pytest_ignore_collect(collection_path: pathlib.Path, config):
 def built_site():
     """Build both editions once per pytest run (strict, every page) and return the result.
 
-    English into _build/html/, Chinese into _build/html/zh/ (tests/build_book.py; the
+    English into _build/html/, Chinese into _build/html/zh/ (tools/build_book.py; the
     result's output holds both logs). tests/test_book.py checks the build itself;
     tests/test_browser.py reads the pages of both.
     """
-    from build_book import build
+    from tools.build_book import build
 
     return build()
 

@@ -8,7 +8,7 @@ with the browser test.
 from __future__ import annotations
 
 import pytest
-from build_book import missing_pages
+from tools.build_book import missing_pages
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ console error, all maths typeset, every image loaded, no code, output or equatio
 wider than its column (at 1280 px), no page wider than its window (a phone must not scroll
 sideways), and, on a chapter, a Colab link to that chapter's own
 notebook. Both editions are checked the same way: English at /, Chinese at /zh/ (built by
-tests/build_book.py). Every page must also show a language switch inside the window leading
+tools/build_book.py). Every page must also show a language switch inside the window leading
 to the same page in the other edition; every Chinese chapter, the note that the Colab
 notebook's prose is English; and no Chinese character may be drawn as a missing-glyph box
 (each distinct CJK character of the page is drawn on a canvas in the font of the text that
@@ -31,7 +31,7 @@ import threading
 import urllib.parse
 
 import pytest
-from notebook_tools import ROOT, config, toc_files
+from tools.notebooks import ROOT, config, toc_files
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from notebook_tools import ROOT, setup_source
+from tools.notebooks import ROOT, setup_source
 
 NOTEBOOK = ROOT / "book" / "template.ipynb"
 

@@ -1,7 +1,7 @@
 """The course's conventions, checked on the stored notebooks and the configuration.
 
 The notebooks checked are the chapters in _toc.yml plus the author template, which is kept
-out of the reader's navigation but must stay a correct model (tests/notebook_tools.py).
+out of the reader's navigation but must stay a correct model (tools/notebooks.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 import unicodedata
 
 import pytest
-from notebook_tools import (
+from tools.notebooks import (
     EXTRA_NOTEBOOKS,
     ROOT,
     SETUP_MARKER,
@@ -95,7 +95,7 @@ def test_setup_cell_is_the_canonical_one(path):
         f"{path.name}: first code cell is not the setup cell"
     )
     assert source == setup_source(), (
-        f"{path.name}: setup cell differs from tests/notebook_tools.py; run make refresh"
+        f"{path.name}: setup cell differs from tools/notebooks.py; run make refresh"
     )
     assert "hide-input" in code[0]["metadata"].get("tags", []), (
         f"{path.name}: setup cell not folded; run make refresh"
@@ -315,7 +315,7 @@ CHAPTERS = [p for p in NOTEBOOKS if p.stem[:2].isdigit()]
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_first_use_of_each_glossary_term_is_linked(path):
-    from glossary_links import link_notebook
+    from tools.glossary_links import link_notebook
 
     missing = link_notebook(path, write=False)
     assert not missing, (f"{path.name}: first uses not linked to the glossary: {missing}; "

@@ -7,7 +7,7 @@
 (c) the store round-trips, `sync` marks a changed English unit as outdated, and the Chinese
     source tree replaces prose only (code cells and outputs untouched).
 Both editions' builds are checked by the strict build test (tests/test_book.py).
-See tests/translations.py and README.md ("Chinese edition").
+See tools/translations.py and README.md ("Chinese edition").
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import copy
 import re
 import shutil
 
-import build_book
+from tools import build_book
 import nbformat
 import pytest
-import translations
-from glossary_links import GLOSSARY, glossary_terms
+from tools import translations
+from tools.glossary_links import GLOSSARY, glossary_terms
 
 TERM_ROLE = re.compile(r"\{term\}`([^`]*)`")
 

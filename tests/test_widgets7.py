@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbclient.exceptions import CellTimeoutError
 
-from notebook_tools import ROOT, notebook_client, toc_notebooks
+from tools.notebooks import ROOT, notebook_client, toc_notebooks
 
 pytestmark = pytest.mark.slow
 WIDGETS7 = ROOT / ".venv" / "widgets7"

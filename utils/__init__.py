@@ -45,8 +45,17 @@ def setup(seed: int = 0) -> torch.device:
     """What every chapter's first cell calls: seed, fix print and plot styles, pick the device.
 
     Prints are rounded (4 decimals, no scientific notation) so stored outputs stay stable,
-    and wrapped at 79 characters so the website shows them whole.
+    and wrapped at 79 characters so the website shows them whole. The environment variable
+    ``COURSE_SEED``, when set, replaces ``seed``: ``make robust`` runs every chapter with
+    another seed to prove its asserts do not depend on one.
     """
+    if "COURSE_SEED" in os.environ:
+        try:
+            seed = int(os.environ["COURSE_SEED"])
+        except ValueError:
+            raise ValueError(
+                f"COURSE_SEED must be an integer, got {os.environ['COURSE_SEED']!r}"
+            ) from None
     seed_everything(seed)
     torch.set_printoptions(precision=4, sci_mode=False, linewidth=79)
     np.set_printoptions(precision=4, suppress=True, linewidth=79)

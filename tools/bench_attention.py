@@ -3,7 +3,7 @@
 Forward pass on CPU. Not a test (pytest does not collect it): timings depend on
 the machine and its load. Run:
 
-    python tests/bench_attention.py [--repeats 30] [--clock cpu]
+    python -m tools.bench_attention [--repeats 30] [--clock cpu]
 
 Prints the times and the ratio ours / torch, with torch's ``need_weights=True``
 (its default, weights averaged over heads) and ``need_weights=False`` (its fast
@@ -17,13 +17,9 @@ cores.
 from __future__ import annotations
 
 import argparse
-import pathlib
-import sys
-
 import torch
 from torch import nn
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from utils.attention import (
     MultiHeadAttention,
     load_torch_mha_weights,

@@ -1,8 +1,8 @@
 """Re-execute notebooks in place, top to bottom in a fresh kernel, with clean metadata.
 
-    python tests/refresh.py book/03_masks.ipynb [more.ipynb ...]     (or: make refresh NB=...)
+    python -m tools.refresh book/03_masks.ipynb [more.ipynb ...]     (or: make refresh NB=...)
 
-It first rewrites the setup cell from tests/notebook_tools.py (so every chapter carries the
+It first rewrites the setup cell from tools/notebooks.py (so every chapter carries the
 same one, with the repository URL from _config.yml), drops execution timestamps, widget views
 and widget state, keeps cell tags and MyST-NB metadata, and prints how long each notebook took.
 """
@@ -14,8 +14,8 @@ import pathlib
 
 import nbformat
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from notebook_tools import SETUP_MARKER, notebook_client, setup_source  # noqa: E402
+from . import numeric_mode
+from .notebooks import SETUP_MARKER, notebook_client, setup_source
 
 KEEP_CELL_METADATA = {"tags", "mystnb", "jupyter"}
 
@@ -56,6 +56,7 @@ def refresh(path: pathlib.Path, timeout: int = 600) -> float:
 
 
 if __name__ == "__main__":
+    numeric_mode.apply("portable")  # the mode make test compares in
     paths = [pathlib.Path(p) for p in sys.argv[1:]]
     if not paths:
         raise SystemExit(__doc__)

@@ -1,6 +1,6 @@
 """Shared helpers for the notebook tooling: the canonical setup cell and the _toc.yml reader.
 
-Used by `make refresh` (tests/refresh.py), conftest.py and the tests, so that the setup cell
+Used by `make refresh` (tools/refresh.py), conftest.py and the tests, so that the setup cell
 and the list of chapters are each defined once.
 """
 
@@ -11,7 +11,7 @@ import re
 
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from . import ROOT
 
 SETUP_MARKER = "# Setup, the same in every chapter"
 

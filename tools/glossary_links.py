@@ -1,6 +1,6 @@
 """Link each chapter's first use of every glossary term to the glossary.
 
-    python tests/glossary_links.py book/03_masks.ipynb [...]   (or: make link-terms)
+    python -m tools.glossary_links book/03_masks.ipynb [...]   (or: make link-terms)
 
 The terms are read from the `:::{glossary}` block of book/glossary.md (a term with two names
 is found under either). In each notebook the first use of a term in the prose of a markdown
@@ -15,21 +15,10 @@ import pathlib
 import re
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from . import NOT_PROSE, ROOT
+
 GLOSSARY = ROOT / "book" / "glossary.md"
 
-# Spans that are not prose: code, maths, roles with their content, links, bare URLs.
-PROTECTED = re.compile(
-    r"```.*?```"                 # fenced code
-    r"|\$\$.*?\$\$"              # display maths
-    r"|\$[^$\n]+\$"              # inline maths
-    r"|\{[\w:-]+\}`[^`]*`"       # roles: {term}`...`, {glue:text}`...`, {numref}`...`
-    r"|`[^`\n]*`"                # inline code
-    r"|!?\[[^\]\n]*\]\([^)\n]*\)"  # links and images
-    r"|<[^>\n]+>"                # HTML tags and autolinks
-    r"|https?://\S+",
-    re.S,
-)
 
 
 # Terms that are also everyday words are linked only where the sentence marks the term
@@ -73,7 +62,7 @@ def _pattern(name: str) -> re.Pattern:
 def _prose_spans(line: str) -> list[tuple[int, int]]:
     """(start, end) ranges of a line that are prose (outside the protected spans)."""
     spans, pos = [], 0
-    for m in PROTECTED.finditer(line):
+    for m in NOT_PROSE.finditer(line):
         spans.append((pos, m.start()))
         pos = m.end()
     spans.append((pos, len(line)))

@@ -1,7 +1,7 @@
 """The Chinese edition's translations: one YAML file per page, checked against the English.
 
-    python tests/translations.py sync book/03_masks.ipynb [...]   (or: make translations)
-    python tests/translations.py check                             (lists what is missing)
+    python -m tools.translations sync book/03_masks.ipynb [...]   (or: make translations)
+    python -m tools.translations check                             (lists what is missing)
 
 English is the source. Each page (`book/<stem>.ipynb` or `book/<stem>.md`) has a file
 `locale/zh/<stem>.yml` holding one entry per translatable unit:
@@ -26,15 +26,10 @@ import sys
 
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from . import NOT_PROSE, ROOT
+
 LOCALE = ROOT / "locale" / "zh"
 CJK = re.compile(r"[\u3400-\u9fff]")
-# Words outside code, maths and roles: a unit with fewer needs no Chinese (e.g. a lone equation).
-NOT_PROSE = re.compile(
-    r"```.*?```|\$\$.*?\$\$|\$[^$\n]+\$|\{[\w:-]+\}`[^`]*`|`[^`\n]*`"
-    r"|\([^)\s]*\.(?:ipynb|md|html)[^)]*\)|<[^>\n]+>",
-    re.DOTALL,
-)
 
 
 def units(page: pathlib.Path) -> dict[str, str]:
@@ -85,7 +80,7 @@ yaml.add_representer(_Literal, _literal)
 
 HEADER = """\
 # Chinese translation of book/{name}. English is the source: `en` is the exact English text
-# an entry translates, `zh` its translation. See tests/translations.py (make translations).
+# an entry translates, `zh` its translation. See tools/translations.py (make translations).
 """
 
 
@@ -160,8 +155,7 @@ def problems(page: pathlib.Path) -> list[str]:
 
 def pages() -> list[pathlib.Path]:
     """The pages of the book (from _toc.yml), in order."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from notebook_tools import toc_files
+    from .notebooks import toc_files
 
     out = []
     for f in toc_files():
