@@ -68,16 +68,16 @@ def setup(seed: int = 0) -> torch.device:
 def glue(name: str, value, display: bool = False) -> None:
     """Store ``value`` under ``name`` for the prose (MyST-NB's ``{glue:text}`name``` role).
 
-    On the website the number in the sentence is the one this cell computed. Where MyST-NB is
-    not installed (Colab), the value is printed instead when ``display`` is true.
-    Round floats before gluing so the stored output, and so nbval, stays exact.
+    On the website the number in the sentence is the one this cell computed. Where MyST-NB
+    is not installed (Colab, plain Jupyter) the prose shows the raw role, so the value is
+    printed instead, one short line ``name = value``, and the reader still sees every number
+    the text refers to. Round floats before gluing so the stored output stays exact.
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty str, got {name!r}")
     try:
         from myst_nb import glue as myst_glue
     except ImportError:
-        if display:
-            print(f"{name} = {value}")
+        print(f"{name} = {value}")
         return
     myst_glue(name, value, display=display)

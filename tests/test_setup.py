@@ -1,0 +1,44 @@
+"""utils.setup and utils.glue: what every chapter's first cell and its prose rely on."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+import utils
+
+
+def test_glue_prints_the_value_where_myst_nb_is_missing(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "myst_nb", None)  # import now raises ImportError
+    utils.glue("ratio", 5.2)
+    assert capsys.readouterr().out == "ratio = 5.2\n"
+
+
+def test_glue_is_silent_under_myst_nb(capsys):
+    pytest.importorskip("myst_nb")
+    utils.glue("ratio", 5.2)
+    assert "ratio = 5.2" not in capsys.readouterr().out
+
+
+def test_glue_rejects_a_bad_name():
+    with pytest.raises(TypeError, match="name"):
+        utils.glue("", 1)
+
+
+def test_course_seed_replaces_the_seed(monkeypatch):
+    monkeypatch.setenv("COURSE_SEED", "1")
+    utils.setup(seed=0)
+    with_env = torch.rand(3)
+    monkeypatch.delenv("COURSE_SEED")
+    utils.setup(seed=1)
+    assert torch.equal(with_env, torch.rand(3))
+    utils.setup(seed=0)
+    assert not torch.equal(with_env, torch.rand(3))
+
+
+def test_course_seed_must_be_an_integer(monkeypatch):
+    monkeypatch.setenv("COURSE_SEED", "one")
+    with pytest.raises(ValueError, match="COURSE_SEED"):
+        utils.setup()
