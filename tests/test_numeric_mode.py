@@ -84,3 +84,13 @@ def test_the_same_bits_on_another_cpu(cpu):
     got = _fingerprint(numeric_mode.environment("portable"), qemu_cpu=cpu)
     differ = _differences(got, json.loads(STORED.read_text()))
     assert not differ, f"on an emulated {cpu}: {differ} differ"
+
+
+def test_robust_mode_undoes_the_portable_one():
+    env = numeric_mode.environment("robust", base={"PATH": "/bin", **numeric_mode.PORTABLE})
+    assert env == {"PATH": "/bin", "COURSE_SEED": "1"}
+
+
+def test_an_unknown_mode_is_refused():
+    with pytest.raises(ValueError, match="mode must be one of"):
+        numeric_mode.environment("fast")
