@@ -14,6 +14,7 @@ import re
 import unicodedata
 
 import pytest
+
 from tools import translations
 from tools.build_book import ZH_TITLE, missing_pages
 from tools.glossary_links import GLOSSARY, glossary_terms
@@ -40,17 +41,21 @@ def test_every_page_is_built_in_both_editions(built_site):
 
 
 def _chinese(page: str) -> str:
-    return str(translations.load(translations.ROOT / "book" / page)["page"]["zh"])
+    return str(
+        translations.load(translations.ROOT / "book" / page)["page"]["zh"]
+    )
 
 
 def test_the_chinese_site_title_is_the_intro_heading():
-    heading = re.search(r"^# (.+)$", _chinese("intro.md"), re.M)
+    heading = re.search(r"^# (.+)$", _chinese("intro.md"), re.MULTILINE)
     assert heading, "the Chinese intro has no heading"
     assert heading.group(1).strip() == ZH_TITLE
 
 
 HAN = re.compile(r"[\u3400-\u9fff]")
-INDEX_ROW = re.compile(r"^\| (.+?) \| (.+?) \| \{term\}`([^`]+)` \|$", re.M)
+INDEX_ROW = re.compile(
+    r"^\| (.+?) \| (.+?) \| \{term\}`([^`]+)` \|$", re.MULTILINE
+)
 TONE_MARKS = {"\u0304": 1, "\u0301": 2, "\u030c": 3, "\u0300": 4}
 
 
@@ -58,14 +63,22 @@ def _pinyin_order(row: tuple[str, str, str]):
     """By the pinyin's letters (ü after u; spaces and hyphens ignored), then, where the
     letters tie, by its tones: 键 jiàn < 简短惩罚 jiǎnduǎn chéngfá < 键值缓存 jiànzhí huǎncún."""
     chinese, pinyin, _ = row
-    decomposed = unicodedata.normalize("NFD", pinyin.lower()).replace("u\u0308", "v")
+    decomposed = unicodedata.normalize("NFD", pinyin.lower()).replace(
+        "u\u0308", "v"
+    )
     letters = "".join(c for c in decomposed if c.isalnum() and c.isascii())
-    return letters, [TONE_MARKS[c] for c in decomposed if c in TONE_MARKS], chinese
+    return (
+        letters,
+        [TONE_MARKS[c] for c in decomposed if c in TONE_MARKS],
+        chinese,
+    )
 
 
 def _glossary_entries() -> dict[str, str]:
     """Each entry's name (its first name) -> its Chinese, the bold text of its line."""
-    block = GLOSSARY.read_text().split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
+    block = (
+        GLOSSARY.read_text().split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
+    )
     entries, names = {}, []
     for line in block.splitlines():
         if not line.strip() or line.startswith(":"):
@@ -94,7 +107,9 @@ def test_the_chinese_glossary_has_a_pinyin_index_of_every_entry():
             )
         # Pinyin written by words (加性注意力: jiāxìng zhùyìlì): one tone mark per Han
         # character, and a Latin word (softmax, top-k) as the term writes it.
-        marks = [c for c in unicodedata.normalize("NFD", pinyin) if c in TONE_MARKS]
+        marks = [
+            c for c in unicodedata.normalize("NFD", pinyin) if c in TONE_MARKS
+        ]
         if len(marks) != len(HAN.findall(chinese)):
             problems.append(
                 f"{chinese}: pinyin {pinyin!r} has {len(marks)} tone marks"
@@ -102,7 +117,9 @@ def test_the_chinese_glossary_has_a_pinyin_index_of_every_entry():
         latin = re.findall(r"[A-Za-z][\w-]*", HAN.sub(" ", chinese))
         plain = [w for w in pinyin.split() if w.isascii()]
         if plain != latin:
-            problems.append(f"{chinese}: pinyin {pinyin!r} does not keep {latin}")
+            problems.append(
+                f"{chinese}: pinyin {pinyin!r} does not keep {latin}"
+            )
     # Every entry whose Chinese name is Chinese can be found by it (the name before any
     # parenthesis: 因果掩码 for 因果掩码（未来掩码）).
     listed = {(c, names[e.lower()]) for c, _, e in rows if e.lower() in names}
