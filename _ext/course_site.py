@@ -15,8 +15,9 @@
    (gettext catalogues, one per message domain: "sphinx" for Sphinx and pydata-sphinx-theme,
    "booktheme" for sphinx-book-theme) go in front of the packages' own catalogues, and
    _ext/templates/ overrides the four book-theme templates whose English is hard-coded, so
-   that it passes through gettext. Two labels written by JavaScript or by myst-nb's HTML
-   writer (folded cells, dropdowns) are relabelled in the page by a small script.
+   that it passes through gettext. The label of folded cells and dropdowns, which myst-nb's
+   HTML writer and sphinx-togglebutton's JavaScript write in English, is replaced in the
+   page by a small script.
 """
 
 from __future__ import annotations
@@ -155,8 +156,8 @@ def _localise_theme(app, config):
             app.translator = ours
 
 
-# Labels that are not in any catalogue: sphinx-togglebutton's JavaScript writes the first
-# on each dropdown's button, myst-nb's HTML writer on each folded cell's <summary>.
+# A label in no catalogue: myst-nb's HTML writer puts it on each folded cell's <summary>,
+# sphinx-togglebutton's JavaScript on each dropdown's button.
 RELABEL_ZH = {"Toggle hidden content": "显示或隐藏内容"}
 RELABEL_SCRIPT = """window.addEventListener("load", () => {
   for (const [english, chinese] of Object.entries(%s)) {
