@@ -11,15 +11,26 @@
    language switch in its header leading to the same page in the other edition, by a
    relative link (the site works offline and from file://). Each Chinese chapter says under
    its title that the Colab notebook (the launch button) has English prose.
+4. The Chinese edition's page furniture is Chinese: _ext/locale/zh_CN/LC_MESSAGES/<domain>.po
+   (gettext catalogues, one per message domain: "sphinx" for Sphinx and pydata-sphinx-theme,
+   "booktheme" for sphinx-book-theme) go in front of the packages' own catalogues, and
+   _ext/templates/ overrides the four book-theme templates whose English is hard-coded, so
+   that it passes through gettext. The label of folded cells and dropdowns, which myst-nb's
+   HTML writer and sphinx-togglebutton's JavaScript write in English, is replaced in the
+   page by a small script.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gettext
 import html
+import json
 import pathlib
 
+import sphinx.locale
 import sphinxcontrib.bibtex.plugin
+from babel.messages.pofile import read_po
 from pybtex.plugin import register_plugin
 from pybtex.style.formatting.unsrt import Style as UnsrtStyle
 from pybtex.style.labels import BaseLabelStyle
@@ -103,6 +114,66 @@ COLAB_NOTE_ZH = (
 )
 
 
+LOCALE = pathlib.Path(__file__).parent / "locale"
+
+
+class _Catalogue(gettext.NullTranslations):
+    """The messages of one .po file; any other message goes to the fallback catalogue."""
+
+    def __init__(self, messages: dict[str, str]):
+        super().__init__()
+        self._messages = messages
+
+    def gettext(self, message):
+        if message in self._messages:
+            return self._messages[message]
+        return super().gettext(message)
+
+
+def _catalogue(po: pathlib.Path) -> _Catalogue:
+    with po.open("rb") as f:
+        catalog = read_po(f)
+    return _Catalogue({m.id: m.string for m in catalog if m.id and m.string})
+
+
+def _localise_theme(app, config):
+    """Put _ext/locale/<language>/LC_MESSAGES/<domain>.po in front of each domain's
+    catalogue (before the builder installs them in its templates).
+
+    Sphinx makes the first catalogue registered for a domain the one asked first, and the
+    themes register theirs when they load, before this extension: a catalogue added by
+    `app.add_message_catalog` here would only be asked for what theirs lacks, so theirs
+    would keep 列印成 PDF."""
+    if not _is_chinese(app):
+        return
+    folder = LOCALE / str(config.language) / "LC_MESSAGES"
+    for po in sorted(folder.glob("*.po")):
+        ours, key = _catalogue(po), ("general", po.stem)
+        if key in sphinx.locale.translators:
+            ours.add_fallback(sphinx.locale.translators[key])
+        sphinx.locale.translators[key] = ours
+        if po.stem == "sphinx":  # the catalogue the HTML templates use
+            app.translator = ours
+
+
+# A label in no catalogue: myst-nb's HTML writer puts it on each folded cell's <summary>,
+# sphinx-togglebutton's JavaScript on each dropdown's button.
+RELABEL_ZH = {"Toggle hidden content": "显示或隐藏内容"}
+RELABEL_SCRIPT = """window.addEventListener("load", () => {
+  for (const [english, chinese] of Object.entries(%s)) {
+    for (const el of document.querySelectorAll(`[aria-label="${english}"]`)) {
+      el.setAttribute("aria-label", chinese);
+    }
+  }
+});"""
+
+
+def _relabel_script(app):
+    if _is_chinese(app):
+        body = RELABEL_SCRIPT % json.dumps(RELABEL_ZH, ensure_ascii=False)
+        app.add_js_file(None, body=body)
+
+
 def _language_switch(app, pagename, templatename, context, doctree):
     """Context for _ext/templates/course-language.html; the Colab note on Chinese chapters."""
     up = "../" * pagename.count("/")
@@ -130,8 +201,10 @@ def _language_switch(app, pagename, templatename, context, doctree):
 
 
 def _add_templates(app, config):
-    config.templates_path.append(
-        str(pathlib.Path(__file__).parent / "templates")
+    # First: the themes add their component folders to templates_path too, and the
+    # overrides in _ext/templates/ must be found before the themes' own.
+    config.templates_path.insert(
+        0, str(pathlib.Path(__file__).parent / "templates")
     )
     options = config.html_theme_options
     if "article_header_end" not in options:
@@ -153,5 +226,7 @@ def setup(app):
     )
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("config-inited", _add_templates)
+    app.connect("config-inited", _localise_theme)
+    app.connect("builder-inited", _relabel_script)
     app.connect("html-page-context", _language_switch)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -13,6 +13,14 @@ notebook's prose is English; and no Chinese character may be drawn as a missing-
 (each distinct CJK character of the page is drawn on a canvas in the font of the text that
 holds it and compared with the box drawn for an unassigned code point, U+0378; without a
 CJK font, e.g. `FONTCONFIG_FILE` pointing at a config with only DejaVu, this fails).
+A Chinese page must also show none of the theme's English UI strings that the Chinese
+edition translates (_ext/locale/zh_CN/LC_MESSAGES/*.po, the togglebutton hints, the
+folded-cell labels, 列印成 PDF) in any text, tooltip, label or alt text outside code,
+outputs and maths; and no other English at all in its header bar, footer, buttons and
+dropdown menus or in any tooltip, label or alt text (file types, "Ctrl", licence and brand
+names excepted; the language switch is marked lang="en" and addressed to English readers).
+The same probe run on the English pages must find those strings there, so it is known to
+see them.
 A full-page screenshot (JPEG) of each page at both sizes goes to
 _build/screenshots/ for a person to look at.
 
@@ -31,6 +39,8 @@ import threading
 import urllib.parse
 
 import pytest
+from babel.messages.pofile import read_po
+
 from tools.notebooks import ROOT, config, toc_files
 
 pytestmark = pytest.mark.slow
@@ -55,6 +65,41 @@ INSTALL_HINT = (
     "no Chromium found: install it (Debian/Ubuntu: `sudo apt-get install "
     "chromium`; .ci/run does this) or set CHROMIUM=/path/to/chromium"
 )
+
+
+def _localised_english() -> list[str]:
+    """The English UI strings the Chinese edition translates, as a page shows them."""
+    found = []
+    for po in sorted(
+        (ROOT / "_ext" / "locale").glob("zh_CN/LC_MESSAGES/*.po")
+    ):
+        with po.open("rb") as f:
+            found += [m.id for m in read_po(f) if m.id and m.string]
+    copyright = str(config()["copyright"])
+    found = [m.replace("%(copyright)s", copyright) for m in found]
+    # Shown only inside longer strings: the Colab button's alt text is "Colab" + "logo".
+    found += ["Colab logo"]
+    # Not from a catalogue: sphinx-togglebutton's hints (tools/build_book.py sets them)
+    # and the label of folded cells and dropdowns (_ext/course_site.py relabels it).
+    found += ["Click to show", "Click to hide", "Toggle hidden content"]
+    return sorted(set(found)) + [
+        "列印成 PDF"
+    ]  # the theme's zh_CN, Taiwan usage
+
+
+LOCALISED = _localised_english()
+assert len(LOCALISED) > 10 and "Repository" in LOCALISED, LOCALISED
+# Latin-script UI text a Chinese page may keep: file types, a key, licences, brands.
+UI_KEEP = {
+    "Ctrl",
+    "K",
+    "Colab",
+    "MIT",
+    "CC BY-SA 4.0",
+    ".ipynb",
+    ".md",
+    ".pdf",
+}
 
 
 def _chromium() -> str | None:
@@ -114,7 +159,7 @@ def browser():
 
 # Runs in the page. Returns what a reader would see wrong, as plain data.
 INSPECT = """
-async (checkOverflow) => {
+async ({checkOverflow, localised, keep}) => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
   }
@@ -127,7 +172,8 @@ async (checkOverflow) => {
     (el.innerText || el.textContent || "").trim().split("\\n")[0].slice(0, 90);
   const report = {untypeset: [], mathErrors: [], rawTex: [], images: [],
                   overflow: [], pageOverflow: [], colab: [], language: [],
-                  colabNote: 0, tofu: [], cjkChecked: 0};
+                  colabNote: 0, tofu: [], cjkChecked: 0, localised: [],
+                  english: []};
 
   for (const el of document.querySelectorAll(".math")) {
     if (!el.querySelector("mjx-container")) report.untypeset.push(firstLine(el));
@@ -203,6 +249,46 @@ async (checkOverflow) => {
     report.language.push({href: a.href, text: a.textContent.trim(), visible});
   }
   report.colabNote = document.querySelectorAll(".course-colab-note").length;
+  // English UI strings. `localised`: strings the Chinese edition translates, looked for
+  // everywhere but code, outputs and maths. `english`: any Latin-script word in a
+  // tooltip, label or alt text, or in the text of the page's furniture (header bar,
+  // footer, buttons, dropdown menus). Text marked lang="en" is English on purpose.
+  const notUI = "pre, code, .highlight, .cell_output, .output, mjx-container, " +
+                "script, style, body [lang|='en']";
+  const furniture = ".bd-header, .bd-header-article, .bd-footer, .bd-footer-content, " +
+                    ".bd-footer-article, .dropdown-menu, button, summary";
+  const squash = (text) => text.replace(/\\s+/g, " ").trim();
+  const latin = (text) => /[A-Za-z]{2,}/.test(text) && !/[\u3400-\u9fff]/.test(text) &&
+                          !keep.includes(text);
+  const uiAttributes = ["title", "aria-label", "data-bs-title", "data-bs-original-title",
+                        "alt", "placeholder", "data-toggle-hint", "data-tooltip"];
+  const seen = new Set();
+  const note = (list, what) => { if (!seen.has(what)) { seen.add(what); list.push(what); } };
+  for (const el of document.querySelectorAll("body *")) {
+    if (el.closest(notUI)) continue;
+    for (const name of uiAttributes) {
+      const value = squash(el.getAttribute(name) || "");
+      if (!value) continue;
+      if (localised.includes(value)) note(report.localised, `${name}="${value}"`);
+      // A citation's title is its bibliography entry (content, not furniture).
+      else if (latin(value) && !(name === "title" && el.matches("a.reference")))
+        note(report.english, `${name}="${value}" on <${el.tagName.toLowerCase()}>`);
+    }
+  }
+  const textWalker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = textWalker.nextNode(); node; node = textWalker.nextNode()) {
+    const parent = node.parentElement;
+    const text = squash(node.textContent);
+    if (!parent || !text || parent.closest(notUI)) continue;
+    if (localised.includes(text)) note(report.localised, `text "${text}"`);
+    else if (parent.closest(furniture) && latin(text))
+      note(report.english, `text "${text}" in <${parent.tagName.toLowerCase()}>`);
+  }
+  // sphinx-togglebutton's hints live in two script variables until a dropdown is opened.
+  for (const hint of [typeof toggleHintShow === "undefined" ? "" : toggleHintShow,
+                      typeof toggleHintHide === "undefined" ? "" : toggleHintHide]) {
+    if (localised.includes(hint)) note(report.localised, `togglebutton hint "${hint}"`);
+  }
   // The header bar that holds the switch and the buttons fits in the window.
   for (const bar of document.querySelectorAll(".header-article-items__end")) {
     const right = Math.max(...[...bar.querySelectorAll("a, button")].map(
@@ -343,7 +429,14 @@ def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
     )
     try:
         browser_page.goto(f"{site_url}/{page}.html", wait_until="load")
-        report = browser_page.evaluate(INSPECT, viewport == "desktop")
+        report = browser_page.evaluate(
+            INSPECT,
+            {
+                "checkOverflow": viewport == "desktop",
+                "localised": LOCALISED,
+                "keep": sorted(UI_KEEP),
+            },
+        )
         name = page.replace("/", "_")
         # JPEG: encoding a 1280 x 30000 px page as PNG takes seconds longer.
         browser_page.screenshot(
@@ -383,6 +476,18 @@ def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
         problems.append("no Chinese character checked on a Chinese page")
     problems += _language_problems(site_url, page, report["language"])
     chinese = page.startswith("zh/")
+    if chinese:
+        problems += [
+            f"English UI string the Chinese edition translates: {item}"
+            for item in report["localised"]
+        ]
+        problems += [f"English UI text: {item}" for item in report["english"]]
+    elif "Repository" not in " ".join(report["localised"]):
+        # Every page has the GitHub dropdown: the probe must see its English here.
+        problems.append(
+            "the English UI probe found no 'Repository' on an English page: "
+            f"{report['localised']}"
+        )
     if chinese and _is_chapter(page) and report["colabNote"] != 1:
         problems.append(
             f"{report['colabNote']} notes (want 1) that the Colab notebook's "

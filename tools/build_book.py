@@ -27,7 +27,8 @@ from .notebooks import ROOT, toc_files
 HTML = ROOT / "_build" / "html"
 ZH_SRC = ROOT / "_build" / "zh_src"
 ZH_HTML = HTML / "zh"
-ZH_TITLE = "一步一步学 Transformer"
+# The site title: the Chinese intro's heading too (tests/test_book.py checks they agree).
+ZH_TITLE = "一步一步读懂 Transformer"
 ZH_AUTHOR = "Transformer 课程作者"
 # The part captions of _toc.yml, shown in the Chinese sidebar.
 ZH_CAPTIONS = {"Chapters": "章节", "Reference": "参考资料"}
@@ -37,6 +38,13 @@ ZH_CODE_PROMPTS = {
     "nb_code_prompt_hide": "隐藏代码",
 }
 ZH_PROMPTS = {"Show solution": "显示答案", "Hide solution": "隐藏答案"}
+# sphinx-togglebutton's hover hints on dropdowns ("Solution N, explained"): its zh_CN
+# catalogue has none, so they are set here. The rest of the theme's English is translated
+# by _ext/locale/zh_CN/LC_MESSAGES/*.po (see _ext/course_site.py).
+ZH_TOGGLE_HINTS = {
+    "togglebutton_hint": "点击显示",
+    "togglebutton_hint_hide": "点击隐藏",
+}
 ZH_FOOTER = (
     '<p>文字与插图：<a href="https://creativecommons.org/licenses/by-sa/4.0/">'
     "CC BY-SA 4.0</a>。代码："
@@ -82,6 +90,7 @@ def zh_source() -> pathlib.Path:
     # reads it to know which edition it builds.
     config["sphinx"]["config"]["language"] = "zh_CN"
     config["sphinx"]["config"].update(ZH_CODE_PROMPTS)
+    config["sphinx"]["config"].update(ZH_TOGGLE_HINTS)
     theme = config["sphinx"]["config"].setdefault("html_theme_options", {})
     theme["search_bar_text"] = "搜索本书……"
     (ZH_SRC / "_config.yml").write_text(
