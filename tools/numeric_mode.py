@@ -26,9 +26,9 @@ time (a chapter-8 step: 125 ms against 70 ms natively; AVX2: 70 ms), and they ar
 portable: MKL's SSE2 (``COMPATIBLE``) square root starts from the approximate RSQRTPS
 instruction, whose tables differ between CPU vendors, while its AVX2 one is exact.
 ``tests/test_numeric_mode.py`` proves what the mode buys: the fingerprint of every operation
-the course relies on (``tools/fingerprint.py``) is the stored one, is the same on the CPUs
-qemu can present (an Intel Haswell and an AMD EPYC, when qemu-user is installed), and
-differs between native code paths (so the check can fail).
+the course relies on (``tools/fingerprint.py``) is the stored one, is the same on an Intel
+Haswell as qemu presents it (no AVX-512), and differs between native code paths (so the
+check can fail). Not on AMD: MKL honours its AVX2 branch on Intel CPUs only (README).
 
 ``ROBUST`` is the opposite: every library on its native path, every core, and another seed
 (``COURSE_SEED``, read by ``utils.setup``). ``make robust`` executes every chapter in it and
