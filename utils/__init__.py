@@ -42,19 +42,22 @@ def pick_device() -> torch.device:
 
 
 def setup(seed: int = 0) -> torch.device:
-    """What every chapter's first cell calls: seed, fix print and plot styles, pick the device.
+    """What every chapter's first cell calls: seed, fix print and plot styles,
+    pick the device.
 
-    Prints are rounded (4 decimals, no scientific notation) so stored outputs stay stable,
-    and wrapped at 79 characters so the website shows them whole. The environment variable
-    ``COURSE_SEED``, when set, replaces ``seed``: ``make robust`` runs every chapter with
-    another seed to prove its asserts do not depend on one.
+    Prints are rounded (4 decimals, no scientific notation) so stored outputs
+    stay stable, and wrapped at 79 characters so the website shows them whole.
+    The environment variable ``COURSE_SEED``, when set, replaces ``seed``:
+    ``make robust`` runs every chapter with another seed to prove its asserts
+    do not depend on one.
     """
     if "COURSE_SEED" in os.environ:
         try:
             seed = int(os.environ["COURSE_SEED"])
         except ValueError:
+            value = os.environ["COURSE_SEED"]
             raise ValueError(
-                f"COURSE_SEED must be an integer, got {os.environ['COURSE_SEED']!r}"
+                f"COURSE_SEED must be an integer, got {value!r}"
             ) from None
     seed_everything(seed)
     torch.set_printoptions(precision=4, sci_mode=False, linewidth=79)
@@ -66,12 +69,14 @@ def setup(seed: int = 0) -> torch.device:
 
 
 def glue(name: str, value, display: bool = False) -> None:
-    """Store ``value`` under ``name`` for the prose (MyST-NB's ``{glue:text}`name``` role).
+    """Store ``value`` under ``name`` for the prose (MyST-NB's
+    ``{glue:text}`name``` role).
 
-    On the website the number in the sentence is the one this cell computed. Where MyST-NB
-    is not installed (Colab, plain Jupyter) the prose shows the raw role, so the value is
-    printed instead, one short line ``name = value``, and the reader still sees every number
-    the text refers to. Round floats before gluing so the stored output stays exact.
+    On the website the number in the sentence is the one this cell computed.
+    Where MyST-NB is not installed (Colab, plain Jupyter) the prose shows the
+    raw role, so the value is printed instead, one short line ``name = value``,
+    and the reader still sees every number the text refers to. Round floats
+    before gluing so the stored output stays exact.
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty str, got {name!r}")

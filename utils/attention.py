@@ -163,7 +163,8 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, n, self.num_heads, self.d_head).transpose(1, 2)
 
     def _merge(self, out: torch.Tensor) -> torch.Tensor:
-        """Concatenate the heads and project: (B, h, n, d_head) -> (B, n, d_model)."""
+        """Concatenate the heads and project: (B, h, n, d_head) -> (B, n,
+        d_model)."""
         b, _, n, _ = out.shape
         return self.w_o(out.transpose(1, 2).reshape(b, n, self.d_model))
 

@@ -1,9 +1,10 @@
 """Diagrams drawn by code: labelled boxes, arrows, tensors as grids, brackets.
 
-A diagram is a matplotlib figure like any plot, so it is reproducible, reviewable in a diff
-and redrawn when a shape changes. Coordinates are in inches: ``canvas(7, 3)`` gives an axes
-from (0, 0) at the bottom left to (7, 3) at the top right, so sizes and font sizes (points)
-relate directly. This is not a general diagram library: it has what the chapters need.
+A diagram is a matplotlib figure like any plot, so it is reproducible,
+reviewable in a diff and redrawn when a shape changes. Coordinates are in
+inches: ``canvas(7, 3)`` gives an axes from (0, 0) at the bottom left to (7, 3)
+at the top right, so sizes and font sizes (points) relate directly. This is not
+a general diagram library: it has what the chapters need.
 
     fig, ax = canvas(6, 2, title="Scores")
     q = box(ax, (1, 1), "query", kind="input")
@@ -35,7 +36,8 @@ __all__ = [
     "tensor",
 ]
 
-# One fill colour per role, used across all chapters so a reader learns them once.
+# One fill colour per role, used across all chapters so a reader learns them
+# once.
 COLORS = {
     "plain": "#ffffff",
     "input": "#dbe9f6",  # embeddings, tokens, tensors entering a block
@@ -46,7 +48,8 @@ COLORS = {
     "output": "#e8e8e8",  # logits, losses, results
 }
 EDGE = "#333333"
-MAX_WIDTH = 7.2  # inches: wider figures are shrunk on the site and their text gets small
+# inches: wider figures are shrunk on the site and their text gets small
+MAX_WIDTH = 7.2
 MIN_FONT = (
     9  # points: the smallest text the site shows legibly at natural size
 )
@@ -54,7 +57,8 @@ MIN_FONT = (
 
 @dataclass(frozen=True)
 class Box:
-    """A drawn rectangle: centre ``(x, y)``, width ``w`` and height ``h`` in inches."""
+    """A drawn rectangle: centre ``(x, y)``, width ``w`` and height ``h`` in
+    inches."""
 
     x: float
     y: float
@@ -108,7 +112,8 @@ def _fontsize(fontsize, name: str = "fontsize") -> float:
 def canvas(
     width: float, height: float, *, title: str | None = None
 ) -> tuple[plt.Figure, plt.Axes]:
-    """A blank figure ``width`` x ``height`` inches whose data units are inches."""
+    """A blank figure ``width`` x ``height`` inches whose data units are
+    inches."""
     width = check_number(width, "width", minimum=0.5)
     height = check_number(height, "height", minimum=0.5)
     if width > MAX_WIDTH:
@@ -178,11 +183,14 @@ def arrow(
     style: str = "-|>",
     connection: str = "arc3",
 ) -> None:
-    """An arrow from ``start`` to ``end`` (points or Box anchors such as ``b.top``).
+    """An arrow from ``start`` to ``end`` (points or Box anchors such as
+    ``b.top``).
 
-    ``text`` (e.g. a tensor shape) is written beside the arrow's midpoint, shifted by
+    ``text`` (e.g. a tensor shape) is written beside the arrow's midpoint,
+    shifted by
     ``offset`` inches, left-aligned when shifted right and centred otherwise.
-    ``connection`` is a matplotlib connection style, e.g. ``"angle,angleA=0,angleB=90"``.
+    ``connection`` is a matplotlib connection style, e.g.
+    ``"angle,angleA=0,angleB=90"``.
     """
     (x0, y0), (x1, y1) = _point(start, "start"), _point(end, "end")
     ax.add_patch(
@@ -213,9 +221,13 @@ def arrow(
 
 
 def _entry(fmt: str, value) -> str:
-    """``fmt.format(value)``, without the sign of a value that rounds to zero ("-0.00")."""
+    """``fmt.format(value)``, without the sign of a value that rounds to zero
+    ("-0.00")."""
     text = fmt.format(value)
-    if text.startswith("-") and text.lstrip("-").replace("0", "").strip(".") == "":
+    if (
+        text.startswith("-")
+        and text.lstrip("-").replace("0", "").strip(".") == ""
+    ):
         return text[1:]
     return text
 
@@ -235,12 +247,13 @@ def tensor(
 ) -> Box:
     """A 2-D tensor drawn as a grid of cells centred at ``xy``.
 
-    Give ``values`` (a 2-D array or tensor, rows x columns; a 1-D one is drawn as one row)
-    to write each entry with ``fmt``, or only ``shape=(rows, cols)`` for an empty grid.
-    Boolean values are drawn as filled (True) and empty (False) cells, as the masks chapter
-    draws them. ``colors`` (rows x cols of colour strings) overrides the fill per cell.
-    ``title`` is written above the grid (e.g. ``"K (3, 4)"``). Cells are ``cell`` inches
-    high and widen so the longest written entry fits.
+    Give ``values`` (a 2-D array or tensor, rows x columns; a 1-D one is drawn
+    as one row) to write each entry with ``fmt``, or only ``shape=(rows,
+    cols)`` for an empty grid. Boolean values are drawn as filled (True) and
+    empty (False) cells, as the masks chapter draws them. ``colors`` (rows x
+    cols of colour strings) overrides the fill per cell. ``title`` is written
+    above the grid (e.g. ``"K (3, 4)"``). Cells are ``cell`` inches high and
+    widen so the longest written entry fits.
     """
     if values is not None:
         m = (
@@ -272,7 +285,9 @@ def tensor(
     texts = None
     if m is not None and m.dtype != bool:
         texts = [[_entry(fmt, v) for v in row] for row in m.tolist()]
-    longest = max((len(t) for row in texts for t in row), default=0) if texts else 0
+    longest = (
+        max((len(t) for row in texts for t in row), default=0) if texts else 0
+    )
     # about 0.6 em per character, plus a margin, so entries never overlap
     cell_w = max(cell, longest * 0.6 * size / 72 + 0.08)
     x0, y0 = x - cols * cell_w / 2, y + rows * cell / 2
@@ -317,8 +332,9 @@ def bracket(
     depth: float = 0.12,
     fontsize: float = 11,
 ) -> None:
-    """A square bracket from ``start`` to ``end`` (a vertical or horizontal span), with
-    ``text`` outside it, e.g. ``"N x"`` beside a stack of layers."""
+    """A square bracket from ``start`` to ``end`` (a vertical or horizontal
+    span), with ``text`` outside it, e.g. ``"N x"`` beside a stack of layers.
+    """
     (x0, y0), (x1, y1) = _point(start, "start"), _point(end, "end")
     if side not in ("left", "right", "above", "below"):
         raise ValueError(
@@ -360,10 +376,12 @@ def label(
 
 
 def shape_text(shape, names: Sequence[str] | None = None) -> str:
-    """``(2, 5, 16)`` or, with names, ``(B=2, T=5, d=16)``: the label written on arrows.
+    """``(2, 5, 16)`` or, with names, ``(B=2, T=5, d=16)``: the label written
+    on arrows.
 
-    ``shape`` may be a ``torch.Size``, a tensor (its shape is used) or a tuple of ints, so a
-    diagram's labels come from running the code rather than being typed by hand.
+    ``shape`` may be a ``torch.Size``, a tensor (its shape is used) or a tuple
+    of ints, so a diagram's labels come from running the code rather than being
+    typed by hand.
     """
     if isinstance(shape, torch.Tensor):
         shape = shape.shape

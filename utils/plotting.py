@@ -1,4 +1,6 @@
-"""Plotting helpers shared by the chapters: one style, labelled heatmaps and line plots."""
+"""Plotting helpers shared by the chapters: one style, labelled heatmaps and
+line plots."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -11,24 +13,28 @@ import torch
 def use_course_style() -> None:
     """The course's figure style (applied by ``utils.setup``).
 
-    Figures are at most 7 inches wide at 100 dpi, so the site shows them at their natural
-    size (about 700 CSS pixels) in the content column, with 11 pt text (about 15 px).
-    In a notebook they are stored as "retina" PNGs: twice the pixels, with the display
-    size in the output's metadata, so they stay sharp on high-density screens.
+    Figures are at most 7 inches wide at 100 dpi, so the site shows them at
+    their natural size (about 700 CSS pixels) in the content column, with 11 pt
+    text (about 15 px). In a notebook they are stored as "retina" PNGs: twice
+    the pixels, with the display size in the output's metadata, so they stay
+    sharp on high-density screens.
     """
-    plt.rcParams.update({
-        "figure.figsize": (7.0, 3.8),
-        "figure.dpi": 100,
-        "font.size": 11,
-        "axes.titlesize": 12,
-        "axes.grid": True,
-        "grid.alpha": 0.3,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "image.cmap": "viridis",
-        "image.interpolation": "nearest",  # no resampling blur or moire in heatmaps
-        "svg.hashsalt": "transformer-course",  # stable ids if anyone saves SVG
-    })
+    plt.rcParams.update(
+        {
+            "figure.figsize": (7.0, 3.8),
+            "figure.dpi": 100,
+            "font.size": 11,
+            "axes.titlesize": 12,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "image.cmap": "viridis",
+            # nearest: no resampling blur or moire in heatmaps
+            "image.interpolation": "nearest",
+            "svg.hashsalt": "transformer-course",  # stable ids in saved SVG
+        }
+    )
     try:
         from IPython import get_ipython
         from matplotlib_inline.backend_inline import set_matplotlib_formats
@@ -44,37 +50,66 @@ def _to_numpy(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
-def heatmap(matrix, *, title: str, xlabel: str, ylabel: str,
-            xticklabels: Sequence[str] | None = None,
-            yticklabels: Sequence[str] | None = None,
-            ax: plt.Axes | None = None, annotate: bool = False,
-            cmap: str = "viridis", vmin: float | None = None, vmax: float | None = None,
-            colorbar: bool = True) -> plt.Axes:
-    """Draw a 2-D matrix (rows = queries / y, columns = keys / x) with labels and a title."""
+def heatmap(
+    matrix,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    xticklabels: Sequence[str] | None = None,
+    yticklabels: Sequence[str] | None = None,
+    ax: plt.Axes | None = None,
+    annotate: bool = False,
+    cmap: str = "viridis",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    colorbar: bool = True,
+) -> plt.Axes:
+    """Draw a 2-D matrix (rows = queries / y, columns = keys / x) with labels
+    and a title."""
     m = _to_numpy(matrix)
     if m.ndim != 2:
         raise ValueError(f"matrix must be 2-D, got shape {tuple(m.shape)}")
     if ax is None:
-        _, ax = plt.subplots(figsize=(max(3.0, 0.45 * m.shape[1] + 1.5), max(2.5, 0.4 * m.shape[0] + 1.2)))
+        _, ax = plt.subplots(
+            figsize=(
+                max(3.0, 0.45 * m.shape[1] + 1.5),
+                max(2.5, 0.4 * m.shape[0] + 1.2),
+            )
+        )
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     ax.grid(False)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    for labels, n, setter, ticks in ((xticklabels, m.shape[1], ax.set_xticklabels, ax.set_xticks),
-                                     (yticklabels, m.shape[0], ax.set_yticklabels, ax.set_yticks)):
+    for labels, n, setter, ticks in (
+        (xticklabels, m.shape[1], ax.set_xticklabels, ax.set_xticks),
+        (yticklabels, m.shape[0], ax.set_yticklabels, ax.set_yticks),
+    ):
         if labels is not None:
             if len(labels) != n:
-                raise ValueError(f"got {len(labels)} tick labels for an axis of length {n}")
+                raise ValueError(
+                    f"got {len(labels)} tick labels for an axis of length {n}"
+                )
             ticks(range(n))
-            setter(list(labels), rotation=45 if setter == ax.set_xticklabels else 0)
+            setter(
+                list(labels),
+                rotation=45 if setter == ax.set_xticklabels else 0,
+            )
     if annotate:
         lo, hi = np.nanmin(m), np.nanmax(m)
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
                 light = (m[i, j] - lo) < 0.5 * (hi - lo) if hi > lo else True
-                ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=10,
-                        color="white" if light else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{m[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=10,
+                    color="white" if light else "black",
+                )
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     return ax
