@@ -1,8 +1,9 @@
 """pytest configuration for the whole repository.
 
-nbval collects only the notebooks the book tests (tools/notebooks.py: the chapters in
-_toc.yml plus the author template), the site is built once per run and shared by the tests
-that need it, and the run ends with a table of how long each notebook took to execute.
+nbval collects only the notebooks the book tests (tools/notebooks.py: the
+chapters in _toc.yml plus the author template), the site is built once per run
+and shared by the tests that need it, and the run ends with a table of how long
+each notebook took to execute.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import pytest
 from tools import numeric_mode
 from tools.notebooks import course_notebooks
 
-# Before anything imports torch: the unit tests and every kernel nbval starts run in the
-# portable numeric mode the stored outputs were made in (tools/numeric_mode.py).
+# Before anything imports torch: the unit tests and every kernel nbval starts
+# run in the portable numeric mode the stored outputs were made in
+# (tools/numeric_mode.py).
 numeric_mode.apply("portable")
 
 _LISTED = {p.resolve() for p in course_notebooks()}
@@ -29,17 +31,20 @@ def pytest_ignore_collect(collection_path: pathlib.Path, config):
         collection_path.suffix == ".ipynb"
         and collection_path.resolve() not in _LISTED
     ):
-        return True  # not in the book, so not tested (tests/test_repo.py flags strays)
+        # not in the book, so not tested (tests/test_repo.py flags strays)
+        return True
     return None
 
 
 @pytest.fixture(scope="session")
 def built_site():
-    """Build both editions once per pytest run (strict, every page) and return the result.
+    """Build both editions once per pytest run (strict, every page) and return
+    the result.
 
-    English into _build/html/, Chinese into _build/html/zh/ (tools/build_book.py; the
-    result's output holds both logs). tests/test_book.py checks the build itself;
-    tests/test_browser.py reads the pages of both.
+    English into _build/html/, Chinese into _build/html/zh/
+    (tools/build_book.py; the result's output holds both logs).
+    tests/test_book.py checks the build itself; tests/test_browser.py reads the
+    pages of both.
     """
     from tools.build_book import build
 

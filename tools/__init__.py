@@ -1,4 +1,5 @@
-"""What builds, syncs, links, refreshes and benchmarks the book (not tests, not course code).
+"""What builds, syncs, links, refreshes and benchmarks the book (not tests, not
+course code).
 
 Run each as a module from the repository root, as the Makefile does::
 
@@ -9,8 +10,8 @@ Run each as a module from the repository root, as the Makefile does::
     python -m tools.robust                           # make robust
     python -m tools.bench_attention                  # a benchmark, not a test
 
-``ROOT`` (the repository) and ``NOT_PROSE`` (what in a Markdown cell is not prose) are
-defined here once and shared by the modules.
+``ROOT`` (the repository) and ``NOT_PROSE`` (what in a Markdown cell is not
+prose) are defined here once and shared by the modules.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-# Markdown that is not prose: fenced code, maths, MyST roles ({term}`...`, {glue:text}`...`),
-# inline code, links and images, HTML tags and bare URLs. The glossary linker leaves it
-# alone; the translation checks do not count its words as English left untranslated.
+# Markdown that is not prose: fenced code, maths, MyST roles ({term}`...`,
+# {glue:text}`...`), inline code, links and images, HTML tags and bare URLs.
+# The glossary linker leaves it alone; the translation checks do not count its
+# words as English left untranslated.
 NOT_PROSE = re.compile(
     r"```.*?```"  # fenced code
     r"|\$\$.*?\$\$"  # display maths

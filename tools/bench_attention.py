@@ -17,6 +17,7 @@ cores.
 from __future__ import annotations
 
 import argparse
+
 import torch
 from torch import nn
 
@@ -74,7 +75,8 @@ def main() -> None:
     print(
         f"B={args.batch} T={args.length} d_model={args.d_model} "
         f"heads={args.heads} clock={args.clock} "
-        f"threads={threads or torch.get_num_threads()} torch={torch.__version__}"
+        f"threads={threads or torch.get_num_threads()} "
+        f"torch={torch.__version__}"
     )
     print(f"ours (returns per-head weights)   {t_ours * 1e3:8.2f} ms")
     print(

@@ -1,14 +1,16 @@
-"""Build both editions strictly (warnings are errors, every page rebuilt), check pages exist.
+"""Build both editions strictly (warnings are errors, every page rebuilt),
+check pages exist.
 
 python -m tools.build_book        (or: make book)
 
-English: the repository itself, built into _build/html/.
-Chinese: a source tree generated into _build/zh_src/ (the same _toc.yml, _ext, _static and
-notebooks, with every markdown cell, figure caption and alt text replaced by its translation
-from locale/zh/<page>.yml, code cells and stored outputs untouched, Markdown pages replaced
-whole), built into _build/html/zh/. A unit with no translation keeps its English here;
-tests/test_translations.py is what fails on it, naming the page and the paragraph.
-The two builds run side by side (two processes).
+English: the repository itself, built into _build/html/. Chinese: a source tree
+generated into _build/zh_src/ (the same _toc.yml, _ext, _static and notebooks,
+with every markdown cell, figure caption and alt text replaced by its
+translation from locale/zh/<page>.yml, code cells and stored outputs untouched,
+Markdown pages replaced whole), built into _build/html/zh/. A unit with no
+translation keeps its English here; tests/test_translations.py is what fails on
+it, naming the page and the paragraph. The two builds run side by side (two
+processes).
 """
 
 from __future__ import annotations
@@ -27,20 +29,23 @@ from .notebooks import ROOT, toc_files
 HTML = ROOT / "_build" / "html"
 ZH_SRC = ROOT / "_build" / "zh_src"
 ZH_HTML = HTML / "zh"
-# The site title: the Chinese intro's heading too (tests/test_book.py checks they agree).
+# The site title: the Chinese intro's heading too (tests/test_book.py checks
+# they agree).
 ZH_TITLE = "一步一步读懂 Transformer"
 ZH_AUTHOR = "Transformer 课程作者"
 # The part captions of _toc.yml, shown in the Chinese sidebar.
 ZH_CAPTIONS = {"Chapters": "章节", "Reference": "参考资料"}
-# Labels of folded cells: the book's default, and the exercise solutions' own (cell metadata).
+# Labels of folded cells: the book's default, and the exercise solutions' own
+# (cell metadata).
 ZH_CODE_PROMPTS = {
     "nb_code_prompt_show": "显示代码",
     "nb_code_prompt_hide": "隐藏代码",
 }
 ZH_PROMPTS = {"Show solution": "显示答案", "Hide solution": "隐藏答案"}
-# sphinx-togglebutton's hover hints on dropdowns ("Solution N, explained"): its zh_CN
-# catalogue has none, so they are set here. The rest of the theme's English is translated
-# by _ext/locale/zh_CN/LC_MESSAGES/*.po (see _ext/course_site.py).
+# sphinx-togglebutton's hover hints on dropdowns ("Solution N, explained"): its
+# zh_CN catalogue has none, so they are set here. The rest of the theme's
+# English is translated by _ext/locale/zh_CN/LC_MESSAGES/*.po (see
+# _ext/course_site.py).
 ZH_TOGGLE_HINTS = {
     "togglebutton_hint": "点击显示",
     "togglebutton_hint_hide": "点击隐藏",
@@ -79,15 +84,16 @@ def _translated_notebook(page: pathlib.Path, store: dict) -> str:
 
 
 def zh_source() -> pathlib.Path:
-    """Write the Chinese edition's source tree into _build/zh_src/ and return it."""
+    """Write the Chinese edition's source tree into _build/zh_src/ and return
+    it."""
     shutil.rmtree(ZH_SRC, ignore_errors=True)
     (ZH_SRC / "book").mkdir(parents=True)
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["title"] = ZH_TITLE
     config["author"] = ZH_AUTHOR
     config["html"]["extra_footer"] = ZH_FOOTER
-    # Sphinx's language: theme labels, "图 2.1", <html lang="zh-CN">, and _ext/course_site.py
-    # reads it to know which edition it builds.
+    # Sphinx's language: theme labels, "图 2.1", <html lang="zh-CN">, and
+    # _ext/course_site.py reads it to know which edition it builds.
     config["sphinx"]["config"]["language"] = "zh_CN"
     config["sphinx"]["config"].update(ZH_CODE_PROMPTS)
     config["sphinx"]["config"].update(ZH_TOGGLE_HINTS)
@@ -133,12 +139,15 @@ def _command(source: pathlib.Path) -> list[str]:
 
 
 def build() -> subprocess.CompletedProcess:
-    """Build both editions; one result whose output holds both logs, each labelled.
+    """Build both editions; one result whose output holds both logs, each
+    labelled.
 
-    `result.editions` maps "en"/"zh" to each build's own result, `result.seconds` the
+    `result.editions` maps "en"/"zh" to each build's own result,
+    `result.seconds` the
     wall-clock time of the whole build."""
     start = time.perf_counter()
-    # A page dropped from _toc.yml must not linger in the output from an earlier build.
+    # A page dropped from _toc.yml must not linger in the output from an
+    # earlier build.
     shutil.rmtree(HTML, ignore_errors=True)
     zh_source()
     runs = {  # both editions build at once, one process each

@@ -1,13 +1,17 @@
-"""A fingerprint of the numerics the course relies on: one short hash per operation.
+"""A fingerprint of the numerics the course relies on: one short hash per
+operation.
 
-    python -m tools.fingerprint            prints {"operation": "hash", ...} as JSON
+    python -m tools.fingerprint            prints {"operation": "hash", ...} as
+    JSON
 
-Each hash covers the exact bits of one result: the matrix products, softmax, LayerNorm,
-exp, sqrt, GELU, a 1-D convolution, PyTorch's fused attention, the backward passes of the
-course's layers, cross-entropy with label smoothing, Adam, a few training steps of
-``utils.model.Transformer`` (the model chapters 7-9 train), and NumPy's exp, sin and matrix
-product. Two runs that print the same fingerprint compute these bit for bit alike.
-``tests/test_numeric_mode.py`` compares fingerprints across numeric modes and emulated CPUs.
+Each hash covers the exact bits of one result: the matrix products, softmax,
+LayerNorm, exp, sqrt, GELU, a 1-D convolution, PyTorch's fused attention, the
+backward passes of the course's layers, cross-entropy with label smoothing,
+Adam, a few training steps of ``utils.model.Transformer`` (the model chapters
+7-9 train), and NumPy's exp, sin and matrix product. Two runs that print the
+same fingerprint compute these bit for bit alike.
+``tests/test_numeric_mode.py`` compares fingerprints across numeric modes and
+emulated CPUs.
 """
 
 from __future__ import annotations

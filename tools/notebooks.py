@@ -1,7 +1,8 @@
-"""Shared helpers for the notebook tooling: the canonical setup cell and the _toc.yml reader.
+"""Shared helpers for the notebook tooling: the canonical setup cell and the
+_toc.yml reader.
 
-Used by `make refresh` (tools/refresh.py), conftest.py and the tests, so that the setup cell
-and the list of chapters are each defined once.
+Used by `make refresh` (tools/refresh.py), conftest.py and the tests, so that
+the setup cell and the list of chapters are each defined once.
 """
 
 from __future__ import annotations
@@ -54,12 +55,13 @@ def setup_source() -> str:
 
 
 def toc_files() -> list[str]:
-    """Every `file:`/`root:` entry of _toc.yml, relative to the repository root, no suffix."""
+    """Every `file:`/`root:` entry of _toc.yml, relative to the repository
+    root, no suffix."""
     text = (ROOT / "_toc.yml").read_text()
     return [
         m.group(1)
         for m in re.finditer(
-            r"^\s*(?:-\s*)?(?:file|root):\s*(\S+)", text, re.M
+            r"^\s*(?:-\s*)?(?:file|root):\s*(\S+)", text, re.MULTILINE
         )
     ]
 
@@ -73,8 +75,9 @@ def toc_notebooks() -> list[pathlib.Path]:
     ]
 
 
-# Notebooks kept out of the reader's navigation (not in _toc.yml, not built) but tested
-# like chapters: nbval runs them and tests/test_repo.py checks their conventions.
+# Notebooks kept out of the reader's navigation (not in _toc.yml, not built)
+# but tested like chapters: nbval runs them and tests/test_repo.py checks their
+# conventions.
 EXTRA_NOTEBOOKS = ["book/template"]
 
 
@@ -83,22 +86,26 @@ def extra_notebooks() -> list[pathlib.Path]:
 
 
 def course_notebooks() -> list[pathlib.Path]:
-    """Every notebook nbval and the repository checks cover: the TOC's, then the extras."""
+    """Every notebook nbval and the repository checks cover: the TOC's, then
+    the extras."""
     return [*toc_notebooks(), *extra_notebooks()]
 
 
 def notebook_client(nb, path: pathlib.Path, timeout: int):
-    """An nbclient runner whose widget front end never talks back to the kernel mid-cell.
+    """An nbclient runner whose widget front end never talks back to the kernel
+    mid-cell.
 
-    nbclient plays the front end of every Output widget (interact draws into one): it routes
-    the widget's outputs and `clear_output` calls into the widget, and answers each captured
-    output with a comm message sent synchronously on the kernel's shell socket, from inside
-    the event loop that is at that moment awaiting the cell's reply on that same socket.
-    That is the pattern reported to block until the cell timeout (nbclient issue #312), and
-    it matches what was seen here: random multi-minute stalls in chapter 4 and in the
-    ipywidgets 7.7 test, never an error. The kernel does not need those messages (they only
-    mirror the widget's outputs back to it), so here the Output widget keeps its outputs
-    client-side and sends nothing; widgets still display as before.
+    nbclient plays the front end of every Output widget (interact draws into
+    one): it routes the widget's outputs and `clear_output` calls into the
+    widget, and answers each captured output with a comm message sent
+    synchronously on the kernel's shell socket, from inside the event loop that
+    is at that moment awaiting the cell's reply on that same socket. That is
+    the pattern reported to block until the cell timeout (nbclient issue #312),
+    and it matches what was seen here: random multi-minute stalls in chapter 4
+    and in the ipywidgets 7.7 test, never an error. The kernel does not need
+    those messages (they only mirror the widget's outputs back to it), so here
+    the Output widget keeps its outputs client-side and sends nothing; widgets
+    still display as before.
     """
     from nbclient import NotebookClient
     from nbclient.output_widget import OutputWidget

@@ -1,16 +1,20 @@
-"""Re-execute notebooks in place, top to bottom in a fresh kernel, with clean metadata.
+"""Re-execute notebooks in place, top to bottom in a fresh kernel, with clean
+metadata.
 
-    python -m tools.refresh book/03_masks.ipynb [more.ipynb ...]     (or: make refresh NB=...)
+    python -m tools.refresh book/03_masks.ipynb [more.ipynb ...]     (or: make
+    refresh NB=...)
 
-It first rewrites the setup cell from tools/notebooks.py (so every chapter carries the
-same one, with the repository URL from _config.yml), drops execution timestamps, widget views
-and widget state, keeps cell tags and MyST-NB metadata, and prints how long each notebook took.
+It first rewrites the setup cell from tools/notebooks.py (so every chapter
+carries the same one, with the repository URL from _config.yml), drops
+execution timestamps, widget views and widget state, keeps cell tags and
+MyST-NB metadata, and prints how long each notebook took.
 """
+
 from __future__ import annotations
 
+import pathlib
 import sys
 import time
-import pathlib
 
 import nbformat
 
@@ -24,30 +28,52 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def clean(nb: nbformat.NotebookNode) -> None:
-    """Keep only what the site and nbval need; widget views are dropped (the static figure
-    beside each widget is what the website shows, and their state is not stored)."""
-    nb.metadata = nbformat.from_dict({
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-        "language_info": {"name": "python", "pygments_lexer": "ipython3"},
-    })
+    """Keep only what the site and nbval need; widget views are dropped (the
+    static figure beside each widget is what the website shows, and their state
+    is not
+    stored)."""
+    nb.metadata = nbformat.from_dict(
+        {
+            "kernelspec": {
+                "display_name": "Python 3",
+                "language": "python",
+                "name": "python3",
+            },
+            "language_info": {"name": "python", "pygments_lexer": "ipython3"},
+        }
+    )
     for cell in nb.cells:
-        cell.metadata = nbformat.from_dict({k: v for k, v in cell.metadata.items() if k in KEEP_CELL_METADATA})
-        if cell.cell_type == "code" and any(WIDGET_VIEW in o.get("data", {}) for o in cell.outputs):
-            cell.outputs = []  # the live widget (and interact's returned function) means nothing offline
+        cell.metadata = nbformat.from_dict(
+            {k: v for k, v in cell.metadata.items() if k in KEEP_CELL_METADATA}
+        )
+        if cell.cell_type == "code" and any(
+            WIDGET_VIEW in o.get("data", {}) for o in cell.outputs
+        ):
+            # the live widget (and interact's returned function) means
+            # nothing offline
+            cell.outputs = []
 
 
 def refresh(path: pathlib.Path, timeout: int = 600) -> float:
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     if not code or not code[0].source.startswith(SETUP_MARKER):
-        raise SystemExit(f"{path}: the first code cell must be the setup cell (starts with {SETUP_MARKER!r})")
+        raise SystemExit(
+            f"{path}: the first code cell must be the setup cell "
+            f"(starts with {SETUP_MARKER!r})"
+        )
     code[0].source = setup_source()
-    # The setup cell is plumbing: fold it on the website (Jupyter Book's hide-input tag).
-    code[0].metadata["tags"] = sorted({*code[0].metadata.get("tags", []), "hide-input"})
+    # The setup cell is plumbing: fold it on the website (Jupyter Book's
+    # hide-input tag).
+    code[0].metadata["tags"] = sorted(
+        {*code[0].metadata.get("tags", []), "hide-input"}
+    )
     for cell in code:
         cell.outputs, cell.execution_count = [], None
     start = time.perf_counter()
-    notebook_client(nb, path, timeout).execute()  # never stalls on widgets (see its docstring)
+    notebook_client(
+        nb, path, timeout
+    ).execute()  # never stalls on widgets (see its docstring)
     took = time.perf_counter() - start
     clean(nb)
     nbformat.validate(nb)

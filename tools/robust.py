@@ -1,13 +1,15 @@
-"""``make robust``: execute every chapter in the robust numeric mode and fail on any error.
+"""``make robust``: execute every chapter in the robust numeric mode and fail
+on any error.
 
     python -m tools.robust [book/08_training_translator.ipynb ...]
 
-Each notebook of _toc.yml (or each one named) runs top to bottom in a fresh kernel with
-every library on its native code path, every core, and another seed (tools/numeric_mode.py,
-``ROBUST``). Outputs are expected to differ from the stored ones and are not compared, and
-nothing is written back; a cell that raises (a failed assert above all) fails the run. That
-is the proof that a learner on another machine does not stop at an AssertionError.
-A translator trained here is cached under _build/robust/, never beside the notebooks.
+Each notebook of _toc.yml (or each one named) runs top to bottom in a fresh
+kernel with every library on its native code path, every core, and another seed
+(tools/numeric_mode.py, ``ROBUST``). Outputs are expected to differ from the
+stored ones and are not compared, and nothing is written back; a cell that
+raises (a failed assert above all) fails the run. That is the proof that a
+learner on another machine does not stop at an AssertionError. A translator
+trained here is cached under _build/robust/, never beside the notebooks.
 """
 
 from __future__ import annotations
@@ -26,13 +28,18 @@ WORK = ROOT / "_build" / "robust"
 
 
 def run(path: pathlib.Path) -> tuple[float, str | None]:
-    """Execute one notebook from a scratch copy of book/; (seconds, error or None)."""
+    """Execute one notebook from a scratch copy of book/; (seconds, error or
+    None)."""
     nb = nbformat.read(path, as_version=4)
-    copy = WORK / "book" / path.name  # inside the checkout: the setup cell finds utils
+    copy = (
+        WORK / "book" / path.name
+    )  # inside the checkout: the setup cell finds utils
     start = time.perf_counter()
     try:
         notebook_client(nb, copy, timeout=600).execute()
-    except Exception as error:  # nbclient's CellExecutionError names the cell and the line
+    except (
+        Exception
+    ) as error:  # nbclient's CellExecutionError names the cell and the line
         return time.perf_counter() - start, str(error)[-2000:]
     return time.perf_counter() - start, None
 
@@ -41,14 +48,23 @@ def main(paths: list[pathlib.Path]) -> int:
     numeric_mode.apply("robust")
     shutil.rmtree(WORK, ignore_errors=True)
     (WORK / "book").mkdir(parents=True)
-    for data in (ROOT / "book").iterdir():  # data files the chapters read (not .pt caches)
-        if data.is_dir() and not data.name.startswith((".", "_")) and data.name != "transformer-course":
+    for data in (
+        ROOT / "book"
+    ).iterdir():  # data files the chapters read (not .pt caches)
+        if (
+            data.is_dir()
+            and not data.name.startswith((".", "_"))
+            and data.name != "transformer-course"
+        ):
             shutil.copytree(data, WORK / "book" / data.name)
     failed = []
     for path in paths:
         seconds, error = run(path)
         status = "ok" if error is None else "FAILED"
-        print(f"{seconds:6.1f} s  {status:6}  {path.relative_to(ROOT)}", flush=True)
+        print(
+            f"{seconds:6.1f} s  {status:6}  {path.relative_to(ROOT)}",
+            flush=True,
+        )
         if error is not None:
             print(error, flush=True)
             failed.append(path)

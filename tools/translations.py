@@ -1,21 +1,24 @@
-"""The Chinese edition's translations: one YAML file per page, checked against the English.
+"""The Chinese edition's translations: one YAML file per page, checked against
+the English.
 
-    python -m tools.translations sync book/03_masks.ipynb [...]   (or: make translations)
-    python -m tools.translations check                             (lists what is missing)
+    python -m tools.translations sync book/03_masks.ipynb [...]   (or: make
+    translations) python -m tools.translations check (lists what is missing)
 
-English is the source. Each page (`book/<stem>.ipynb` or `book/<stem>.md`) has a file
-`locale/zh/<stem>.yml` holding one entry per translatable unit:
+English is the source. Each page (`book/<stem>.ipynb` or `book/<stem>.md`) has
+a file `locale/zh/<stem>.yml` holding one entry per translatable unit:
 
 - a notebook's markdown cell, keyed by its cell id;
-- a figure's caption and alt text (code-cell metadata), keyed `<cell id>/caption`, `/alt`;
+- a figure's caption and alt text (code-cell metadata), keyed `<cell
+id>/caption`, `/alt`;
 - a Markdown page as a whole, keyed `page`.
 
-Each entry stores `en`, the exact English text it translates, and `zh`, the translation.
-Code cells and their outputs are never translated: both editions show the same ones.
-`sync` adds an entry for every new unit (with an empty `zh`) and, when the English of a unit
-has changed, writes the new English as `en_now` beside the old `en`: the translator updates
-`zh`, then replaces `en` with `en_now`. `check` (and tests/test_translations.py) fails on
-every unit that is missing, empty, outdated, or left in English.
+Each entry stores `en`, the exact English text it translates, and `zh`, the
+translation. Code cells and their outputs are never translated: both editions
+show the same ones. `sync` adds an entry for every new unit (with an empty
+`zh`) and, when the English of a unit has changed, writes the new English as
+`en_now` beside the old `en`: the translator updates `zh`, then replaces `en`
+with `en_now`. `check` (and tests/test_translations.py) fails on every unit
+that is missing, empty, outdated, or left in English.
 """
 
 from __future__ import annotations
@@ -78,10 +81,14 @@ def _literal(dumper: yaml.Dumper, value: _Literal):
 
 yaml.add_representer(_Literal, _literal)
 
-HEADER = """\
-# Chinese translation of book/{name}. English is the source: `en` is the exact English text
-# an entry translates, `zh` its translation. See tools/translations.py (make translations).
-"""
+# The first lines of every locale/zh/<page>.yml (as they are: the store
+# round-trips)
+HEADER = (
+    "# Chinese translation of book/{name}. English is the source: `en` is the "
+    "exact English text\n"
+    "# an entry translates, `zh` its translation. See tools/translations.py "
+    "(make translations).\n"
+)
 
 
 def save(page: pathlib.Path, entries: dict[str, dict[str, str]]) -> None:
@@ -95,7 +102,8 @@ def save(page: pathlib.Path, entries: dict[str, dict[str, str]]) -> None:
 
 
 def sync(page: pathlib.Path) -> tuple[int, int]:
-    """Add missing units, mark changed ones with `en_now`, drop units that no longer exist.
+    """Add missing units, mark changed ones with `en_now`, drop units that no
+    longer exist.
 
     Returns (added, changed)."""
     old, added, changed = load(page), 0, 0
@@ -118,10 +126,10 @@ def _needs_chinese(text: str) -> bool:
     return len(re.findall(r"[A-Za-z]{3,}", prose)) >= 3
 
 
-# Eight English words in a row outside code, maths, roles, links and quotation marks: a
-# sentence left in English (names and terms in Chinese prose are shorter: "PyTorch 的
-# nn.MultiheadAttention"; an English example sentence or a quotation from a paper stands
-# in quotation marks, “...” or "...").
+# Eight English words in a row outside code, maths, roles, links and quotation
+# marks: a sentence left in English (names and terms in Chinese prose are
+# shorter: "PyTorch 的 nn.MultiheadAttention"; an English example sentence or a
+# quotation from a paper stands in quotation marks, “...” or "...").
 QUOTED = re.compile(r"“[^”]*”|\"[^\"\n]*\"|「[^」]*」|『[^』]*』")
 ENGLISH_RUN = re.compile(r"(?:[A-Za-z][\w'’-]*[\s,;:.()]+){7}[A-Za-z]")
 
@@ -135,7 +143,8 @@ def _english_left(zh: str) -> str | None:
 
 
 def problems(page: pathlib.Path) -> list[str]:
-    """Every unit of ``page`` whose translation is missing, empty, outdated or English."""
+    """Every unit of ``page`` whose translation is missing, empty, outdated or
+    English."""
     found, store = [], load(page)
     for key, text in units(page).items():
         first = " ".join(text.split())[:70]
@@ -148,7 +157,8 @@ def problems(page: pathlib.Path) -> list[str]:
             )
         elif _needs_chinese(text) and (left := _english_left(entry["zh"])):
             found.append(
-                f"{page.name} [{key}] still English: {first!r} (left: {left!r})"
+                f"{page.name} [{key}] still English: {first!r} "
+                f"(left: {left!r})"
             )
     return found
 
@@ -171,7 +181,8 @@ if __name__ == "__main__":
         for p in targets:
             a, c = sync(p.resolve())
             print(
-                f"{p.name}: {a} new, {c} changed -> {store_path(p).relative_to(ROOT)}"
+                f"{p.name}: {a} new, {c} changed -> "
+                f"{store_path(p).relative_to(ROOT)}"
             )
     elif len(sys.argv) == 2 and sys.argv[1] == "check":
         issues = [msg for p in pages() for msg in problems(p)]
