@@ -1,14 +1,16 @@
 """The KV cache computes what full recomputation computes, at a cost that
-grows linearly per step instead of quadratically."""
+grows linearly per step instead of quadratically. The cached step is
+``Transformer.decode(tokens, memory, src_mask, cache=...)``: the model's own
+code path, fed only the new positions."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
-from utils.cache import KVCache, decode_step, start_cache, supports_cache
-from utils.decoding import BigramModel
+from utils.attention import AttentionCache
+from utils.cache import KVCache
+from utils.complexity import count_flops
 from utils.model import Transformer
 
 PAD, BOS, EOS = 0, 1, 2
@@ -29,6 +31,10 @@ def small_model(norm_first=False, seed=0, layers=2):
     return model.eval()
 
 
+def step(model, cache, memory, src_mask, tokens):
+    return model.decode(tokens, memory, src_mask, cache=cache)
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_step_by_step_equals_full_recomputation(norm_first):
     model = small_model(norm_first)
@@ -40,13 +46,16 @@ def test_step_by_step_equals_full_recomputation(norm_first):
     with torch.no_grad():
         memory, src_mask = model.encode(src)
         full = model.decode(tgt, memory, src_mask)  # (B, T, d)
-        cache = start_cache(model, memory, src_mask)
+        cache = model.start_cache()
         steps = [
-            decode_step(model, cache, tgt[:, t : t + 1]) for t in range(9)
+            step(model, cache, memory, src_mask, tgt[:, t : t + 1])
+            for t in range(9)
         ]
     cached = torch.cat(steps, dim=1)
     assert cache.length == 9
-    assert cache.keys[0].shape == (4, 4, 9, 8)
+    own, cross = cache.layers[0]
+    assert own.keys.shape == (4, 4, 9, 8)  # (B, h, t, d_head)
+    assert cross.keys.shape == (4, 4, 7, 8)  # (B, h, S, d_head), once
     assert (cached - full).abs().max() < 1e-5
 
 
@@ -60,10 +69,11 @@ def test_a_prefix_block_then_steps_and_padding_in_the_target():
     with torch.no_grad():
         memory, src_mask = model.encode(src)
         full = model.decode(tgt, memory, src_mask)
-        cache = start_cache(model, memory, src_mask)
-        head = decode_step(model, cache, tgt[:, :5])
+        cache = model.start_cache()
+        head = step(model, cache, memory, src_mask, tgt[:, :5])
         tail = [
-            decode_step(model, cache, tgt[:, t : t + 1]) for t in (5, 6, 7)
+            step(model, cache, memory, src_mask, tgt[:, t : t + 1])
+            for t in (5, 6, 7)
         ]
     cached = torch.cat([head, *tail], dim=1)
     real = tgt != PAD  # states at PAD positions are never used
@@ -82,8 +92,8 @@ def test_the_cache_is_wrong_if_the_position_offset_is_ignored():
         memory, src_mask = model.encode(src)
         full = model.decode(tgt, memory, src_mask)
         fresh = [
-            decode_step(
-                model, start_cache(model, memory, src_mask), tgt[:, t : t + 1]
+            step(
+                model, model.start_cache(), memory, src_mask, tgt[:, t : t + 1]
             )
             for t in range(4)
         ]
@@ -97,24 +107,18 @@ def test_reorder_follows_beam_parents():
     )
     with torch.no_grad():
         memory, src_mask = model.encode(src.expand(3, -1))
-        cache = start_cache(model, memory, src_mask)
+        cache = model.start_cache()
         tgt = torch.tensor([[BOS, 4], [BOS, 5], [BOS, 6]])
-        decode_step(model, cache, tgt)
+        step(model, cache, memory, src_mask, tgt)
         cache.reorder(torch.tensor([2, 2, 0]))
         nxt = torch.tensor([[7], [8], [9]])
-        got = decode_step(model, cache, nxt)[:, -1]
+        got = step(model, cache, memory, src_mask, nxt)[:, -1]
         want = model.decode(
             torch.tensor([[BOS, 6, 7], [BOS, 6, 8], [BOS, 4, 9]]),
             memory,
             src_mask,
         )[:, -1]
     assert (got - want).abs().max() < 1e-5
-
-
-def count_flops(fn) -> int:
-    with FlopCounterMode(display=False) as counter:
-        fn()
-    return counter.get_total_flops()
 
 
 def test_flops_per_step_grow_linearly_with_cache_and_faster_without():
@@ -127,13 +131,14 @@ def test_flops_per_step_grow_linearly_with_cache_and_faster_without():
     )
     with torch.no_grad():
         memory, src_mask = model.encode(src)
-        start = count_flops(lambda: start_cache(model, memory, src_mask))
-        cache = start_cache(model, memory, src_mask)
+        cache = model.start_cache()
         cached, full = [], []
         for t in range(T):
             cached.append(
                 count_flops(
-                    lambda: decode_step(model, cache, tgt[:, t : t + 1])
+                    lambda: step(
+                        model, cache, memory, src_mask, tgt[:, t : t + 1]
+                    )
                 )
             )
             full.append(
@@ -141,35 +146,109 @@ def test_flops_per_step_grow_linearly_with_cache_and_faster_without():
                     lambda: model.decode(tgt[:, : t + 1], memory, src_mask)
                 )
             )
-    # cached: constant + linear in t, so the second difference is zero
-    d1 = [b - a for a, b in zip(cached, cached[1:])]
+    # the first step projects the memory for the cross-attention, later
+    # steps reuse it: then constant + linear in t, second difference zero
+    d1 = [b - a for a, b in zip(cached[1:], cached[2:])]
     assert len(set(d1)) == 1 and d1[0] > 0
     # full recomputation: quadratic in t, the second difference is a positive
     # constant
     f1 = [b - a for a, b in zip(full, full[1:])]
     f2 = [b - a for a, b in zip(f1, f1[1:])]
     assert len(set(f2)) == 1 and f2[0] > 0
-    # the first step costs the same once the cross-attention keys and values
-    # (computed once by start_cache) are added; later steps do not
-    assert start + cached[0] == full[0]
+    # the first step computes exactly what recomputation does; later ones
+    # skip the memory's projection and the past positions
+    assert cached[0] == full[0]
+    assert cached[1] < cached[0]
     assert full[-1] > 4 * cached[-1]
 
 
-def test_supports_and_bad_input():
-    assert supports_cache(small_model())
-    bigram = BigramModel(torch.zeros(4, 4))
-    assert not supports_cache(bigram)
-    with pytest.raises(TypeError, match="model"):
-        start_cache(bigram, torch.zeros(1, 1, 4), None)
+def test_padding_inside_the_cached_prefix_is_masked():
+    # PAD before real tokens (a left-padded prompt): causality does not hide
+    # it, so only the cache's padding mask keeps it out of later positions
+    model = small_model(seed=11)
+    g = torch.Generator().manual_seed(12)
+    src = torch.randint(3, 11, (2, 5), generator=g)
+    tgt = torch.tensor([[BOS, PAD, PAD, 4, 5, 6], [BOS, 7, 8, 9, 10, 11]])
+    with torch.no_grad():
+        memory, src_mask = model.encode(src)
+        full = model.decode(tgt, memory, src_mask)
+        cache = model.start_cache()
+        cached = torch.cat(
+            [
+                step(model, cache, memory, src_mask, tgt[:, t : t + 1])
+                for t in range(6)
+            ],
+            dim=1,
+        )
+        unmasked = model.decode(
+            tgt, memory, src_mask, cache=_no_padding_mask(model)
+        )
+    real = tgt != PAD
+    assert (cached - full)[real].abs().max() < 1e-5
+    # and the mask matters here: attending to the PADs changes row 0
+    assert (unmasked - full)[0, 3:].abs().max() > 1e-3
+
+
+def _no_padding_mask(model) -> KVCache:
+    """A cache whose mask is causal only: what the cache computes without
+    its padding mask."""
+    cache = model.start_cache()
+    cache.extend = lambda tokens, pad_id: KVCache.extend(
+        cache, tokens, pad_id=-1
+    )
+    return cache
+
+
+def test_cached_and_uncached_decoding_fail_alike_past_max_len():
+    model = Transformer(
+        11, 13, d_model=16, num_heads=2, num_layers=1, d_ff=32, max_len=8
+    )
+    model.eval()
+    src = torch.tensor([[3, 4, 5]])
+    memory, src_mask = model.encode(src)
+    tgt = torch.full((1, 9), 4)
+    with pytest.raises(
+        ValueError, match="sequence length 9 exceeds max_len=8"
+    ):
+        model.decode(tgt, memory, src_mask)
+    cache = model.start_cache()
+    model.decode(tgt[:, :8], memory, src_mask, cache=cache)
+    with pytest.raises(
+        ValueError, match="sequence length 9 exceeds max_len=8"
+    ):
+        model.decode(tgt[:, 8:], memory, src_mask, cache=cache)
+
+
+def test_bad_input():
     model = small_model()
     with torch.no_grad():
         memory, src_mask = model.encode(torch.tensor([[3, 4]]))
-        cache = start_cache(model, memory, src_mask)
-        with pytest.raises(ValueError, match="tokens"):
-            decode_step(model, cache, torch.tensor([BOS]))
+        cache = model.start_cache()
+        with pytest.raises(ValueError, match="tgt"):
+            model.decode(torch.tensor([BOS]), memory, src_mask, cache=cache)
+        model.decode(torch.tensor([[BOS]]), memory, src_mask, cache=cache)
         with pytest.raises(ValueError, match="batch"):
-            decode_step(model, cache, torch.tensor([[BOS], [BOS]]))
+            cache.extend(torch.tensor([[BOS], [BOS]]), PAD)
+        with pytest.raises(TypeError, match="cache"):
+            model.decode(
+                torch.tensor([[BOS]]), memory, src_mask, cache=KVCache
+            )
     with pytest.raises(TypeError, match="cache"):
-        decode_step(model, KVCache, torch.tensor([[BOS]]))
-    with pytest.raises(ValueError, match="memory"):
-        start_cache(model, torch.zeros(2, 3), None)
+        model.decoder.layers[0].self_attn(
+            memory, memory, memory, cache=(None, None)
+        )
+    with pytest.raises(TypeError, match="static"):
+        AttentionCache(static=1)
+
+
+def test_num_bytes_counts_both_attentions():
+    model = small_model(layers=2)
+    with torch.no_grad():
+        memory, src_mask = model.encode(torch.tensor([[3, 4, 5, 6, 7]]))
+        cache = model.start_cache()
+        model.decode(
+            torch.tensor([[BOS, 4, 5]]), memory, src_mask, cache=cache
+        )
+    # per layer: keys and values, float32, (1, 4 heads, t, 8): t = 3 (self)
+    # and t = 5 (cross)
+    assert cache.num_bytes() == 2 * 2 * 4 * 8 * 4 * (3 + 5)

@@ -304,3 +304,13 @@ def test_bad_ids_and_alpha():
         greedy_decode(model, SRC, 5.0, BOS, EOS)
     with pytest.raises(ValueError, match="ys"):
         sequence_log_prob(model, SRC, torch.tensor([[BOS, 11]]), EOS)
+
+
+def test_a_score_stops_at_the_first_eos_whatever_follows():
+    # tokens after EOS (not only PAD) are not part of the sequence: the
+    # score is log p(A | BOS) + log p(EOS | A), by hand from the table
+    model = bigram(MYOPIC)
+    ys = torch.tensor([[BOS, A, EOS, C, D], [BOS, A, EOS, PAD, PAD]])
+    got = sequence_log_prob(model, SRC.expand(2, -1), ys, EOS, PAD)
+    want = math.log(0.6) + math.log(0.4)
+    assert got.tolist() == pytest.approx([want, want], abs=1e-5)

@@ -9,17 +9,15 @@ import torch
 from torch import nn
 
 from utils.masks import causal_mask, padding_mask
-from utils.model import (
+from utils.layers import (
     DecoderLayer,
     EncoderLayer,
     FeedForward,
     LayerNorm,
-    Transformer,
     load_torch_decoder_layer_weights,
     load_torch_encoder_layer_weights,
-    parameter_count,
-    shape_trace,
 )
+from utils.model import Transformer, parameter_count, shape_trace
 
 D, H, FF = 16, 4, 32
 
@@ -386,6 +384,7 @@ def test_ids_kinds_and_sizes():
 
 
 def test_ids_are_range_checked_once_per_forward(monkeypatch):
+    import utils.layers as L
     import utils.model as M
 
     calls = []
@@ -397,6 +396,7 @@ def test_ids_are_range_checked_once_per_forward(monkeypatch):
         return real(ids, name, vocab_size, **kw)
 
     monkeypatch.setattr(M, "check_ids", counting)
+    monkeypatch.setattr(L, "check_ids", counting)
     small()(torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4)))
     assert sorted(calls) == ["src", "tgt"]
 

@@ -141,3 +141,10 @@ def test_bad_input():
         top_p_filter(LOGITS, 1.5)
     with pytest.raises(TypeError, match="generator"):
         sample(LOGITS, generator=3)
+
+
+def test_top_p_stops_once_the_mass_reaches_p_exactly():
+    # four tokens of probability 0.25 (exact in float): the first two reach
+    # p = 0.5, so the nucleus is those two, not three
+    kept = torch.isfinite(top_p_filter(torch.zeros(1, 4), 0.5))
+    assert int(kept.sum()) == 2

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import (
+    check_bool,
     check_int,
     check_mask,
     check_probability,
@@ -38,6 +39,7 @@ __all__ = [
     "scaled_dot_product_attention",
     "masked_softmax",
     "MultiHeadAttention",
+    "AttentionCache",
     "load_torch_mha_weights",
     "AdditiveAttention",
     "BilinearAttention",
@@ -147,8 +149,7 @@ class MultiHeadAttention(nn.Module):
                 f"d_model={d_model} is not divisible by num_heads={num_heads}"
             )
         dropout = check_probability(dropout, "dropout")
-        if not isinstance(bias, bool):
-            raise TypeError(f"bias must be a bool, got {bias!r}")
+        check_bool(bias, "bias")
         self.d_model, self.num_heads = d_model, num_heads
         self.d_head = d_model // num_heads
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
@@ -157,14 +158,14 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
-    def _split(self, x: torch.Tensor) -> torch.Tensor:
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, n, d_model) -> (B, h, n, d_head): each head its slice."""
         b, n, _ = x.shape
-        # (B, n, d_model) -> (B, h, n, d_head)
         return x.view(b, n, self.num_heads, self.d_head).transpose(1, 2)
 
-    def _merge(self, out: torch.Tensor) -> torch.Tensor:
-        """Concatenate the heads and project: (B, h, n, d_head) -> (B, n,
-        d_model)."""
+    def merge_heads(self, out: torch.Tensor) -> torch.Tensor:
+        """Concatenate the heads and project with W_O:
+        (B, h, n, d_head) -> (B, n, d_model)."""
         b, _, n, _ = out.shape
         return self.w_o(out.transpose(1, 2).reshape(b, n, self.d_model))
 
@@ -220,7 +221,12 @@ class MultiHeadAttention(nn.Module):
         v: torch.Tensor,
         mask: torch.Tensor | None = None,
         key_padding_mask: torch.Tensor | None = None,
+        cache: AttentionCache | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """With a ``cache``, ``k`` and ``v`` are only the new positions (self-
+        attention: the keys attend to the cached ones plus these) or the
+        encoder memory, projected on the first call only (cross-attention,
+        ``AttentionCache(static=True)``); ``mask`` then covers every key."""
         for name, t in (("q", q), ("k", k), ("v", v)):
             check_tensor(t, name)
             if t.dim() != 3 or t.size(-1) != self.d_model:
@@ -235,15 +241,71 @@ class MultiHeadAttention(nn.Module):
             )
         check_qkv(q, k, v)
         _check_like_weights(self, q)
-        b, lq, lk = q.size(0), q.size(1), k.size(1)
+        if cache is not None and not isinstance(cache, AttentionCache):
+            raise TypeError(
+                f"cache must be an AttentionCache, got {type(cache).__name__}"
+            )
+        qh = self.split_heads(self.w_q(q))  # (B, h, Lq, d_head)
+        if cache is not None and cache.static and cache.keys is not None:
+            kh, vh = cache.keys, cache.values  # the memory's, projected once
+        else:
+            kh = self.split_heads(self.w_k(k))  # (B, h, Lk, d_head)
+            vh = self.split_heads(self.w_v(v))
+            if cache is not None:  # past positions, then these
+                kh, vh = cache.update(kh, vh)
+        b, lq, lk = q.size(0), q.size(1), kh.size(2)
         mask = self._combined_mask(mask, key_padding_mask, b, lq, lk, q.device)
-        qh = self._split(self.w_q(q))  # (B, h, Lq, d_head)
-        kh = self._split(self.w_k(k))  # (B, h, Lk, d_head)
-        vh = self._split(self.w_v(v))  # (B, h, Lk, d_head)
         out, weights = scaled_dot_product_attention(
             qh, kh, vh, mask, self._dropout_p()
         )
-        return self._merge(out), weights
+        return self.merge_heads(out), weights
+
+
+class AttentionCache:
+    """The keys and values one ``MultiHeadAttention`` has computed, kept for
+    the next call: ``keys`` and ``values`` ``(B, h, t, d_head)``.
+
+    Self-attention appends the new positions at every step (``update``), so
+    a step projects one position instead of all ``t``. Cross-attention
+    (``static=True``) keeps what it projected from the encoder memory on the
+    first call: the memory does not change while the decoder generates.
+    """
+
+    def __init__(self, static: bool = False):
+        self.static = check_bool(static, "static")
+        self.keys: torch.Tensor | None = None
+        self.values: torch.Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        """How many key positions are held."""
+        return 0 if self.keys is None else self.keys.size(2)
+
+    def update(
+        self, keys: torch.Tensor, values: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append ``keys``/``values`` ``(B, h, n, d_head)`` along the
+        positions; return everything held."""
+        if self.keys is None:
+            self.keys, self.values = keys, values
+        else:
+            self.keys = torch.cat([self.keys, keys], dim=2)
+            self.values = torch.cat([self.values, values], dim=2)
+        return self.keys, self.values
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Keep batch rows ``rows`` ``(B',)``, in that order."""
+        if self.keys is not None:
+            self.keys = self.keys.index_select(0, rows)
+            self.values = self.values.index_select(0, rows)
+
+    def num_bytes(self) -> int:
+        """Memory held by the keys and values."""
+        return sum(
+            t.numel() * t.element_size()
+            for t in (self.keys, self.values)
+            if t is not None
+        )
 
 
 @torch.no_grad()

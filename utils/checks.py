@@ -25,9 +25,11 @@ import numbers
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 __all__ = [
+    "check_bool",
     "check_int",
     "check_number",
     "check_probability",
@@ -46,6 +48,13 @@ def _kind(value: Any) -> str:
     if len(text) > 40:
         text = text[:37] + "..."
     return f"{type(value).__name__} {text}"
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """``value``, which must be a Python or NumPy bool (not 0 or 1)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {_kind(value)}")
+    return bool(value)
 
 
 def check_int(value: Any, name: str, minimum: int | None = None) -> int:

@@ -3,8 +3,8 @@
 They work with any model that has ``encode(src) -> (memory, src_mask)``,
 ``decode(tgt, memory, src_mask) -> states (B, T, d)`` and
 ``generator(states) -> logits``, such as ``utils.model.Transformer`` or the
-hand-made ``BigramModel`` below. For a ``Transformer`` they use the KV cache of
-``utils.cache`` (one new position per step); ``use_cache=False`` recomputes the
+hand-made ``BigramModel`` below. For a ``Transformer`` they use its KV cache
+(``utils.cache``: one new position per step); ``use_cache=False`` recomputes the
 whole prefix at every step instead, with the same result.
 
 A sequence's score is the sum of the log-probabilities of its generated tokens
@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .cache import decode_step, start_cache, supports_cache
+from .model import Transformer
 from .checks import check_ids, check_int, check_number
 from .sampling import sample
 
@@ -100,9 +100,10 @@ class _Stepper:
             memory = memory.repeat_interleave(repeat, dim=0)
             src_mask = src_mask.repeat_interleave(repeat, dim=0)
         self.memory, self.src_mask = memory, src_mask
+        # only the course's Transformer has a decoder cache (not BigramModel)
         self.cache = (
-            start_cache(model, memory, src_mask)
-            if use_cache and supports_cache(model)
+            model.start_cache()
+            if use_cache and isinstance(model, Transformer)
             else None
         )
         self.calls = 0
@@ -114,11 +115,13 @@ class _Stepper:
         keep the model's values (no renormalising).
         """
         self.calls += 1
-        if self.cache is not None:
-            new = ys[:, self.cache.length :]  # only the positions not cached
-            states = decode_step(self.model, self.cache, new)
-        else:
+        if self.cache is None:
             states = self.model.decode(ys, self.memory, self.src_mask)
+        else:  # only the positions not cached yet
+            new = ys[:, self.cache.length :]
+            states = self.model.decode(
+                new, self.memory, self.src_mask, cache=self.cache
+            )
         logits = self.model.generator(states[:, -1]).float()
         log_p = F.log_softmax(logits, dim=-1)
         log_p[:, self.pad_id] = float("-inf")

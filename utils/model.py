@@ -1,288 +1,33 @@
 """The encoder-decoder Transformer of Vaswani et al. (2017), assembled from
-the course's parts.
+the course's layers (``utils.layers``).
 
 ``Transformer(src_vocab, tgt_vocab)`` maps source ids ``(B, S)`` and
 shifted-right target ids ``(B, T)`` to logits ``(B, T, tgt_vocab)``; it
 builds its own padding and look-ahead masks from ``pad_id``. ``norm_first``
 switches every layer between Post-Norm (the paper, default) and Pre-Norm.
-
-Masks given to the layers are rank 4, ``(B or 1, 1, Lq, Lk)``, True = may
-attend, as ``MultiHeadAttention`` requires: ``padding_mask(ids)`` and
-``decoder_mask(ids)`` already are; lift ``causal_mask(T)`` with
-``[None, None]``.
+``decode(..., cache=model.start_cache())`` continues a target one step at a
+time through the same layers (``utils.cache``).
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention, load_torch_mha_weights
+from .cache import KVCache
 from .checks import (
+    check_bool,
     check_ids,
     check_int,
     check_mask,
-    check_number,
     check_probability,
     check_tensor,
 )
+from .layers import DecoderLayer, Embeddings, EncoderLayer, Stack
 from .masks import decoder_mask, padding_mask
 from .positional import PositionalEncoding
 
-__all__ = [
-    "FeedForward",
-    "Embeddings",
-    "LayerNorm",
-    "EncoderLayer",
-    "DecoderLayer",
-    "Encoder",
-    "Decoder",
-    "Transformer",
-    "parameter_count",
-    "shape_trace",
-    "load_torch_encoder_layer_weights",
-    "load_torch_decoder_layer_weights",
-]
-
-
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {value!r}")
-    return value
-
-
-class FeedForward(nn.Module):
-    """Position-wise FFN: ``w_2(dropout(relu(w_1 x)))``, the same MLP at
-    every position."""
-
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
-        super().__init__()
-        d_model = check_int(d_model, "d_model", 1)
-        d_ff = check_int(d_ff, "d_ff", 1)
-        self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # (B, T, d_model) -> (B, T, d_ff) -> (B, T, d_model)
-        return self.w_2(self.dropout(torch.relu(self.w_1(x))))
-
-
-class Embeddings(nn.Module):
-    """Token lookup scaled by sqrt(d_model), so it is not drowned by the
-    positional encoding. ``name`` is what error messages call the ids."""
-
-    def __init__(self, vocab: int, d_model: int, *, name: str = "ids"):
-        super().__init__()
-        self.vocab = check_int(vocab, "vocab", 1)
-        self.d_model = check_int(d_model, "d_model", 1)
-        self.name = name
-        self.lut = nn.Embedding(self.vocab, self.d_model)
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        # (B, T) -> (B, T, d_model)
-        check_ids(ids, self.name, self.vocab)
-        if ids.dtype not in (torch.int32, torch.int64):
-            ids = ids.long()  # nn.Embedding reads int32 and int64 only
-        return self.lut(ids) * math.sqrt(self.d_model)
-
-
-class LayerNorm(nn.Module):
-    """LayerNorm written out: ``gamma * (x - mean) / sqrt(var + eps) + beta``
-    over the last dim.
-
-    Same as ``nn.LayerNorm(d_model)``: the *biased* variance (divide by d,
-    not d - 1) and eps *inside* the square root. (The course notes use the
-    unbiased std with eps outside: not equal.)
-    """
-
-    def __init__(self, d_model: int, eps: float = 1e-5):
-        super().__init__()
-        self.d_model = check_int(d_model, "d_model", 1)
-        self.eps = check_number(
-            eps, "eps", 0, min_inclusive=False, finite=True
-        )
-        # gamma starts as the identity scale, beta at zero
-        self.weight = nn.Parameter(torch.ones(self.d_model))
-        self.bias = nn.Parameter(torch.zeros(self.d_model))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # (..., d_model) -> same shape
-        check_tensor(x, "x", floating=True, min_ndim=1)
-        if x.size(-1) != self.d_model:
-            raise ValueError(
-                f"x must end in d_model={self.d_model} features, "
-                f"got shape {tuple(x.shape)}"
-            )
-        mean = x.mean(dim=-1, keepdim=True)
-        var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: / d
-        return (
-            self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias
-        )
-
-    def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, eps={self.eps}"
-
-
-class _Residual(nn.Module):
-    """One sublayer with its residual and LayerNorm, Post-Norm or Pre-Norm."""
-
-    def __init__(self, d_model: int, dropout: float, norm_first: bool):
-        super().__init__()
-        self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
-        self.norm_first = norm_first
-
-    def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
-        if self.norm_first:  # Pre-Norm: x + F(LN(x))
-            return x + self.dropout(sublayer(self.norm(x)))
-        # Post-Norm: LN(x + F(x))
-        return self.norm(x + self.dropout(sublayer(x)))
-
-
-class EncoderLayer(nn.Module):
-    """Self-attention then FFN, each wrapped in residual + LayerNorm.
-
-    ``forward(x (B, S, d_model), mask=None)``; ``mask`` is rank 4, e.g.
-    ``padding_mask(src)`` ``(B, 1, 1, S)``.
-    """
-
-    def __init__(
-        self,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        norm_first: bool = False,
-    ):
-        super().__init__()
-        _check_bool(norm_first, "norm_first")
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout)
-        self.sub1 = _Residual(d_model, dropout, norm_first)
-        self.sub2 = _Residual(d_model, dropout, norm_first)
-        self.attn_weights: torch.Tensor | None = None  # last (B, h, S, S)
-
-    def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        def attend(y):
-            out, self.attn_weights = self.self_attn(y, y, y, mask)
-            return out
-
-        x = self.sub1(x, attend)
-        return self.sub2(x, self.ffn)
-
-
-class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention over the encoder memory, FFN.
-
-    ``forward(x (B, T, d), memory (B, S, d), src_mask, tgt_mask)``; both
-    masks are rank 4: ``src_mask`` ``(B, 1, 1, S)``, ``tgt_mask``
-    ``(B, 1, T, T)`` or ``causal_mask(T)[None, None]``.
-    """
-
-    def __init__(
-        self,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        norm_first: bool = False,
-    ):
-        super().__init__()
-        _check_bool(norm_first, "norm_first")
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout)
-        self.sub1, self.sub2, self.sub3 = (
-            _Residual(d_model, dropout, norm_first) for _ in range(3)
-        )
-        self.self_weights: torch.Tensor | None = None  # last (B, h, T, T)
-        self.cross_weights: torch.Tensor | None = None  # last (B, h, T, S)
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        memory: torch.Tensor,
-        src_mask: torch.Tensor | None = None,
-        tgt_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        def self_attend(y):
-            out, self.self_weights = self.self_attn(y, y, y, tgt_mask)
-            return out
-
-        def cross_attend(y):
-            out, self.cross_weights = self.cross_attn(
-                y, memory, memory, src_mask
-            )
-            return out
-
-        x = self.sub1(x, self_attend)
-        x = self.sub2(x, cross_attend)
-        return self.sub3(x, self.ffn)
-
-
-class Encoder(nn.Module):
-    """A stack of encoder layers (plus a final LayerNorm when Pre-Norm,
-    which needs one)."""
-
-    def __init__(
-        self,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float,
-        norm_first: bool,
-    ):
-        super().__init__()
-        num_layers = check_int(num_layers, "num_layers", 1)
-        self.layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first)
-            for _ in range(num_layers)
-        )
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-
-    def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        for layer in self.layers:
-            x = layer(x, mask)
-        return self.norm(x)
-
-
-class Decoder(nn.Module):
-    """A stack of decoder layers (plus a final LayerNorm when Pre-Norm)."""
-
-    def __init__(
-        self,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float,
-        norm_first: bool,
-    ):
-        super().__init__()
-        num_layers = check_int(num_layers, "num_layers", 1)
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first)
-            for _ in range(num_layers)
-        )
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        memory: torch.Tensor,
-        src_mask: torch.Tensor | None = None,
-        tgt_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        for layer in self.layers:
-            x = layer(x, memory, src_mask, tgt_mask)
-        return self.norm(x)
+__all__ = ["Transformer", "parameter_count", "shape_trace"]
 
 
 class Transformer(nn.Module):
@@ -331,8 +76,8 @@ class Transformer(nn.Module):
                 f"pad_id={pad_id} must be a valid id in both vocabularies "
                 f"(src_vocab={src_vocab}, tgt_vocab={tgt_vocab})"
             )
-        _check_bool(norm_first, "norm_first")
-        _check_bool(share_embeddings, "share_embeddings")
+        check_bool(norm_first, "norm_first")
+        check_bool(share_embeddings, "share_embeddings")
         if share_embeddings and src_vocab != tgt_vocab:
             raise ValueError(
                 f"share_embeddings needs src_vocab == tgt_vocab, "
@@ -342,11 +87,21 @@ class Transformer(nn.Module):
         self.src_embed = Embeddings(src_vocab, d_model, name="src")
         self.tgt_embed = Embeddings(tgt_vocab, d_model, name="tgt")
         self.pos = PositionalEncoding(d_model, dropout, max_len)
-        self.encoder = Encoder(
-            num_layers, d_model, num_heads, d_ff, dropout, norm_first
+        self.encoder = Stack(
+            lambda: EncoderLayer(
+                d_model, num_heads, d_ff, dropout, norm_first
+            ),
+            num_layers,
+            d_model,
+            norm_first,
         )
-        self.decoder = Decoder(
-            num_layers, d_model, num_heads, d_ff, dropout, norm_first
+        self.decoder = Stack(
+            lambda: DecoderLayer(
+                d_model, num_heads, d_ff, dropout, norm_first
+            ),
+            num_layers,
+            d_model,
+            norm_first,
         )
         self.generator = nn.Linear(d_model, tgt_vocab)
         # Xavier for matrices, as in common reference implementations
@@ -382,10 +137,16 @@ class Transformer(nn.Module):
         tgt: torch.Tensor,
         memory: torch.Tensor,
         src_mask: torch.Tensor | None,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
         """tgt ``(B, T)`` with memory ``(B, S, d_model)`` and the source mask
         ``(B, 1, 1, S)`` from ``encode`` -> decoder states
-        ``(B, T, d_model)``."""
+        ``(B, T, d_model)``.
+
+        With ``cache`` (``start_cache()``), ``tgt`` holds only the positions
+        after the ``cache.length`` cached ones, and their keys and values are
+        added to it: generating calls this with one new token per step.
+        """
         self._check_sequence(tgt, "tgt")
         check_tensor(memory, "memory", floating=True)
         if memory.dim() != 3 or memory.size(-1) != self.d_model:
@@ -403,9 +164,22 @@ class Transformer(nn.Module):
         if src_mask is not None:
             check_tensor(src_mask, "src_mask", ndim=4)
             check_mask(src_mask, "src_mask", (b, self.num_heads, t, s))
-        tgt_mask = decoder_mask(tgt, self.pad_id)  # (B, 1, T, T)
-        x = self.pos(self.tgt_embed(tgt))  # (B, T, d_model)
-        return self.decoder(x, memory, src_mask, tgt_mask)
+        if cache is None:
+            start, layer_caches = 0, None
+            tgt_mask = decoder_mask(tgt, self.pad_id)  # (B, 1, T, T)
+        else:
+            if not isinstance(cache, KVCache):
+                raise TypeError(
+                    f"cache must be a KVCache, got {type(cache).__name__}"
+                )
+            start, layer_caches = cache.length, cache.layers
+            tgt_mask = cache.extend(tgt, self.pad_id)  # (B, 1, T, start + T)
+        x = self.pos(self.tgt_embed(tgt), offset=start)  # (B, T, d_model)
+        return self.decoder(x, memory, src_mask, tgt_mask, cache=layer_caches)
+
+    def start_cache(self) -> KVCache:
+        """An empty key/value cache for ``decode(..., cache=...)``."""
+        return KVCache(len(self.decoder.layers))
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         self._check_sequence(src, "src")
@@ -440,8 +214,8 @@ def parameter_count(
     d = check_int(d_model, "d_model", 1)
     num_layers = check_int(num_layers, "num_layers", 1)
     d_ff = check_int(d_ff, "d_ff", 1)
-    _check_bool(share_embeddings, "share_embeddings")
-    _check_bool(norm_first, "norm_first")
+    check_bool(share_embeddings, "share_embeddings")
+    check_bool(norm_first, "norm_first")
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError(
             f"share_embeddings needs src_vocab == tgt_vocab, "
@@ -506,63 +280,3 @@ def shape_trace(
             h.remove()
         model.train(was_training)
     return rows
-
-
-def _copy_residual_norm(ours: _Residual, theirs: nn.LayerNorm) -> None:
-    ours.norm.weight.copy_(theirs.weight)
-    ours.norm.bias.copy_(theirs.bias)
-
-
-def _copy_ffn(ours: FeedForward, theirs: nn.Module) -> None:
-    pairs = ((ours.w_1, theirs.linear1), (ours.w_2, theirs.linear2))
-    for mine, other in pairs:
-        if mine.weight.shape != other.weight.shape:
-            raise ValueError(
-                f"FFN shapes differ: ours {tuple(mine.weight.shape)}, "
-                f"theirs {tuple(other.weight.shape)}"
-            )
-        mine.weight.copy_(other.weight)
-        mine.bias.copy_(other.bias)
-
-
-def _check_pair(ours, our_type, theirs, their_type) -> None:
-    if not isinstance(ours, our_type):
-        raise TypeError(
-            f"ours must be a utils {our_type.__name__}, "
-            f"got {type(ours).__name__}"
-        )
-    if not isinstance(theirs, their_type):
-        raise TypeError(
-            f"theirs must be an nn.{their_type.__name__}, "
-            f"got {type(theirs).__name__}"
-        )
-
-
-@torch.no_grad()
-def load_torch_encoder_layer_weights(
-    ours: EncoderLayer, theirs: nn.TransformerEncoderLayer
-) -> EncoderLayer:
-    """Copy an ``nn.TransformerEncoderLayer``'s weights into our
-    ``EncoderLayer`` (same sizes). Returns ``ours``."""
-    _check_pair(ours, EncoderLayer, theirs, nn.TransformerEncoderLayer)
-    load_torch_mha_weights(ours.self_attn, theirs.self_attn)
-    _copy_ffn(ours.ffn, theirs)
-    _copy_residual_norm(ours.sub1, theirs.norm1)
-    _copy_residual_norm(ours.sub2, theirs.norm2)
-    return ours
-
-
-@torch.no_grad()
-def load_torch_decoder_layer_weights(
-    ours: DecoderLayer, theirs: nn.TransformerDecoderLayer
-) -> DecoderLayer:
-    """Copy an ``nn.TransformerDecoderLayer``'s weights into our
-    ``DecoderLayer`` (same sizes). Returns ``ours``."""
-    _check_pair(ours, DecoderLayer, theirs, nn.TransformerDecoderLayer)
-    load_torch_mha_weights(ours.self_attn, theirs.self_attn)
-    load_torch_mha_weights(ours.cross_attn, theirs.multihead_attn)
-    _copy_ffn(ours.ffn, theirs)
-    norms = ((ours.sub1, theirs.norm1), (ours.sub2, theirs.norm2))
-    for sub, norm in norms + ((ours.sub3, theirs.norm3),):
-        _copy_residual_norm(sub, norm)
-    return ours

@@ -50,10 +50,12 @@ def sinusoidal_encoding(
 
 class PositionalEncoding(nn.Module):
     """Adds the sinusoidal table to ``x (B, T, d_model)`` and applies
-    dropout; T <= max_len.
+    dropout; ``offset + T <= max_len``.
 
-    The table is a buffer: it moves with ``.to(device)``, is never trained
-    and is not saved in the state_dict.
+    ``offset`` is the position of ``x``'s first row: 0 for a whole
+    sequence, the number of positions already cached when a decoder
+    continues one step at a time. The table is a buffer: it moves with
+    ``.to(device)``, is never trained and is not saved in the state_dict.
     """
 
     def __init__(
@@ -69,14 +71,16 @@ class PositionalEncoding(nn.Module):
             "pe", sinusoidal_encoding(max_len, d_model), persistent=False
         )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_input(x, self.d_model)
-        if x.size(1) > self.max_len:
+        offset = check_int(offset, "offset", 0)
+        end = offset + x.size(1)
+        if end > self.max_len:
             raise ValueError(
-                f"sequence length {x.size(1)} exceeds max_len={self.max_len}; "
+                f"sequence length {end} exceeds max_len={self.max_len}; "
                 f"build PositionalEncoding with a larger max_len"
             )
-        return self.dropout(x + self.pe[: x.size(1)].to(x.dtype))
+        return self.dropout(x + self.pe[offset:end].to(x.dtype))
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"

@@ -99,7 +99,9 @@ def next_token_probs(
         greedy = logits.argmax(dim=-1, keepdim=True)
         return torch.zeros_like(logits).scatter(-1, greedy, 1.0)
     logits = apply_temperature(logits, t)
-    if top_k is not None:  # checked here so the error names the caller's argument
+    if (
+        top_k is not None
+    ):  # checked here so the error names the caller's argument
         logits = top_k_filter(logits, check_int(top_k, "top_k", 1))
     if top_p is not None:
         top_p = check_number(top_p, "top_p", 0.0, 1.0, min_inclusive=False)

@@ -1,0 +1,309 @@
+"""The layers the Transformer is assembled from (chapter 7): the
+position-wise FFN, scaled embeddings, LayerNorm written out, the residual
+wrapper (Post-Norm or Pre-Norm), the encoder and decoder layers, and the
+stack that repeats them. ``utils.model`` assembles them into the full model.
+
+Masks given to the layers are rank 4, ``(B or 1, 1, Lq, Lk)``, True = may
+attend, as ``MultiHeadAttention`` requires: ``padding_mask(ids)`` and
+``decoder_mask(ids)`` already are; lift ``causal_mask(T)`` with
+``[None, None]``. ``load_torch_*_weights`` copy PyTorch's own layers'
+weights into these, to compare them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .attention import (
+    AttentionCache,
+    MultiHeadAttention,
+    load_torch_mha_weights,
+)
+from .checks import (
+    check_bool,
+    check_ids,
+    check_int,
+    check_number,
+    check_probability,
+    check_tensor,
+)
+
+__all__ = [
+    "FeedForward",
+    "Embeddings",
+    "LayerNorm",
+    "Residual",
+    "EncoderLayer",
+    "DecoderLayer",
+    "Stack",
+    "load_torch_encoder_layer_weights",
+    "load_torch_decoder_layer_weights",
+]
+
+
+class FeedForward(nn.Module):
+    """Position-wise FFN: ``w_2(dropout(relu(w_1 x)))``, the same MLP at
+    every position."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+        super().__init__()
+        d_model = check_int(d_model, "d_model", 1)
+        d_ff = check_int(d_ff, "d_ff", 1)
+        self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # (B, T, d_model) -> (B, T, d_ff) -> (B, T, d_model)
+        return self.w_2(self.dropout(torch.relu(self.w_1(x))))
+
+
+class Embeddings(nn.Module):
+    """Token lookup scaled by sqrt(d_model), so it is not drowned by the
+    positional encoding. ``name`` is what error messages call the ids."""
+
+    def __init__(self, vocab: int, d_model: int, *, name: str = "ids"):
+        super().__init__()
+        self.vocab = check_int(vocab, "vocab", 1)
+        self.d_model = check_int(d_model, "d_model", 1)
+        self.name = name
+        self.lut = nn.Embedding(self.vocab, self.d_model)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        # (B, T) -> (B, T, d_model)
+        check_ids(ids, self.name, self.vocab)
+        if ids.dtype not in (torch.int32, torch.int64):
+            ids = ids.long()  # nn.Embedding reads int32 and int64 only
+        return self.lut(ids) * math.sqrt(self.d_model)
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm written out: ``gamma * (x - mean) / sqrt(var + eps) + beta``
+    over the last dim.
+
+    Same as ``nn.LayerNorm(d_model)``: the *biased* variance (divide by d,
+    not d - 1) and eps *inside* the square root. (The course notes use the
+    unbiased std with eps outside: not equal.)
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        self.d_model = check_int(d_model, "d_model", 1)
+        self.eps = check_number(
+            eps, "eps", 0, min_inclusive=False, finite=True
+        )
+        # gamma starts as the identity scale, beta at zero
+        self.weight = nn.Parameter(torch.ones(self.d_model))
+        self.bias = nn.Parameter(torch.zeros(self.d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # (..., d_model) -> same shape
+        check_tensor(x, "x", floating=True, min_ndim=1)
+        if x.size(-1) != self.d_model:
+            raise ValueError(
+                f"x must end in d_model={self.d_model} features, "
+                f"got shape {tuple(x.shape)}"
+            )
+        mean = x.mean(dim=-1, keepdim=True)
+        var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: / d
+        return (
+            self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias
+        )
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, eps={self.eps}"
+
+
+class Residual(nn.Module):
+    """One sublayer with its residual and LayerNorm, Post-Norm or Pre-Norm."""
+
+    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
+        if self.norm_first:  # Pre-Norm: x + F(LN(x))
+            return x + self.dropout(sublayer(self.norm(x)))
+        # Post-Norm: LN(x + F(x))
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then FFN, each wrapped in residual + LayerNorm.
+
+    ``forward(x (B, S, d_model), mask=None)``; ``mask`` is rank 4, e.g.
+    ``padding_mask(src)`` ``(B, 1, 1, S)``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+    ):
+        super().__init__()
+        check_bool(norm_first, "norm_first")
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.ffn = FeedForward(d_model, d_ff, dropout)
+        self.sub1 = Residual(d_model, dropout, norm_first)
+        self.sub2 = Residual(d_model, dropout, norm_first)
+        self.attn_weights: torch.Tensor | None = None  # last (B, h, S, S)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        def attend(y):
+            out, self.attn_weights = self.self_attn(y, y, y, mask)
+            return out
+
+        x = self.sub1(x, attend)
+        return self.sub2(x, self.ffn)
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the encoder memory, FFN.
+
+    ``forward(x (B, T, d), memory (B, S, d), src_mask, tgt_mask, cache)``;
+    both masks are rank 4: ``src_mask`` ``(B, 1, 1, S)``, ``tgt_mask``
+    ``(B, 1, T, T)`` or ``causal_mask(T)[None, None]``. With ``cache`` (this
+    layer's ``(self, cross)`` pair of ``AttentionCache``), ``x`` is only the
+    new positions and ``tgt_mask`` ``(B, 1, T, t)`` covers all ``t`` cached
+    and new ones: the same code path, fed less.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+    ):
+        super().__init__()
+        check_bool(norm_first, "norm_first")
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.ffn = FeedForward(d_model, d_ff, dropout)
+        self.sub1, self.sub2, self.sub3 = (
+            Residual(d_model, dropout, norm_first) for _ in range(3)
+        )
+        self.self_weights: torch.Tensor | None = None  # last (B, h, T, T)
+        self.cross_weights: torch.Tensor | None = None  # last (B, h, T, S)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor | None = None,
+        tgt_mask: torch.Tensor | None = None,
+        cache: tuple[AttentionCache, AttentionCache] | None = None,
+    ) -> torch.Tensor:
+        own, cross = (None, None) if cache is None else cache
+
+        def self_attend(y):
+            out, self.self_weights = self.self_attn(
+                y, y, y, tgt_mask, cache=own
+            )
+            return out
+
+        def cross_attend(y):
+            out, self.cross_weights = self.cross_attn(
+                y, memory, memory, src_mask, cache=cross
+            )
+            return out
+
+        x = self.sub1(x, self_attend)
+        x = self.sub2(x, cross_attend)
+        return self.sub3(x, self.ffn)
+
+
+class Stack(nn.Module):
+    """``num_layers`` layers made by ``make_layer()``, run in turn, plus a
+    final LayerNorm when Pre-Norm (Post-Norm layers end normalised).
+
+    The encoder and the decoder are both stacks: ``forward(x, *args)`` passes
+    ``args`` (masks, memory) to every layer, and ``cache`` (one entry per
+    layer) when the decoder generates step by step.
+    """
+
+    def __init__(
+        self, make_layer, num_layers: int, d_model: int, norm_first: bool
+    ):
+        super().__init__()
+        num_layers = check_int(num_layers, "num_layers", 1)
+        self.layers = nn.ModuleList(make_layer() for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x: torch.Tensor, *args, cache=None) -> torch.Tensor:
+        for i, layer in enumerate(self.layers):
+            if cache is None:
+                x = layer(x, *args)
+            else:
+                x = layer(x, *args, cache=cache[i])
+        return self.norm(x)
+
+
+def _copy_residual_norm(ours: Residual, theirs: nn.LayerNorm) -> None:
+    ours.norm.weight.copy_(theirs.weight)
+    ours.norm.bias.copy_(theirs.bias)
+
+
+def _copy_ffn(ours: FeedForward, theirs: nn.Module) -> None:
+    pairs = ((ours.w_1, theirs.linear1), (ours.w_2, theirs.linear2))
+    for mine, other in pairs:
+        if mine.weight.shape != other.weight.shape:
+            raise ValueError(
+                f"FFN shapes differ: ours {tuple(mine.weight.shape)}, "
+                f"theirs {tuple(other.weight.shape)}"
+            )
+        mine.weight.copy_(other.weight)
+        mine.bias.copy_(other.bias)
+
+
+def _check_pair(ours, our_type, theirs, their_type) -> None:
+    if not isinstance(ours, our_type):
+        raise TypeError(
+            f"ours must be a utils {our_type.__name__}, "
+            f"got {type(ours).__name__}"
+        )
+    if not isinstance(theirs, their_type):
+        raise TypeError(
+            f"theirs must be an nn.{their_type.__name__}, "
+            f"got {type(theirs).__name__}"
+        )
+
+
+@torch.no_grad()
+def load_torch_encoder_layer_weights(
+    ours: EncoderLayer, theirs: nn.TransformerEncoderLayer
+) -> EncoderLayer:
+    """Copy an ``nn.TransformerEncoderLayer``'s weights into our
+    ``EncoderLayer`` (same sizes). Returns ``ours``."""
+    _check_pair(ours, EncoderLayer, theirs, nn.TransformerEncoderLayer)
+    load_torch_mha_weights(ours.self_attn, theirs.self_attn)
+    _copy_ffn(ours.ffn, theirs)
+    _copy_residual_norm(ours.sub1, theirs.norm1)
+    _copy_residual_norm(ours.sub2, theirs.norm2)
+    return ours
+
+
+@torch.no_grad()
+def load_torch_decoder_layer_weights(
+    ours: DecoderLayer, theirs: nn.TransformerDecoderLayer
+) -> DecoderLayer:
+    """Copy an ``nn.TransformerDecoderLayer``'s weights into our
+    ``DecoderLayer`` (same sizes). Returns ``ours``."""
+    _check_pair(ours, DecoderLayer, theirs, nn.TransformerDecoderLayer)
+    load_torch_mha_weights(ours.self_attn, theirs.self_attn)
+    load_torch_mha_weights(ours.cross_attn, theirs.multihead_attn)
+    _copy_ffn(ours.ffn, theirs)
+    norms = ((ours.sub1, theirs.norm1), (ours.sub2, theirs.norm2))
+    for sub, norm in norms + ((ours.sub3, theirs.norm3),):
+        _copy_residual_norm(sub, norm)
+    return ours
