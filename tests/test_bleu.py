@@ -188,3 +188,20 @@ def test_sentence_level_mean_differs_from_corpus_level_like_sacrebleu():
     # halves the perfect second one, while the corpus pools the counts
     assert ours == [0.0, 1.0]
     assert corpus_bleu(cands, refs) > 0.7
+
+
+def test_wrong_kinds_are_type_errors_and_wrong_values_value_errors():
+    # the rule of utils.checks: TypeError for the wrong kind of thing,
+    # ValueError for the right kind with a wrong value
+    with pytest.raises(TypeError, match="n must be an int"):
+        ngrams(["a"], 2.0)
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
+        ngrams(["a"], 0)
+    with pytest.raises(TypeError, match="max_n"):
+        corpus_bleu([["a"]], [[["a"]]], max_n="4")
+    with pytest.raises(TypeError, match="candidates"):
+        corpus_bleu("a b", [[["a"]]])
+    with pytest.raises(ValueError, match="candidates must not be empty"):
+        corpus_bleu([], [])
+    with pytest.raises(ValueError, match="references must not be empty"):
+        corpus_bleu([["a"]], [[]])

@@ -1,10 +1,12 @@
 """BLEU (Papineni et al., 2002) from scratch, on lists of tokens.
 
-    BLEU = BP * exp( sum_n w_n * log p_n ),   BP = 1 if c > r else exp(1 - r / c)
+    BLEU = BP * exp( sum_n w_n * log p_n ),   BP = 1 if c > r else exp(1 - r /
+    c)
 
-``p_n`` is the clipped ("modified") n-gram precision: each candidate n-gram counts at most as
-often as it appears in any single reference. Weights default to uniform ``w_n = 1 / N``.
-There is no further exponent ``1/N`` on top of the weights (some write one by mistake).
+``p_n`` is the clipped ("modified") n-gram precision: each candidate n-gram
+counts at most as often as it appears in any single reference. Weights default
+to uniform ``w_n = 1 / N``. There is no further exponent ``1/N`` on top of the
+weights (some write one by mistake).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from typing import Sequence
+
+from .checks import check_int
 
 __all__ = [
     "ngrams",
@@ -28,30 +32,36 @@ Tokens = Sequence  # a sentence: a list (or tuple) of tokens, e.g. words or ids
 def _check_tokens(name: str, tokens) -> list:
     if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)):
         raise TypeError(
-            f"{name} must be a list of tokens (split the sentence first), got {type(tokens).__name__}"
+            f"{name} must be a list of tokens (split the sentence first), "
+            f"got {type(tokens).__name__}"
         )
     return list(tokens)
 
 
-def _check_refs(references) -> list[list]:
-    if (
-        isinstance(references, str)
-        or not isinstance(references, (list, tuple))
-        or not references
-    ):
+def _check_sentences(name: str, sentences) -> None:
+    """A non-empty list (or tuple) of sentences: TypeError for another kind
+    of thing, ValueError for an empty one."""
+    if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)):
         raise TypeError(
-            f"references must be a non-empty list of token lists, got {references!r}"
+            f"{name} must be a list of token lists, "
+            f"got {type(sentences).__name__}"
         )
+    if not sentences:
+        raise ValueError(f"{name} must not be empty")
+
+
+def _check_refs(references) -> list[list]:
+    _check_sentences("references", references)
     return [
         _check_tokens(f"references[{i}]", r) for i, r in enumerate(references)
     ]
 
 
 def ngrams(tokens: Tokens, n: int) -> Counter:
-    """Counts of the contiguous n-grams (as tuples): ``ngrams("a b a b".split(), 2)`` -> {(a,b): 2, (b,a): 1}."""
+    """Counts of the contiguous n-grams (as tuples): ``ngrams("a b a
+    b".split(), 2)`` -> {(a,b): 2, (b,a): 1}."""
     tokens = _check_tokens("tokens", tokens)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
+    n = check_int(n, "n", 1)
     return Counter(
         tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)
     )
@@ -60,7 +70,8 @@ def ngrams(tokens: Tokens, n: int) -> Counter:
 def modified_precision(
     candidate: Tokens, references: Sequence[Tokens], n: int
 ) -> tuple[int, int]:
-    """(clipped matches, candidate n-grams) for one sentence; p_n is their ratio.
+    """(clipped matches, candidate n-grams) for one sentence; p_n is their
+    ratio.
 
     Each n-gram's count is clipped to its largest count in any one reference.
     """
@@ -73,13 +84,15 @@ def modified_precision(
 
 
 def closest_ref_length(candidate: Tokens, references: Sequence[Tokens]) -> int:
-    """The reference length closest to the candidate's (the shorter one on a tie)."""
+    """The reference length closest to the candidate's (the shorter one on a
+    tie)."""
     c = len(_check_tokens("candidate", candidate))
     return min((abs(len(r) - c), len(r)) for r in _check_refs(references))[1]
 
 
 def brevity_penalty(c: int, r: int) -> float:
-    """1 if the candidate is longer than the reference (c > r), else exp(1 - r / c); 0 if c == 0."""
+    """1 if the candidate is longer than the reference (c > r), else exp(1 - r
+    / c); 0 if c == 0."""
     if c < 0 or r < 0:
         raise ValueError(f"lengths must be >= 0, got c={c}, r={r}")
     if c > r:
@@ -88,8 +101,7 @@ def brevity_penalty(c: int, r: int) -> float:
 
 
 def _weights(max_n: int, weights) -> list[float]:
-    if isinstance(max_n, bool) or not isinstance(max_n, int) or max_n < 1:
-        raise ValueError(f"max_n must be a positive int, got {max_n!r}")
+    max_n = check_int(max_n, "max_n", 1)
     if weights is None:
         return [1.0 / max_n] * max_n
     weights = list(weights)
@@ -99,7 +111,8 @@ def _weights(max_n: int, weights) -> list[float]:
         or not math.isclose(sum(weights), 1.0)
     ):
         raise ValueError(
-            f"weights must be {max_n} non-negative numbers summing to 1, got {weights}"
+            f"weights must be {max_n} non-negative numbers summing to 1, "
+            f"got {weights}"
         )
     return weights
 
@@ -110,23 +123,18 @@ def corpus_bleu(
     max_n: int = 4,
     weights: Sequence[float] | None = None,
 ) -> float:
-    """Corpus BLEU in [0, 1]: n-gram matches and lengths are summed over all sentences first.
+    """Corpus BLEU in [0, 1]: n-gram matches and lengths are summed over all
+    sentences first.
 
-    ``references[i]`` is the list of references for ``candidates[i]``. If some p_n is 0 the
-    geometric mean is 0, so BLEU is 0.0 (no smoothing).
+    ``references[i]`` is the list of references for ``candidates[i]``. If some
+    p_n is 0 the geometric mean is 0, so BLEU is 0.0 (no smoothing).
     """
     w = _weights(max_n, weights)
-    if (
-        isinstance(candidates, str)
-        or not isinstance(candidates, (list, tuple))
-        or not candidates
-    ):
-        raise TypeError(
-            f"candidates must be a non-empty list of token lists, got {candidates!r}"
-        )
+    _check_sentences("candidates", candidates)
     if len(references) != len(candidates):
         raise ValueError(
-            f"got {len(candidates)} candidates but {len(references)} reference lists"
+            f"got {len(candidates)} candidates but {len(references)} "
+            f"reference lists"
         )
     matches, totals = [0] * max_n, [0] * max_n
     c = r = 0
@@ -141,9 +149,7 @@ def corpus_bleu(
     for wn, m, t in zip(w, matches, totals):
         if wn == 0:
             continue
-        if (
-            m == 0
-        ):  # log 0: the geometric mean is 0 (also when the candidate has no n-grams)
+        if m == 0:  # log 0: the geometric mean is 0 (also with no n-grams)
             return 0.0
         log_sum += wn * math.log(m / t)
     return brevity_penalty(c, r) * math.exp(log_sum)
@@ -155,7 +161,8 @@ def sentence_bleu(
     max_n: int = 4,
     weights: Sequence[float] | None = None,
 ) -> float:
-    """BLEU of one candidate against its references (``corpus_bleu`` of a one-sentence corpus)."""
+    """BLEU of one candidate against its references (``corpus_bleu`` of a
+    one-sentence corpus)."""
     return corpus_bleu(
         [_check_tokens("candidate", candidate)],
         [_check_refs(references)],

@@ -57,7 +57,8 @@ def _check_self_attention(q, k, v) -> None:
         )
 
 
-# ------------------------------------------------- restricted (windowed) attention
+# ------------------------------------------------- restricted (windowed)
+# attention
 
 
 def banded_attention(
@@ -111,7 +112,8 @@ def windowed_attention(
     return torch.einsum("...nr,...ndr->...nd", weights, v_win)
 
 
-# --------------------------------------------------------- online-softmax attention
+# --------------------------------------------------------- online-softmax
+# attention
 
 
 def online_softmax_attention(
@@ -142,7 +144,7 @@ def online_softmax_attention(
     scale = 1.0 / math.sqrt(q.size(-1))
     opts = {"dtype": q.dtype, "device": q.device}
     m = torch.full((*batch, lq, 1), float("-inf"), **opts)
-    l = torch.zeros((*batch, lq, 1), **opts)
+    total = torch.zeros((*batch, lq, 1), **opts)  # running sum of weights
     acc = torch.zeros((*batch, lq, v.size(-1)), **opts)
     for start in range(0, lk, block_size):
         stop = min(start + block_size, lk)
@@ -155,11 +157,11 @@ def online_softmax_attention(
         shift = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
         p = torch.exp(s - shift)  # (..., Lq, block), unnormalised weights
         rescale = torch.exp(m - shift)  # how much the old running sums shrink
-        l = l * rescale + p.sum(dim=-1, keepdim=True)
+        total = total * rescale + p.sum(dim=-1, keepdim=True)
         acc = acc * rescale + p @ v[..., start:stop, :]
         m = m_new
-    # l == 0 only for rows with nothing visible: their output stays 0
-    return acc / torch.where(l > 0, l, torch.ones_like(l))
+    # total == 0 only for rows with nothing visible: their output stays 0
+    return acc / torch.where(total > 0, total, torch.ones_like(total))
 
 
 # ------------------------------------------------------------------- measuring
@@ -253,7 +255,8 @@ def time_fn(
 def time_interleaved(
     calls: Mapping[str, Callable[[], Any]], rounds: int = 3, **options
 ) -> dict[str, float]:
-    """Time several zero-argument calls in interleaved rounds; keep the minimum.
+    """Time several zero-argument calls in interleaved rounds; keep the
+    minimum.
 
     Each round times every call once with ``time_fn(call, **options)``; a
     burst of load then hits all calls alike instead of one, and the minimum
@@ -318,7 +321,8 @@ class _LiveTensorBytes(TorchDispatchMode):
 
 
 def peak_memory(fn: Callable, *args, **kwargs) -> int:
-    """Peak bytes of the tensors ``fn(*args, **kwargs)`` creates, alive at once.
+    """Peak bytes of the tensors ``fn(*args, **kwargs)`` creates, alive at
+    once.
 
     Every aten operator's new output storage is counted from its creation
     until it is freed (under ``torch.no_grad``); the inputs are not counted,

@@ -4,8 +4,8 @@ They work with any model that has ``encode(src) -> (memory, src_mask)``,
 ``decode(tgt, memory, src_mask) -> states (B, T, d)`` and
 ``generator(states) -> logits``, such as ``utils.model.Transformer`` or the
 hand-made ``BigramModel`` below. For a ``Transformer`` they use its KV cache
-(``utils.cache``: one new position per step); ``use_cache=False`` recomputes the
-whole prefix at every step instead, with the same result.
+(``utils.cache``: one new position per step); ``use_cache=False`` recomputes
+the whole prefix at every step instead, with the same result.
 
 A sequence's score is the sum of the log-probabilities of its generated tokens
 (EOS included); with length normalisation it is divided by ``length ** alpha``.
@@ -37,7 +37,8 @@ __all__ = [
 
 @contextlib.contextmanager
 def evaluating(model):
-    """Eval mode and no gradients inside the block; the model's own mode after."""
+    """Eval mode and no gradients inside the block; the model's own mode
+    after."""
     was_training = getattr(model, "training", None)
     if isinstance(model, nn.Module):
         model.eval()

@@ -1,9 +1,10 @@
 """Sampling the next token: temperature, top-k and top-p (nucleus) filters.
 
-Each filter maps logits ``(..., V)`` to logits of the same shape, with the tokens it
-removes set to ``-inf`` (so ``softmax`` gives them probability 0 and renormalises the
-rest). ``next_token_probs`` chains them in the usual order (temperature, then top-k,
-then top-p) and ``sample`` draws ids from the result with an explicit
+Each filter maps logits ``(..., V)`` to logits of the same shape, with the
+tokens it removes set to ``-inf`` (so ``softmax`` gives them probability 0 and
+renormalises the rest). ``next_token_probs`` chains them in the usual order
+(temperature, then top-k, then top-p) and ``sample`` draws ids from the result
+with an explicit
 ``torch.Generator``, so a seed makes every draw reproducible.
 """
 
