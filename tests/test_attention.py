@@ -11,13 +11,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils.attention import (
-    AdditiveAttention,
-    BilinearAttention,
     MultiHeadAttention,
     load_torch_mha_weights,
     masked_softmax,
     scaled_dot_product_attention,
 )
+from utils.scoring import AdditiveAttention, BilinearAttention
 
 ATOL = RTOL = 1e-5
 

@@ -1,6 +1,5 @@
 """Scaled dot-product attention and multi-head attention, written from the
-formulas, plus the additive (Bahdanau) and bilinear (Luong "general")
-scorers for queries and keys of different sizes.
+formulas (the additive and bilinear scorers are in ``utils.scoring``).
 
 Shapes are batch-first: queries ``(B, Lq, d_model)``, keys and values
 ``(B, Lk, d_model)``. Masks are boolean, True = may attend (see
@@ -29,6 +28,7 @@ from torch import nn
 from .checks import (
     check_bool,
     check_int,
+    check_like_weights,
     check_mask,
     check_probability,
     check_qkv,
@@ -38,11 +38,10 @@ from .checks import (
 __all__ = [
     "scaled_dot_product_attention",
     "masked_softmax",
+    "attend",
     "MultiHeadAttention",
     "AttentionCache",
     "load_torch_mha_weights",
-    "AdditiveAttention",
-    "BilinearAttention",
 ]
 
 
@@ -65,12 +64,15 @@ def masked_softmax(
     return weights.masked_fill(~mask, 0.0)
 
 
-def _attend(
+def attend(
     scores: torch.Tensor,
     v: torch.Tensor,
     mask: torch.Tensor | None,
     dropout_p: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The second half of every attention, whatever scored it: scores
+    ``(..., Lq, Lk)`` -> masked softmax -> dropout -> weighted sum of
+    ``v`` ``(..., Lk, d_v)``. Returns ``(out, weights)``."""
     weights = masked_softmax(scores, mask)  # (..., Lq, Lk)
     attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return attended @ v, weights
@@ -111,7 +113,7 @@ def scaled_dot_product_attention(
     # v's batch dims count too (the output has them): a view, no copy
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     scores = scores.expand(*batch, q.size(-2), k.size(-2))
-    return _attend(scores, v, mask, dropout)
+    return attend(scores, v, mask, dropout)
 
 
 class MultiHeadAttention(nn.Module):
@@ -240,7 +242,7 @@ class MultiHeadAttention(nn.Module):
                 f"{tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
             )
         check_qkv(q, k, v)
-        _check_like_weights(self, q)
+        check_like_weights(self, q)
         if cache is not None and not isinstance(cache, AttentionCache):
             raise TypeError(
                 f"cache must be an AttentionCache, got {type(cache).__name__}"
@@ -349,110 +351,3 @@ def load_torch_mha_weights(
     if ours.w_o.bias is not None:
         ours.w_o.bias.copy_(theirs.out_proj.bias)
     return ours
-
-
-def _check_like_weights(module: nn.Module, x: torch.Tensor) -> None:
-    """Inputs must match the module's weights in dtype and device (checked
-    outside autocast, which casts on its own)."""
-    w = next(module.parameters())
-    if torch.is_autocast_enabled(x.device.type):
-        return
-    if x.dtype != w.dtype:
-        raise TypeError(
-            f"q, k and v have dtype {x.dtype} but the module's weights are "
-            f"{w.dtype}: convert the inputs (.to({w.dtype})) or the module"
-        )
-    if x.device != w.device:
-        raise ValueError(
-            f"q, k and v are on {x.device} but the module's weights are on "
-            f"{w.device}: move one with .to(device)"
-        )
-
-
-def _check_sizes(module: nn.Module, q, k, v, d_q: int, d_k: int) -> None:
-    """q, k, v for the scorers whose queries and keys differ in size."""
-    check_qkv(q, k, v, share_d_k=False)
-    _check_like_weights(module, q)
-    for name, t, d in (("q", q, d_q), ("k", k, d_k)):
-        if t.size(-1) != d:
-            raise ValueError(
-                f"{name} must have {d} features in its last dim, "
-                f"got shape {tuple(t.shape)}"
-            )
-
-
-class _ScoredAttention(nn.Module):
-    """What the additive and bilinear scorers share: check q, k, v against the
-    sizes the scorer was built for, score, mask, softmax, weight the values.
-    A subclass sets ``d_q``, ``d_k`` and ``dropout`` and defines ``scores``."""
-
-    def forward(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        _check_sizes(self, q, k, v, self.d_q, self.d_k)
-        p = self.dropout.p if self.training else 0.0
-        return _attend(self.scores(q, k), v, mask, p)
-
-
-class AdditiveAttention(_ScoredAttention):
-    """Additive (Bahdanau) attention: score(q, k) = w^T tanh(W q + U k).
-
-    Queries and keys may have different sizes. ``forward(q, k, v, mask=None)``
-    with q ``(..., Lq, d_q)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``
-    returns ``out (..., Lq, d_v)`` and ``weights (..., Lq, Lk)``; the mask
-    broadcasts as in ``scaled_dot_product_attention``. The hidden tensor is
-    ``(..., Lq, Lk, d_hidden)``: more memory than a dot product, the price
-    of the MLP.
-    """
-
-    def __init__(
-        self, d_q: int, d_k: int, d_hidden: int, dropout: float = 0.0
-    ):
-        super().__init__()
-        self.d_q = check_int(d_q, "d_q", 1)
-        self.d_k = check_int(d_k, "d_k", 1)
-        self.d_hidden = check_int(d_hidden, "d_hidden", 1)
-        dropout = check_probability(dropout, "dropout")
-        self.w_q = nn.Linear(self.d_q, self.d_hidden, bias=False)  # W
-        self.w_k = nn.Linear(self.d_k, self.d_hidden, bias=False)  # U
-        self.w_score = nn.Linear(self.d_hidden, 1, bias=False)  # w^T
-        self.dropout = nn.Dropout(dropout)
-
-    def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """Unnormalised scores ``(..., Lq, Lk)``."""
-        # (..., Lq, 1, d_hidden) + (..., 1, Lk, d_hidden)
-        hidden = self.w_q(q).unsqueeze(-2) + self.w_k(k).unsqueeze(-3)
-        return self.w_score(torch.tanh(hidden)).squeeze(-1)
-
-
-class BilinearAttention(_ScoredAttention):
-    """Bilinear ("general", Luong) attention: score(q, k) = q W k^T,
-    optionally divided by sqrt(d_k).
-
-    Queries and keys may have different sizes: W is ``(d_q, d_k)``. Shapes
-    as in :class:`AdditiveAttention`. A Transformer head is the low-rank
-    case W = W_q^T W_k.
-    """
-
-    def __init__(
-        self, d_q: int, d_k: int, scale: bool = True, dropout: float = 0.0
-    ):
-        super().__init__()
-        self.d_q = check_int(d_q, "d_q", 1)
-        self.d_k = check_int(d_k, "d_k", 1)
-        if not isinstance(scale, bool):
-            raise TypeError(f"scale must be a bool, got {scale!r}")
-        self.scale = scale
-        dropout = check_probability(dropout, "dropout")
-        self.weight = nn.Parameter(torch.empty(self.d_q, self.d_k))
-        nn.init.xavier_uniform_(self.weight)
-        self.dropout = nn.Dropout(dropout)
-
-    def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """Unnormalised scores ``(..., Lq, Lk)``."""
-        s = (q @ self.weight) @ k.transpose(-2, -1)
-        return s / math.sqrt(self.d_k) if self.scale else s

@@ -37,6 +37,7 @@ __all__ = [
     "check_ids",
     "check_qkv",
     "check_mask",
+    "check_like_weights",
 ]
 
 
@@ -313,3 +314,21 @@ def check_mask(
             f"{want}"
         )
     return mask
+
+
+def check_like_weights(module: Any, x: torch.Tensor) -> None:
+    """Inputs must match the module's weights in dtype and device (checked
+    outside autocast, which casts on its own)."""
+    w = next(module.parameters())
+    if torch.is_autocast_enabled(x.device.type):
+        return
+    if x.dtype != w.dtype:
+        raise TypeError(
+            f"q, k and v have dtype {x.dtype} but the module's weights are "
+            f"{w.dtype}: convert the inputs (.to({w.dtype})) or the module"
+        )
+    if x.device != w.device:
+        raise ValueError(
+            f"q, k and v are on {x.device} but the module's weights are on "
+            f"{w.device}: move one with .to(device)"
+        )
