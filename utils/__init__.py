@@ -2,7 +2,8 @@
 by the chapters.
 
 Modules, one per topic, in the order the chapters introduce them: ``priors``
-(ch. 1), ``attention`` and ``scoring`` (2), ``masks`` (3), ``positional`` (4), ``loss`` (5),
+(ch. 1), ``attention`` and ``scoring`` (2), ``masks`` (3), ``positional`` (4),
+``loss`` (5),
 ``complexity`` (6), ``layers`` and ``model`` (7: the layers, then the
 assembled Transformer), ``translation`` and ``training`` (8), ``decoding``,
 ``cache``, ``sampling`` and ``bleu`` (9), plus the shared ``plotting`` and
