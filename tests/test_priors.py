@@ -271,3 +271,50 @@ def test_accuracy_runs_in_eval_mode_without_gradients():
         torch.zeros(2, dtype=torch.long),
     )
     assert seen == {"training": False, "grad": False} and probe.training
+
+
+def test_make_ends_data_labels_balance_and_determinism():
+    x, y = priors.make_ends_data(301, length=12, vocab_size=5, seed=4)
+    assert x.shape == (301, 12) and y.shape == (301,) and x.dtype == torch.long
+    assert x.min() >= 0 and x.max() < 5
+    assert y.sum().item() == 150  # n // 2 positives
+    same = [r[0] == r[-1] for r in x.tolist()]  # plain Python, row by row
+    assert y.tolist() == [int(s) for s in same]
+    x2, y2 = priors.make_ends_data(301, length=12, vocab_size=5, seed=4)
+    assert torch.equal(x, x2) and torch.equal(y, y2)
+    assert not torch.equal(x, priors.make_ends_data(301, 12, 5, seed=5)[0])
+    # the negatives' last symbol takes every other value, not one fixed shift
+    neg = x[y == 0]
+    assert len(set(((neg[:, -1] - neg[:, 0]) % 5).tolist())) == 4
+
+
+def test_make_ends_data_hides_the_label_from_windows_and_counts():
+    # Away from the ends, both classes have the same symbol frequencies.
+    x, y = priors.make_ends_data(20000, length=16, seed=0)
+    inner = [
+        torch.bincount(x[y == c, 1:-1].flatten(), minlength=4).float()
+        for c in (0, 1)
+    ]
+    freq = [v / v.sum() for v in inner]
+    assert (freq[0] - freq[1]).abs().max() < 0.01
+    # and counts alone stay near chance
+    xt, yt = priors.make_ends_data(2000, length=16, seed=1)
+    acc = priors.train_and_evaluate(
+        lambda: priors.CountClassifier(4),
+        x[:4096],
+        y[:4096],
+        xt,
+        yt,
+        steps=300,
+        lr=5e-2,
+    )
+    assert abs(acc - 0.5) < 0.05, acc
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [dict(n=1), dict(n=10, length=1), dict(n=10, vocab_size=1)],
+)
+def test_make_ends_data_bad_input(kwargs):
+    with pytest.raises(ValueError):
+        priors.make_ends_data(**kwargs)

@@ -13,6 +13,11 @@ counts say next to nothing about the label: a model must notice the symbols
 convolution assumes and what self-attention has to learn from data.
 ``negatives="random"`` gives the naive task (negatives are plain random
 sequences without the motif), where counts do leak the label.
+
+The second task, ``make_ends_data``, has long-range structure instead: the
+label says whether the first and the last symbol are equal. No window of a
+few neighbours sees both ends, so the convolution's locality prior is wrong
+for it, while attention relates any two positions in one step.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ __all__ = [
     "DEFAULT_MOTIF",
     "contains_motif",
     "make_motif_data",
+    "make_ends_data",
     "symbol_counts",
     "MotifCNN",
     "TinyTransformer",
@@ -152,6 +158,32 @@ def make_motif_data(
             torch.zeros(n_neg, dtype=torch.long),
         ]
     )
+    order = torch.randperm(n, generator=g)
+    return x[order], y[order]
+
+
+def make_ends_data(
+    n: int, length: int = 16, vocab_size: int = 4, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` labelled sequences for the long-range task: label 1 when the
+    first and the last symbol are equal, else 0; half of each, shuffled.
+
+    Every symbol is uniform at random except the last one, which is set to
+    the first (positives) or to one of the other ``vocab_size - 1`` symbols
+    (negatives), so the label lives only in the pair of ends, ``length - 1``
+    positions apart. Returns ``x (n, length)`` long symbols in
+    ``[0, vocab_size)`` and ``y (n,)`` long labels; deterministic for a
+    given ``seed`` (own generator: the global torch seed is untouched).
+    """
+    check_int(n, "n", 2)
+    check_int(length, "length", 2)
+    check_int(vocab_size, "vocab_size", 2)
+    check_int(seed, "seed", 0)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, vocab_size, (n, length), generator=g)
+    y = (torch.arange(n) < n // 2).long()  # n // 2 positives
+    other = torch.randint(1, vocab_size, (n,), generator=g)  # a shift != 0
+    x[:, -1] = torch.where(y == 1, x[:, 0], (x[:, 0] + other) % vocab_size)
     order = torch.randperm(n, generator=g)
     return x[order], y[order]
 
