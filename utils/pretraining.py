@@ -70,8 +70,9 @@ def bert_mask(
     random normal token with ``p_random``, and stays itself otherwise. The
     loss is taken at ``chosen`` positions only, against the original ids.
     """
-    p, p_mask = check_probability(p, "p"), check_probability(p_mask, "p_mask")
-    p_random = check_probability(p_random, "p_random")
+    p = check_probability(p, "p", allow_one=True)
+    p_mask = check_probability(p_mask, "p_mask", allow_one=True)
+    p_random = check_probability(p_random, "p_random", allow_one=True)
     if p_mask + p_random > 1:
         raise ValueError(f"p_mask + p_random must be <= 1, got {p_mask + p_random}")
     normal = ids >= len(corpus.SPECIALS)
