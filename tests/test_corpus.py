@@ -29,7 +29,15 @@ def test_split_sizes_must_leave_training_data():
 
 def test_sentence_is_cls_words_equals_digits_eos():
     assert corpus.sentence(305) == [
-        "[CLS]", "three", "hundred", "and", "five", "=", "3", "0", "5",
+        "[CLS]",
+        "three",
+        "hundred",
+        "and",
+        "five",
+        "=",
+        "3",
+        "0",
+        "5",
         "[EOS]",
     ]
     assert corpus.sentence(15, digits=False) == ["[CLS]", "fifteen", "[EOS]"]
@@ -60,5 +68,7 @@ def test_encode_pads_right_and_decode_inverts():
 def test_prefix_lengths_count_cls_words_and_equals():
     ids = corpus.encode([305, 7, 15])
     assert corpus.prefix_lengths(ids).tolist() == [6, 3, 3]
-    assert corpus.prefix_lengths(corpus.encode([5], digits=False)).tolist() == [0]
+    assert corpus.prefix_lengths(
+        corpus.encode([5], digits=False)
+    ).tolist() == [0]
     assert isinstance(corpus.prefix_lengths(ids), torch.Tensor)

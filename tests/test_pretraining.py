@@ -94,7 +94,9 @@ def test_prefix_lm_mask_hand_written():
     )
     assert mask.shape == (2, 1, 5, 5)
     assert torch.equal(mask[0, 0], expected)
-    assert torch.equal(mask[1, 0], expected & torch.tensor([1, 1, 1, 1, 0]).bool())
+    assert torch.equal(
+        mask[1, 0], expected & torch.tensor([1, 1, 1, 1, 0]).bool()
+    )
     assert torch.equal(mask[0, 0], prefix_lm_mask(5, 3))
 
 
@@ -166,7 +168,8 @@ def test_sweep_row_reproduces():
     assert stored["seed"] == 0
     assert abs(stats["accuracy"] - stored["mlm_body"]["accuracy"]) < 0.03
     row = next(
-        r for r in sweep["finetune"]
+        r
+        for r in sweep["finetune"]
         if (r["seed"], r["labels"], r["init"], r["pooling"])
         == (0, 16, "pretrained", "cls")
     )

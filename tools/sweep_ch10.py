@@ -41,7 +41,9 @@ def main() -> None:
             model, _ = pt.train_lm(kind, splits["train"], STEPS, seed=seed)
             stats = pt.evaluate_lm(kind, model, splits["test"])
             if kind == "plm":
-                stats["exact_match"] = pt.exact_match(kind, model, splits["test"])
+                stats["exact_match"] = pt.exact_match(
+                    kind, model, splits["test"]
+                )
             row[kind] = {k: round(v, 4) for k, v in stats.items()}
         body, _ = pt.train_lm("mlm", splits["train"], BODY_STEPS, seed=seed)
         stats = pt.evaluate_lm("mlm", body, splits["test"])
@@ -54,20 +56,35 @@ def main() -> None:
                 for pooling in ("cls", "mean"):
                     acc = pt.fine_tune_row(
                         body if init == "pretrained" else None,
-                        train, splits["test"], labels, pooling, seed,
+                        train,
+                        splits["test"],
+                        labels,
+                        pooling,
+                        seed,
                     )
                     tune.append(
-                        {"seed": seed, "labels": labels, "init": init,
-                         "pooling": pooling, "accuracy": round(acc, 4)}
+                        {
+                            "seed": seed,
+                            "labels": labels,
+                            "init": init,
+                            "pooling": pooling,
+                            "accuracy": round(acc, 4),
+                        }
                     )
                     print(tune[-1], flush=True)
-    config = {"seeds": SEEDS, "labels": LABELS, "steps": STEPS,
-              "body_steps": BODY_STEPS,
-              "torch": torch.__version__.split("+")[0]}
+    config = {
+        "seeds": SEEDS,
+        "labels": LABELS,
+        "steps": STEPS,
+        "body_steps": BODY_STEPS,
+        "torch": torch.__version__.split("+")[0],
+    }
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(
-        json.dumps({"config": config, "pretrain": rows, "finetune": tune},
-                   indent=1) + "\n"
+        json.dumps(
+            {"config": config, "pretrain": rows, "finetune": tune}, indent=1
+        )
+        + "\n"
     )
     print("wrote", OUT)
 

@@ -43,7 +43,9 @@ __all__ = [
 MAX_NUMBER = 999
 SPECIALS = ["[PAD]", "[CLS]", "[MASK]", "[EOS]"]
 PAD, CLS, MASK, EOS = range(4)
-_WORDS = sorted({w for n in range(1, MAX_NUMBER + 1) for w in english_words(n)})
+_WORDS = sorted(
+    {w for n in range(1, MAX_NUMBER + 1) for w in english_words(n)}
+)
 TOKENS = SPECIALS + ["="] + [str(d) for d in range(10)] + _WORDS
 TOKEN_ID = {t: i for i, t in enumerate(TOKENS)}
 #: ids a masked LM may choose, and may draw as a random replacement

@@ -74,7 +74,9 @@ def bert_mask(
     p_mask = check_probability(p_mask, "p_mask", allow_one=True)
     p_random = check_probability(p_random, "p_random", allow_one=True)
     if p_mask + p_random > 1:
-        raise ValueError(f"p_mask + p_random must be <= 1, got {p_mask + p_random}")
+        raise ValueError(
+            f"p_mask + p_random must be <= 1, got {p_mask + p_random}"
+        )
     normal = ids >= len(corpus.SPECIALS)
     u = torch.rand(ids.shape, generator=generator)
     chosen = normal & (torch.rand(ids.shape, generator=generator) < p)
@@ -160,7 +162,9 @@ class Classifier(nn.Module):
     def __init__(self, body: TinyLM, pooling: str = "cls", classes: int = 2):
         super().__init__()
         if pooling not in ("cls", "mean"):
-            raise ValueError(f"pooling must be 'cls' or 'mean', got {pooling!r}")
+            raise ValueError(
+                f"pooling must be 'cls' or 'mean', got {pooling!r}"
+            )
         self.body, self.pooling = body, pooling
         self.out = nn.Linear(body.head.in_features, classes)
 
@@ -289,7 +293,9 @@ def exact_match(kind: str, model: TinyLM, numbers) -> float:
     return right / len(numbers)
 
 
-def statement_data(numbers, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def statement_data(
+    numbers, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The downstream task: is the sentence true? Ids ``(N, L)`` and labels
     ``(N,)``: 1 for ``words = digits`` as written, 0 when one digit (drawn
     with ``random.Random(seed)``) was changed to another digit."""
@@ -299,7 +305,9 @@ def statement_data(numbers, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
         true = rng.random() < 0.5
         labels.append(int(true))
         if not true:
-            digits = (row >= corpus.TOKEN_ID["0"]) & (row <= corpus.TOKEN_ID["9"])
+            digits = (row >= corpus.TOKEN_ID["0"]) & (
+                row <= corpus.TOKEN_ID["9"]
+            )
             where = rng.choice(digits.nonzero().flatten().tolist())
             old = int(row[where]) - corpus.TOKEN_ID["0"]
             new = rng.choice([d for d in range(10) if d != old])
