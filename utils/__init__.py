@@ -5,9 +5,9 @@ Modules, one per topic, in the order the chapters introduce them: ``priors``
 (ch. 1), ``attention`` and ``scoring`` (2), ``masks`` (3), ``positional`` (4),
 ``loss`` (5), ``complexity`` (6), ``layers`` and ``model`` (7: the layers,
 then the assembled Transformer), ``translation`` and ``training`` (8),
-``decoding``, ``cache``, ``sampling`` and ``bleu`` (9), plus the shared
-``plotting`` and ``diagrams`` (plots of numbers, and diagrams drawn by code)
-and ``checks``.
+``decoding``, ``cache``, ``sampling`` and ``bleu`` (9), ``corpus`` and
+``pretraining`` (10), plus the shared ``plotting`` and ``diagrams`` (plots of
+numbers, and diagrams drawn by code) and ``checks``.
 Boolean masks mean **True = may attend / is a real token** and broadcast to
 ``(batch, heads, query_len, key_len)``. Bad arguments raise a ``TypeError``
 (wrong kind) or a ``ValueError`` (wrong value) that names the argument; the

@@ -25,9 +25,9 @@ from torch import nn
 
 from . import corpus
 from .checks import check_int, check_probability
+from .layers import Embeddings, EncoderLayer, Stack
 from .loss import masked_cross_entropy
 from .masks import causal_mask
-from .model import Embeddings, Encoder
 from .positional import PositionalEncoding
 
 __all__ = [
@@ -136,7 +136,8 @@ def objective_batch(
 
 
 class TinyLM(nn.Module):
-    """Embeddings + positions + a Pre-Norm ``Encoder`` stack + a token head.
+    """Embeddings + positions + a Pre-Norm stack of encoder layers + a token
+    head.
 
     ``forward(ids (B, L), mask (B, 1, L, L)) -> hidden (B, L, d_model)``;
     ``head(hidden) -> logits (B, L, vocab)``.
@@ -147,7 +148,12 @@ class TinyLM(nn.Module):
         vocab = len(corpus.TOKENS)
         self.embed = Embeddings(vocab, d_model)
         self.pos = PositionalEncoding(d_model, max_len=64)
-        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, 0.0, True)
+        self.encoder = Stack(
+            lambda: EncoderLayer(d_model, num_heads, d_ff, 0.0, True),
+            num_layers,
+            d_model,
+            norm_first=True,
+        )
         self.head = nn.Linear(d_model, vocab)
 
     def forward(self, ids, mask):
