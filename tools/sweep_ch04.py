@@ -35,8 +35,10 @@ def rows() -> list[dict]:
         for seed in SEEDS:
             start = time.perf_counter()
             row = train_position_probe(position, seed, **SETTINGS)
-            row = {k: round(v, 4) if isinstance(v, float) else v
-                   for k, v in row.items()}
+            row = {
+                k: round(v, 4) if isinstance(v, float) else v
+                for k, v in row.items()
+            }
             out.append(row)
             print(row, f"{time.perf_counter() - start:.1f} s", flush=True)
     return out
@@ -47,8 +49,12 @@ def main() -> None:
         env = numeric_mode.environment("portable")
         args = [sys.executable, "-m", "tools.sweep_ch04"]
         os.execvpe(sys.executable, args, env)
-    data = {"task": "previous token", "settings": SETTINGS, "seeds": SEEDS,
-            "rows": rows()}
+    data = {
+        "task": "previous token",
+        "settings": SETTINGS,
+        "seeds": SEEDS,
+        "rows": rows(),
+    }
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps(data, indent=1) + "\n")
     print("wrote", OUT.relative_to(ROOT))

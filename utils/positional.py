@@ -260,7 +260,8 @@ class PositionProbe(nn.Module):
             self.table = nn.Embedding(self.max_len, d_model)
         if position == "sinusoidal":
             self.register_buffer(
-                "pe", sinusoidal_encoding(self.max_len, d_model),
+                "pe",
+                sinusoidal_encoding(self.max_len, d_model),
                 persistent=False,
             )
         self.qkv = nn.Linear(d_model, 3 * d_model)
