@@ -10,7 +10,9 @@ Plus the helpers chapter 4 uses: ``frequencies`` (the w_i),
 ``shift_matrix`` (the fixed block rotation with
 PE[p + k] = shift_matrix(k) @ PE[p]), ``apply_rotary`` (rotary position
 embedding, Su et al.) and ``LearnedPositionalEmbedding`` (a trained table,
-as in BERT).
+as in BERT), and the chapter's experiment: ``PositionProbe`` (one attention
+layer with no / learned / sinusoidal / rotary positions) trained by
+``train_position_probe`` on the previous-token task.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ __all__ = [
     "shift_matrix",
     "apply_rotary",
     "LearnedPositionalEmbedding",
+    "POSITION_KINDS",
+    "PositionProbe",
+    "previous_token_batch",
+    "train_position_probe",
 ]
 
 
