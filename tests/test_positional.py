@@ -9,12 +9,16 @@ import pytest
 import torch
 
 from utils.positional import (
+    POSITION_KINDS,
     LearnedPositionalEmbedding,
     PositionalEncoding,
+    PositionProbe,
     apply_rotary,
     frequencies,
+    previous_token_batch,
     shift_matrix,
     sinusoidal_encoding,
+    train_position_probe,
 )
 
 
@@ -318,3 +322,71 @@ def test_learned_embedding():
         emb(torch.zeros(1, 3, 5))
     with pytest.raises(ValueError, match="max_len"):
         LearnedPositionalEmbedding(0, 4)
+
+
+def rotate_by_complex_numbers(x, base=10000.0):
+    """RoPE written independently: pair (x_2i, x_2i+1) as the complex number
+    x_2i + i x_2i+1, multiplied by exp(i * m * w_i) at position m."""
+    t, d = x.shape[-2], x.shape[-1]
+    w = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
+    angle = torch.arange(t, dtype=torch.float64)[:, None] * w  # (T, d/2)
+    z = torch.view_as_complex(
+        x.double().unflatten(-1, (d // 2, 2)).contiguous()
+    )
+    return torch.view_as_real(
+        z * torch.polar(torch.ones_like(angle), angle)
+    ).flatten(-2)
+
+
+def test_apply_rotary_equals_complex_rotation():
+    x = torch.randn(2, 3, 40, 16, dtype=torch.float64)
+    # apply_rotary takes its frequencies from float32 `frequencies`: 1e-6
+    torch.testing.assert_close(
+        apply_rotary(x), rotate_by_complex_numbers(x), atol=1e-6, rtol=1e-6
+    )
+
+
+def test_previous_token_batch():
+    ids, target = previous_token_batch(
+        4, 7, 5, torch.Generator().manual_seed(0)
+    )
+    assert ids.shape == target.shape == (4, 7)
+    assert (target[:, 0] == -100).all()
+    assert torch.equal(target[:, 1:], ids[:, :-1])
+    assert ids.min() >= 0 and ids.max() < 5
+
+
+@pytest.mark.parametrize("position", POSITION_KINDS)
+def test_position_probe_is_order_blind_only_without_positions(position):
+    torch.manual_seed(0)
+    probe = PositionProbe(10, position, max_len=12).eval()
+    ids = torch.randint(0, 10, (3, 12))
+    perm = torch.randperm(12)
+    with torch.no_grad():
+        out, out_perm = probe(ids), probe(ids[:, perm])
+    assert out.shape == (3, 12, 10)
+    if position == "none":  # permutation equivariant
+        torch.testing.assert_close(out_perm, out[:, perm])
+    else:
+        assert (out_perm - out[:, perm]).abs().max() > 1e-3
+
+
+def test_position_probe_errors():
+    with pytest.raises(ValueError, match="position must be one of"):
+        PositionProbe(10, "alibi")
+    with pytest.raises(ValueError, match="even size"):
+        PositionProbe(10, "rope", d_model=6, num_heads=2)
+    with pytest.raises(ValueError, match="exceeds max_len=4"):
+        PositionProbe(10, "none", max_len=4)(
+            torch.zeros(1, 5, dtype=torch.long)
+        )
+
+
+def test_train_position_probe_learns_with_rope():
+    result = train_position_probe("rope", 0, steps=150)
+    assert result["acc_train_len"] > 0.9
+    assert set(result) >= {
+        "acc_train_len",
+        "acc_double_seen",
+        "acc_double_new",
+    }
