@@ -13,9 +13,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
+import os
 import pathlib
 import sys
 import time
@@ -49,7 +51,53 @@ __all__ = [
     "new_translator",
     "train_translator",
     "load_or_train_translator",
+    "course_seed",
+    "numeric_fingerprint",
+    "threads",
 ]
+
+
+def course_seed(default: int = 0) -> int:
+    """The training seed: ``COURSE_SEED`` when set (``make robust`` sets it), else ``default``.
+
+    Chapters 8 and 9 both call it, so they build the same splits and load the same model.
+    """
+    value = os.environ.get("COURSE_SEED")
+    if value is None:
+        return check_int(default, "default", 0)
+    try:
+        return check_int(int(value), "COURSE_SEED", 0)
+    except ValueError:
+        raise ValueError(f"COURSE_SEED must be an integer >= 0, got {value!r}") from None
+
+
+def numeric_fingerprint() -> dict:
+    """What decides the last bits of a training run besides its settings and seed.
+
+    The same settings give the same weights only on the same torch version, CPU code path
+    (``get_cpu_capability``: DEFAULT in the portable mode, AVX2 or AVX512 natively), MKL
+    reproducibility branch and thread count. A cached model is keyed by all of them, so a
+    model trained natively is never loaded by a run in the portable mode.
+    """
+    return {
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "mkl_cbwr": os.environ.get("MKL_CBWR"),
+        "threads": 1,  # train_translator trains on one CPU thread, always
+        "cuda": torch.version.cuda if torch.cuda.is_available() else None,
+    }
+
+
+@contextlib.contextmanager
+def threads(n: int):
+    """``torch.set_num_threads(n)`` inside the block, the previous count restored after."""
+    check_int(n, "n", 1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def noam_lr(
@@ -370,7 +418,7 @@ def train_translator(
         splits["valid"], 500, vocab_src, vocab_tgt, seed=None, device=device
     )
 
-    threads = torch.get_num_threads()
+    n_threads = torch.get_num_threads()
     if device.type == "cpu":
         torch.set_num_threads(1)
     try:
@@ -423,15 +471,17 @@ def train_translator(
         bar.close()
         history["seconds"] = time.perf_counter() - start
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(n_threads)
     model.eval()
     return model, vocab_src, vocab_tgt, history
 
 
 def _cache_path(
-    directory, steps: int, seed: int, settings: dict
+    directory, steps: int, seed: int, settings: dict, device=None
 ) -> pathlib.Path:
     cfg = {**TRANSLATOR_DEFAULTS, **settings, "steps": steps, "seed": seed}
+    cfg["numeric"] = numeric_fingerprint()
+    cfg["device"] = torch.device(device if device is not None else "cpu").type
     key = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[
         :12
     ]
@@ -440,7 +490,7 @@ def _cache_path(
 
 def load_or_train_translator(
     steps: int = TRANSLATOR_DEFAULTS["steps"],
-    seed: int = 0,
+    seed: int | None = None,
     device: torch.device | str | None = None,
     progress: bool = True,
     directory: str | pathlib.Path = ".",
@@ -448,13 +498,16 @@ def load_or_train_translator(
     **settings,
 ) -> tuple[Transformer, Vocab, Vocab, dict]:
     """``train_translator(...)``, cached: the weights and history are saved to
-    ``directory/translator-<hash of the settings>.pt`` and loaded from there next time.
+    ``directory/translator-<hash>.pt`` and loaded from there next time.
 
-    Same settings, same file: chapter 9 reuses chapter 8's run in one checkout, and retrains
-    (deterministically) when it runs alone. ``force=True`` trains (and rewrites the file)
+    The hash covers the settings, the seed (``None``: ``course_seed()``), the device type and
+    ``numeric_fingerprint()`` (torch version, CPU code path, MKL branch, threads): same key,
+    same file, so chapter 9 reuses chapter 8's run in one checkout and numeric mode, and
+    retrains (deterministically) when it runs alone or in another mode. ``force=True`` trains (and rewrites the file)
     even when a cached run exists. ``history["cached"]`` says which happened.
     """
-    path = _cache_path(directory, steps, seed, settings)
+    seed = course_seed() if seed is None else seed
+    path = _cache_path(directory, steps, seed, settings, device)
     if path.is_file() and not force:
         saved = torch.load(path, map_location="cpu", weights_only=False)
         cfg = saved["history"]["settings"]
