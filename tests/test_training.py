@@ -251,7 +251,9 @@ def test_the_cache_key_holds_the_numeric_mode_so_no_run_loads_another_modes_mode
 ):
     import utils.training as training
 
-    load_or_train_translator(steps=2, progress=False, directory=tmp_path, **TINY)
+    load_or_train_translator(
+        steps=2, progress=False, directory=tmp_path, **TINY
+    )
     # the same settings under another CPU code path (as natively vs portable)
     real = training.numeric_fingerprint()
     monkeypatch.setattr(

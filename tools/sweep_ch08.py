@@ -163,7 +163,9 @@ def chapter8(seed: int, model, history, d: Decoder) -> dict:
     }
     # errors by number size
     for lo, hi in SIZES:
-        inside = [h == r for h, r in zip(hyps, refs) if lo <= read_chinese(r) <= hi]
+        inside = [
+            h == r for h, r in zip(hyps, refs) if lo <= read_chinese(r) <= hi
+        ]
         row[f"n_{lo}"] = len(inside)
         row[f"errors_{lo}"] = len(inside) - sum(inside)
     row["errors"] = sum(h != r for h, r in zip(hyps, refs))
@@ -255,7 +257,10 @@ def chapter9(seed: int, model, half, d: Decoder) -> dict:
     norm1 = d.beam(half, test, alpha=1.0)
     row["len_alpha0"] = sum(map(len, b_half)) / len(b_half)
     row["len_alpha1"] = sum(map(len, norm1)) / len(norm1)
-    row["em_alpha0"], row["em_alpha1"] = exact(b_half, test), exact(norm1, test)
+    row["em_alpha0"], row["em_alpha1"] = (
+        exact(b_half, test),
+        exact(norm1, test),
+    )
     refs = [[t] for _, t in test]
     row["corpus_bleu"] = corpus_bleu(b_half, refs)
     per = [sentence_bleu(o, r) for o, r in zip(b_half, refs)]
@@ -291,7 +296,9 @@ def chapter9(seed: int, model, half, d: Decoder) -> dict:
         target = torch.full((tgt_b.size(0), NAR_LEN), d.pad)
         target[:, : tgt_b.size(1) - 1] = tgt_b[:, 1 : NAR_LEN + 1]
         queries = torch.full((src_b.size(0), NAR_LEN), d.bos)
-        loss = masked_cross_entropy(nar(src_b, queries), target, target != d.pad)
+        loss = masked_cross_entropy(
+            nar(src_b, queries), target, target != d.pad
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -335,7 +342,11 @@ def _round(x):
 def main(seeds) -> None:
     rows = []
     if OUT.is_file():  # keep the seeds not rerun
-        rows = [r for r in json.loads(OUT.read_text())["rows"] if r["seed"] not in seeds]
+        rows = [
+            r
+            for r in json.loads(OUT.read_text())["rows"]
+            if r["seed"] not in seeds
+        ]
     for seed in seeds:
         row = _round(run_seed(seed))
         print(json.dumps(row), flush=True)

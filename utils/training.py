@@ -68,7 +68,9 @@ def course_seed(default: int = 0) -> int:
     try:
         return check_int(int(value), "COURSE_SEED", 0)
     except ValueError:
-        raise ValueError(f"COURSE_SEED must be an integer >= 0, got {value!r}") from None
+        raise ValueError(
+            f"COURSE_SEED must be an integer >= 0, got {value!r}"
+        ) from None
 
 
 def numeric_fingerprint() -> dict:
