@@ -163,6 +163,10 @@ def test_train_translator_is_deterministic_and_restores_threads():
     assert h["lr"] == [
         noam_lr(s, 16, h["settings"]["warmup_steps"]) for s in range(1, 7)
     ]
+    # greedy exact match on the validation set at every check: a share
+    assert len(h["valid_exact"]) == len(h["valid_step"])
+    assert all(0 <= x <= 1 for x in h["valid_exact"])
+    assert h["valid_exact"] == b[3]["valid_exact"]
     for p, q in zip(a[0].parameters(), b[0].parameters()):
         assert torch.equal(p, q)
 

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from .checks import check_int, check_number
+from .decoding import greedy_decode
 from .loss import masked_cross_entropy
 from .model import Transformer
 from .translation import (
@@ -323,6 +324,9 @@ class Progress:
             self._handle.update(self._pretty(self.line()))
 
 
+# How many validation pairs the training loop decodes for its exact-match curve.
+VALID_EXACT = 200
+
 # The settings of chapter 8's translator; every key is an argument of train_translator.
 TRANSLATOR_DEFAULTS = dict(
     steps=400,
@@ -398,7 +402,9 @@ def train_translator(
 
     Returns ``(model, vocab_src, vocab_tgt, history)``; the model is in eval mode on
     ``device``. ``history`` holds per step ``"train_loss"`` and ``"lr"``, every
-    ``eval_every`` steps ``"valid_step"`` and ``"valid_loss"`` (same smoothing), the
+    ``eval_every`` steps ``"valid_step"``, ``"valid_loss"`` (same smoothing) and
+    ``"valid_exact"`` (greedy exact match on the first ``VALID_EXACT`` validation pairs;
+    decoding draws no random numbers, so it leaves the training run unchanged), the
     ``"settings"`` used and the wall-clock ``"seconds"`` (the only value that varies).
     """
     unknown = set(settings) - set(TRANSLATOR_DEFAULTS)
@@ -419,6 +425,8 @@ def train_translator(
     valid = make_batches(
         splits["valid"], 500, vocab_src, vocab_tgt, seed=None, device=device
     )
+    exact_pairs = splits["valid"][:VALID_EXACT]
+    exact_src, _ = encode_batch(exact_pairs, vocab_src, vocab_tgt, device)
 
     n_threads = torch.get_num_threads()
     if device.type == "cpu":
@@ -435,6 +443,7 @@ def train_translator(
             "lr": [],
             "valid_step": [],
             "valid_loss": [],
+            "valid_exact": [],
             "settings": {**cfg, "seed": seed},
         }
         bar = Progress(steps, "training", enabled=progress)
@@ -469,6 +478,19 @@ def train_translator(
                         model, valid, cfg["label_smoothing"], vocab_tgt.pad_id
                     )
                 )
+                out = greedy_decode(
+                    model,
+                    exact_src,
+                    12,  # the longest target has 9 characters, plus EOS
+                    vocab_tgt.bos_id,
+                    vocab_tgt.eos_id,
+                    pad_id=vocab_tgt.pad_id,
+                )
+                right = sum(
+                    vocab_tgt.decode(row) == list(tgt)
+                    for row, (_, tgt) in zip(out.cpu(), exact_pairs)
+                )
+                history["valid_exact"].append(right / len(exact_pairs))
             bar.update()
         bar.close()
         history["seconds"] = time.perf_counter() - start
