@@ -34,6 +34,10 @@ def one_thread():
 
 
 def test_noam_lr_three_cases_and_the_peak():
+    # numbers computed by hand: 1/sqrt(512 * 4000) = 1/1431.0835
+    assert math.isclose(noam_lr(4000, 512, 4000), 6.98771e-4, rel_tol=1e-5)
+    assert math.isclose(noam_lr(1000, 512, 4000), 1.74693e-4, rel_tol=1e-5)
+    assert math.isclose(noam_lr(16000, 512, 4000), 3.49386e-4, rel_tol=1e-5)
     d, w = 512, 4000
     assert math.isclose(noam_lr(w, d, w), d**-0.5 * w**-0.5)  # the peak
     assert math.isclose(
@@ -159,6 +163,10 @@ def test_train_translator_is_deterministic_and_restores_threads():
     assert h["lr"] == [
         noam_lr(s, 16, h["settings"]["warmup_steps"]) for s in range(1, 7)
     ]
+    # greedy exact match on the validation set at every check: a share
+    assert len(h["valid_exact"]) == len(h["valid_step"])
+    assert all(0 <= x <= 1 for x in h["valid_exact"])
+    assert h["valid_exact"] == b[3]["valid_exact"]
     for p, q in zip(a[0].parameters(), b[0].parameters()):
         assert torch.equal(p, q)
 
@@ -240,3 +248,73 @@ def test_bad_arguments():
                 )
             ],
         )
+
+
+def test_the_cache_key_holds_the_numeric_mode_so_no_run_loads_another_modes_model(
+    tmp_path, monkeypatch
+):
+    import utils.training as training
+
+    load_or_train_translator(
+        steps=2, progress=False, directory=tmp_path, **TINY
+    )
+    # the same settings under another CPU code path (as natively vs portable)
+    real = training.numeric_fingerprint()
+    monkeypatch.setattr(
+        training,
+        "numeric_fingerprint",
+        lambda: {**real, "cpu_capability": "AVX512"},
+    )
+    *_, h = load_or_train_translator(
+        steps=2, progress=False, directory=tmp_path, **TINY
+    )
+    assert h["cached"] is False
+    assert len(list(tmp_path.glob("translator-*.pt"))) == 2
+    monkeypatch.setattr(
+        training, "numeric_fingerprint", lambda: {**real, "torch": "9.9.9"}
+    )
+    *_, h = load_or_train_translator(
+        steps=2, progress=False, directory=tmp_path, **TINY
+    )
+    assert h["cached"] is False
+    assert len(list(tmp_path.glob("translator-*.pt"))) == 3
+
+
+def test_numeric_fingerprint_names_torch_and_the_cpu_path(monkeypatch):
+    from utils.training import numeric_fingerprint
+
+    fp = numeric_fingerprint()
+    assert fp["torch"] == torch.__version__
+    assert fp["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")
+    assert numeric_fingerprint()["mkl_cbwr"] == "COMPATIBLE"
+    monkeypatch.delenv("MKL_CBWR")
+    assert numeric_fingerprint()["mkl_cbwr"] is None
+
+
+def test_course_seed_reads_course_seed(monkeypatch):
+    from utils.training import course_seed
+
+    monkeypatch.delenv("COURSE_SEED", raising=False)
+    assert course_seed() == 0 and course_seed(3) == 3
+    monkeypatch.setenv("COURSE_SEED", "2")
+    assert course_seed() == 2
+    monkeypatch.setenv("COURSE_SEED", "two")
+    with pytest.raises(ValueError, match="COURSE_SEED"):
+        course_seed()
+
+
+def test_threads_restores_the_count_even_after_an_error():
+    from utils.training import threads
+
+    torch.set_num_threads(2)
+    with threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == 2
+    with pytest.raises(RuntimeError):
+        with threads(1):
+            raise RuntimeError
+    assert torch.get_num_threads() == 2
+    with pytest.raises(ValueError, match="n"):
+        with threads(0):
+            pass

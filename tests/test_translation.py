@@ -150,3 +150,35 @@ def test_bad_numbers():
         chinese_numerals(5.0)
     with pytest.raises(ValueError, match="n_valid"):
         make_splits(n_valid=60000)
+
+
+def test_use_chinese_font_both_paths(monkeypatch):
+    """With a CJK font it joins matplotlib's family list; without one it says False
+    and leaves the style alone, so figures fall back to ``PINYIN``."""
+    import matplotlib.pyplot as plt
+    from matplotlib import font_manager
+
+    from utils.translation import PINYIN, use_chinese_font
+
+    class Font:
+        def __init__(self, name):
+            self.name = name
+
+    with plt.rc_context({"font.family": ["DejaVu Sans"]}):
+        monkeypatch.setattr(
+            font_manager.fontManager, "ttflist", [Font("DejaVu Sans")]
+        )
+        assert use_chinese_font() is False
+        assert list(plt.rcParams["font.family"]) == ["DejaVu Sans"]
+        monkeypatch.setattr(
+            font_manager.fontManager,
+            "ttflist",
+            [Font("DejaVu Sans"), Font("WenQuanYi Zen Hei")],
+        )
+        assert use_chinese_font() is True
+        assert list(plt.rcParams["font.family"]) == [
+            "DejaVu Sans",
+            "WenQuanYi Zen Hei",
+        ]
+    assert set(PINYIN) == set("零一二三四五六七八九十百千万")
+    assert all(name.isascii() for name in PINYIN.values())

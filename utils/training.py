@@ -13,9 +13,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
+import os
 import pathlib
 import sys
 import time
@@ -25,6 +27,7 @@ import torch
 from torch import nn
 
 from .checks import check_int, check_number
+from .decoding import greedy_decode
 from .loss import masked_cross_entropy
 from .model import Transformer
 from .translation import (
@@ -49,7 +52,55 @@ __all__ = [
     "new_translator",
     "train_translator",
     "load_or_train_translator",
+    "course_seed",
+    "numeric_fingerprint",
+    "threads",
 ]
+
+
+def course_seed(default: int = 0) -> int:
+    """The training seed: ``COURSE_SEED`` when set (``make robust`` sets it), else ``default``.
+
+    Chapters 8 and 9 both call it, so they build the same splits and load the same model.
+    """
+    value = os.environ.get("COURSE_SEED")
+    if value is None:
+        return check_int(default, "default", 0)
+    try:
+        return check_int(int(value), "COURSE_SEED", 0)
+    except ValueError:
+        raise ValueError(
+            f"COURSE_SEED must be an integer >= 0, got {value!r}"
+        ) from None
+
+
+def numeric_fingerprint() -> dict:
+    """What decides the last bits of a training run besides its settings and seed.
+
+    The same settings give the same weights only on the same torch version, CPU code path
+    (``get_cpu_capability``: DEFAULT in the portable mode, AVX2 or AVX512 natively), MKL
+    reproducibility branch and thread count. A cached model is keyed by all of them, so a
+    model trained natively is never loaded by a run in the portable mode.
+    """
+    return {
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "mkl_cbwr": os.environ.get("MKL_CBWR"),
+        "threads": 1,  # train_translator trains on one CPU thread, always
+        "cuda": torch.version.cuda if torch.cuda.is_available() else None,
+    }
+
+
+@contextlib.contextmanager
+def threads(n: int):
+    """``torch.set_num_threads(n)`` inside the block, the previous count restored after."""
+    check_int(n, "n", 1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def noam_lr(
@@ -273,6 +324,9 @@ class Progress:
             self._handle.update(self._pretty(self.line()))
 
 
+# How many validation pairs the training loop decodes for its exact-match curve.
+VALID_EXACT = 200
+
 # The settings of chapter 8's translator; every key is an argument of train_translator.
 TRANSLATOR_DEFAULTS = dict(
     steps=400,
@@ -348,7 +402,9 @@ def train_translator(
 
     Returns ``(model, vocab_src, vocab_tgt, history)``; the model is in eval mode on
     ``device``. ``history`` holds per step ``"train_loss"`` and ``"lr"``, every
-    ``eval_every`` steps ``"valid_step"`` and ``"valid_loss"`` (same smoothing), the
+    ``eval_every`` steps ``"valid_step"``, ``"valid_loss"`` (same smoothing) and
+    ``"valid_exact"`` (greedy exact match on the first ``VALID_EXACT`` validation pairs;
+    decoding draws no random numbers, so it leaves the training run unchanged), the
     ``"settings"`` used and the wall-clock ``"seconds"`` (the only value that varies).
     """
     unknown = set(settings) - set(TRANSLATOR_DEFAULTS)
@@ -369,8 +425,10 @@ def train_translator(
     valid = make_batches(
         splits["valid"], 500, vocab_src, vocab_tgt, seed=None, device=device
     )
+    exact_pairs = splits["valid"][:VALID_EXACT]
+    exact_src, _ = encode_batch(exact_pairs, vocab_src, vocab_tgt, device)
 
-    threads = torch.get_num_threads()
+    n_threads = torch.get_num_threads()
     if device.type == "cpu":
         torch.set_num_threads(1)
     try:
@@ -385,6 +443,7 @@ def train_translator(
             "lr": [],
             "valid_step": [],
             "valid_loss": [],
+            "valid_exact": [],
             "settings": {**cfg, "seed": seed},
         }
         bar = Progress(steps, "training", enabled=progress)
@@ -419,19 +478,34 @@ def train_translator(
                         model, valid, cfg["label_smoothing"], vocab_tgt.pad_id
                     )
                 )
+                out = greedy_decode(
+                    model,
+                    exact_src,
+                    12,  # the longest target has 9 characters, plus EOS
+                    vocab_tgt.bos_id,
+                    vocab_tgt.eos_id,
+                    pad_id=vocab_tgt.pad_id,
+                )
+                right = sum(
+                    vocab_tgt.decode(row) == list(tgt)
+                    for row, (_, tgt) in zip(out.cpu(), exact_pairs)
+                )
+                history["valid_exact"].append(right / len(exact_pairs))
             bar.update()
         bar.close()
         history["seconds"] = time.perf_counter() - start
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(n_threads)
     model.eval()
     return model, vocab_src, vocab_tgt, history
 
 
 def _cache_path(
-    directory, steps: int, seed: int, settings: dict
+    directory, steps: int, seed: int, settings: dict, device=None
 ) -> pathlib.Path:
     cfg = {**TRANSLATOR_DEFAULTS, **settings, "steps": steps, "seed": seed}
+    cfg["numeric"] = numeric_fingerprint()
+    cfg["device"] = torch.device(device if device is not None else "cpu").type
     key = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[
         :12
     ]
@@ -440,7 +514,7 @@ def _cache_path(
 
 def load_or_train_translator(
     steps: int = TRANSLATOR_DEFAULTS["steps"],
-    seed: int = 0,
+    seed: int | None = None,
     device: torch.device | str | None = None,
     progress: bool = True,
     directory: str | pathlib.Path = ".",
@@ -448,13 +522,16 @@ def load_or_train_translator(
     **settings,
 ) -> tuple[Transformer, Vocab, Vocab, dict]:
     """``train_translator(...)``, cached: the weights and history are saved to
-    ``directory/translator-<hash of the settings>.pt`` and loaded from there next time.
+    ``directory/translator-<hash>.pt`` and loaded from there next time.
 
-    Same settings, same file: chapter 9 reuses chapter 8's run in one checkout, and retrains
-    (deterministically) when it runs alone. ``force=True`` trains (and rewrites the file)
+    The hash covers the settings, the seed (``None``: ``course_seed()``), the device type and
+    ``numeric_fingerprint()`` (torch version, CPU code path, MKL branch, threads): same key,
+    same file, so chapter 9 reuses chapter 8's run in one checkout and numeric mode, and
+    retrains (deterministically) when it runs alone or in another mode. ``force=True`` trains (and rewrites the file)
     even when a cached run exists. ``history["cached"]`` says which happened.
     """
-    path = _cache_path(directory, steps, seed, settings)
+    seed = course_seed() if seed is None else seed
+    path = _cache_path(directory, steps, seed, settings, device)
     if path.is_file() and not force:
         saved = torch.load(path, map_location="cpu", weights_only=False)
         cfg = saved["history"]["settings"]

@@ -1,0 +1,367 @@
+"""The seed sweep behind chapters 8 and 9: every training claim, measured on five seeds.
+
+    python -m tools.sweep_ch08 [SEED ...]        (default: seeds 0 to 4; about 2 min a seed)
+
+Training the translator takes most of chapter 8's 60 s budget, so the chapters train one
+seed (``utils.training.course_seed()``) and load the spread over seeds from
+``book/data/ch08_sweep.json``, which this script writes. For every seed it trains the
+chapter's model (400 steps) and the half-trained one (150 steps) exactly as the chapters
+do, plus chapter 9's one-pass decoder, and records each number a claim rests on. It runs in
+the portable numeric mode (it sets it itself), like the stored outputs.
+``tests/test_sweep_ch08.py`` re-trains seed 0 and checks it against its stored row.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import pathlib
+import random
+import sys
+import time
+
+if __name__ == "__main__":
+    from . import numeric_mode
+
+    numeric_mode.apply("portable")
+
+import torch  # noqa: E402
+
+from utils import translation as tr  # noqa: E402
+from utils.bleu import corpus_bleu, sentence_bleu  # noqa: E402
+from utils.decoding import (  # noqa: E402
+    beam_search,
+    greedy_decode,
+    sample_decode,
+    sequence_log_prob,
+)
+from utils.loss import masked_cross_entropy  # noqa: E402
+from utils.training import (  # noqa: E402
+    TRANSLATOR_DEFAULTS,
+    evaluate_perplexity,
+    new_translator,
+    noam_scheduler,
+    paper_adam,
+    threads,
+    train_translator,
+)
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+OUT = ROOT / "book" / "data" / "ch08_sweep.json"
+SEEDS = (0, 1, 2, 3, 4)
+MAX_LEN = 12
+HALF_STEPS = 150
+NAR_LEN = 10
+SIZES = ((1, 999), (1000, 9999), (10000, 99999))  # number-size buckets
+MINE = (2024, 10203, 90009, 45678)  # chapter 8's exercise 3, and its hint
+
+
+def read_chinese(chars) -> int:
+    """Chinese numerals -> int (the same independent reader as chapter 8's)."""
+    digit = dict(zip("零一二三四五六七八九", range(10)))
+    unit = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+    total, d = 0, None
+    for c in chars:
+        if c in digit:
+            d = digit[c]
+        elif c in unit:
+            total += (1 if d is None else d) * unit[c]
+            d = None
+    return total + (d or 0)
+
+
+def digit_word(n: int) -> dict:
+    """Place of each digit -> index of the English word naming it (chapter 8's)."""
+    where, i = {}, 0
+
+    def two_digits(value, high):
+        nonlocal i
+        if value < 20:
+            where[high] = where[high - 1] = i
+            i += 1
+        else:
+            where[high], where[high - 1] = i, i + 1
+            i += 1 + (value % 10 > 0)
+
+    if n >= 1000:
+        two_digits(n // 1000, 4)
+        i += 1
+    if n // 100 % 10:
+        where[2] = i
+        i += 2
+    if n % 100:
+        i += n >= 100
+        two_digits(n % 100, 1)
+    return where
+
+
+class Decoder:
+    """The chapters' small helpers, bound to the vocabularies."""
+
+    def __init__(self):
+        self.vs, self.vt = tr.source_vocab(), tr.target_vocab()
+        self.bos, self.eos, self.pad = (
+            self.vt.bos_id,
+            self.vt.eos_id,
+            self.vt.pad_id,
+        )
+
+    def src(self, pairs):
+        return tr.encode_batch(pairs, self.vs, self.vt)[0]
+
+    def greedy(self, model, pairs):
+        out = greedy_decode(
+            model, self.src(pairs), MAX_LEN, self.bos, self.eos, self.pad
+        )
+        return [self.vt.decode(r) for r in out]
+
+    def beam(self, model, pairs, beam_size=4, alpha=0.0):
+        beams = beam_search(
+            model,
+            self.src(pairs),
+            MAX_LEN,
+            self.bos,
+            self.eos,
+            beam_size=beam_size,
+            alpha=alpha,
+            pad_id=self.pad,
+        )
+        return [self.vt.decode(b[0][0]) for b in beams]
+
+    def log_prob(self, model, outputs, pairs):
+        tgt = [
+            [self.bos] + [self.vt.stoi[c] for c in o] + [self.eos]
+            for o in outputs
+        ]
+        ids = torch.full((len(tgt), max(map(len, tgt))), self.pad)
+        for r, t in enumerate(tgt):
+            ids[r, : len(t)] = torch.tensor(t)
+        return sequence_log_prob(model, self.src(pairs), ids, self.eos)
+
+
+def exact(outputs, pairs) -> float:
+    return sum(o == t for o, (_, t) in zip(outputs, pairs)) / len(pairs)
+
+
+def repeat_rate(outputs) -> float:
+    pairs = sum(max(len(o) - 1, 0) for o in outputs)
+    return sum(a == b for o in outputs for a, b in zip(o, o[1:])) / pairs
+
+
+def chapter8(seed: int, model, history, d: Decoder) -> dict:
+    splits = tr.make_splits(seed)
+    test, train = splits["test"], splits["train"]
+    hyps = d.greedy(model, test)
+    refs = [t for _, t in test]
+    row = {
+        "valid_first": history["valid_loss"][0],
+        "valid_last": history["valid_loss"][-1],
+        "train_last50": sum(history["train_loss"][-50:]) / 50,
+        "exact": exact(hyps, test),
+        "bleu": corpus_bleu(hyps, [[r] for r in refs]),
+    }
+    # errors by number size
+    for lo, hi in SIZES:
+        inside = [
+            h == r for h, r in zip(hyps, refs) if lo <= read_chinese(r) <= hi
+        ]
+        row[f"n_{lo}"] = len(inside)
+        row[f"errors_{lo}"] = len(inside) - sum(inside)
+    row["errors"] = sum(h != r for h, r in zip(hyps, refs))
+    # accuracy by source length, test + 2,000 long numbers
+    long_sample = random.Random(0).sample(splits["long"], 2000)
+    long_hyps = d.greedy(model, long_sample)
+    by_length = collections.defaultdict(list)
+    for (s, r), h in zip(test + long_sample, hyps + long_hyps):
+        by_length[len(s)].append(h == r)
+    row["by_length"] = {
+        n: sum(v) / len(v) for n, v in sorted(by_length.items())
+    }
+    row["n_by_length"] = {n: len(v) for n, v in sorted(by_length.items())}
+    wrong = [(r, h) for (_, r), h in zip(long_sample, long_hyps) if h != r]
+
+    def first_mistake(ref, hyp):
+        padded = hyp + [None] * (len(ref) + 1 - len(hyp))
+        return next(
+            i for i, (a, b) in enumerate(zip(ref + [None], padded)) if a != b
+        )
+
+    row["at_end"] = sum(
+        first_mistake(r, h) >= len(r) - 2 for r, h in wrong
+    ) / max(len(wrong), 1)
+    # cross-attention alignment of digits, on correctly translated numbers
+    correct = [p for p, h in zip(test, hyps) if h == p[1]][:500]
+    if not correct:  # an untrained model (a smoke test)
+        correct = test[:1]
+    src, tgt = tr.encode_batch(correct, d.vs, d.vt)
+    with torch.no_grad():
+        model(src, tgt[:, :-1])
+    weights = model.decoder.layers[-1].cross_weights.mean(1)
+    unit_place = {"十": 1, "百": 2, "千": 3, "万": 4}
+    hits = total = chance = 0
+    for b, (words, chars) in enumerate(correct):
+        where = digit_word(read_chinese(chars))
+        for t, c in enumerate(chars):
+            if c in "一二三四五六七八九":
+                nxt = chars[t + 1] if t + 1 < len(chars) else None
+                place = unit_place.get(nxt, 0)
+                hits += weights[b, t].argmax().item() == where[place]
+                total += 1
+                chance += 1 / (len(words) + 1)
+    total = max(total, 1)
+    row["align_rate"], row["align_chance"] = hits / total, chance / total
+    # the reordering of "X-teen thousand ...": 一 and the digit after 万
+    # both look at the teen word (index 0)
+    teens = [
+        (i, p)
+        for i, p in enumerate(correct)
+        if p[0][0] in tr._TEENS[1:] and p[0][1] == "thousand"
+    ]
+    row["teen_reorder"] = sum(
+        weights[i, 0].argmax().item() == 0 == weights[i, 2].argmax().item()
+        for i, _ in teens
+    ) / max(len(teens), 1)
+    row["n_teen"] = len(teens)
+    mine = [(tr.english_words(n), tr.chinese_numerals(n)) for n in MINE]
+    row["mine_right"] = {
+        n: h == p[1] for n, p, h in zip(MINE, mine, d.greedy(model, mine))
+    }
+    return row
+
+
+def chapter9(seed: int, model, half, d: Decoder) -> dict:
+    splits = tr.make_splits(seed)
+    test = splits["test"][:200]
+    long = splits["long"][:: len(splits["long"]) // 200][:200]
+    row = {}
+    for name, m in (("trained", model), ("half", half)):
+        for split, pairs in (("test", test), ("long", long)):
+            g, b = d.greedy(m, pairs), d.beam(m, pairs)
+            row[f"{name}_{split}"] = dict(
+                g_em=exact(g, pairs),
+                b_em=exact(b, pairs),
+                differ=sum(x != y for x, y in zip(g, b)),
+            )
+            if (name, split) == ("half", "test"):
+                g_half, b_half = g, b
+    both = [i for i, (g, b) in enumerate(zip(g_half, b_half)) if g != b]
+    row["n_changed"] = len(both)
+    row["fixed"] = sum(b_half[i] == test[i][1] != g_half[i] for i in both)
+    row["broken"] = sum(g_half[i] == test[i][1] != b_half[i] for i in both)
+    if both:
+        sel = [test[i] for i in both]
+        lp_b = d.log_prob(half, [b_half[i] for i in both], sel)
+        lp_g = d.log_prob(half, [g_half[i] for i in both], sel)
+        row["more_probable"] = int((lp_b > lp_g).sum())
+    norm1 = d.beam(half, test, alpha=1.0)
+    row["len_alpha0"] = sum(map(len, b_half)) / len(b_half)
+    row["len_alpha1"] = sum(map(len, norm1)) / len(norm1)
+    row["em_alpha0"], row["em_alpha1"] = (
+        exact(b_half, test),
+        exact(norm1, test),
+    )
+    refs = [[t] for _, t in test]
+    row["corpus_bleu"] = corpus_bleu(b_half, refs)
+    per = [sentence_bleu(o, r) for o, r in zip(b_half, refs)]
+    row["mean_sentence_bleu"] = sum(per) / len(per)
+    row["zero_sentences"] = sum(s == 0 for s in per)
+    batches = tr.make_batches(splits["test"], 500, d.vs, d.vt, seed=None)
+    row["ppl_trained"] = evaluate_perplexity(model, batches)
+    row["ppl_half"] = evaluate_perplexity(half, batches)
+    src5 = d.src(test[:1]).expand(6, -1)
+    out = sample_decode(
+        model,
+        src5,
+        MAX_LEN,
+        d.bos,
+        d.eos,
+        d.pad,
+        temperature=1.0,
+        generator=torch.Generator().manual_seed(0),
+    )
+    row["wrong_at_1"] = sum(d.vt.decode(r) != test[0][1] for r in out)
+    row["greedy_first_right"] = d.greedy(model, test[:1])[0] == test[0][1]
+    # the one-pass (non-autoregressive) decoder, trained as in chapter 9
+    torch.manual_seed(seed)
+    nar = new_translator(d.vs, d.vt)
+    opt = paper_adam(nar.parameters())
+    cfg = TRANSLATOR_DEFAULTS
+    sched = noam_scheduler(opt, cfg["d_model"], cfg["warmup_steps"])
+    batches = tr.make_batches(
+        splits["train"], cfg["batch_size"], d.vs, d.vt, seed=seed
+    )
+    for step in range(HALF_STEPS):
+        src_b, tgt_b = batches[step % len(batches)]
+        target = torch.full((tgt_b.size(0), NAR_LEN), d.pad)
+        target[:, : tgt_b.size(1) - 1] = tgt_b[:, 1 : NAR_LEN + 1]
+        queries = torch.full((src_b.size(0), NAR_LEN), d.bos)
+        loss = masked_cross_entropy(
+            nar(src_b, queries), target, target != d.pad
+        )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    nar.eval()
+    with torch.no_grad():
+        queries = torch.full((len(test), NAR_LEN), d.bos)
+        one_pass = nar(d.src(test), queries).argmax(-1)
+    nar_out = [d.vt.decode(r) for r in one_pass]
+    row["nar_repeat"] = repeat_rate(nar_out)
+    row["nar_em"] = exact(nar_out, test)
+    row["ar_repeat"] = repeat_rate(d.greedy(model, test))
+    row["half_repeat"] = repeat_rate(g_half)
+    return row
+
+
+def run_seed(seed: int, ch9: bool = True) -> dict:
+    """Every number the chapters' training claims rest on, for one seed."""
+    d = Decoder()
+    with threads(1):
+        start = time.perf_counter()
+        model, _, _, history = train_translator(seed=seed, progress=False)
+        row = {"seed": seed, **chapter8(seed, model, history, d)}
+        if ch9:
+            half, *_ = train_translator(
+                steps=HALF_STEPS, seed=seed, progress=False
+            )
+            row.update(chapter9(seed, model, half, d))
+        row["seconds"] = round(time.perf_counter() - start, 1)
+    return row
+
+
+def _round(x):
+    if isinstance(x, float):
+        return round(x, 6)
+    if isinstance(x, dict):
+        return {k: _round(v) for k, v in x.items()}
+    return x
+
+
+def main(seeds) -> None:
+    rows = []
+    if OUT.is_file():  # keep the seeds not rerun
+        rows = [
+            r
+            for r in json.loads(OUT.read_text())["rows"]
+            if r["seed"] not in seeds
+        ]
+    for seed in seeds:
+        row = _round(run_seed(seed))
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    rows.sort(key=lambda r: r["seed"])
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "what": "tools/sweep_ch08.py: chapter 8 and 9 training claims per seed",
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "settings": TRANSLATOR_DEFAULTS,
+    }
+    OUT.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or list(SEEDS))
