@@ -281,7 +281,7 @@ def test_the_cache_key_holds_the_numeric_mode_so_no_run_loads_another_modes_mode
 
 
 def test_numeric_fingerprint_names_torch_and_the_cpu_path(monkeypatch):
-    from utils.training import numeric_fingerprint
+    from utils.runtime import numeric_fingerprint
 
     fp = numeric_fingerprint()
     assert fp["torch"] == torch.__version__
@@ -293,7 +293,7 @@ def test_numeric_fingerprint_names_torch_and_the_cpu_path(monkeypatch):
 
 
 def test_course_seed_reads_course_seed(monkeypatch):
-    from utils.training import course_seed
+    from utils.runtime import course_seed
 
     monkeypatch.delenv("COURSE_SEED", raising=False)
     assert course_seed() == 0 and course_seed(3) == 3
@@ -305,7 +305,7 @@ def test_course_seed_reads_course_seed(monkeypatch):
 
 
 def test_threads_restores_the_count_even_after_an_error():
-    from utils.training import threads
+    from utils.runtime import threads
 
     torch.set_num_threads(2)
     with threads(1):

@@ -1,18 +1,21 @@
 """Chapter 1's data-versus-prior experiment over seeds, stored for the chapter.
 
-    python -m tools.sweep_ch01                 # every seed -> book/data/ch01_data_vs_prior.json
-    python -m tools.sweep_ch01 --seed 0 --motif 32 512 --ends 128   # one row, printed as JSON
+    python -m tools.sweep_ch01
+        every seed -> book/data/ch01_data_vs_prior.json
+    python -m tools.sweep_ch01 --seed 0 --motif 32 512 --ends 128
+        one row, printed as JSON
 
-One seed of the experiment (two tasks, a CNN and a tiny Transformer, ten training-set
-sizes) takes one to two minutes of CPU on this 2-core machine, so five seeds do not fit the
-chapter's 60 s budget. The chapter runs one seed live and reads the spread over all of
-them from the file written here; ``tests/test_sweep_ch01.py`` re-runs part of one seed
-and checks it against its stored row. A run re-executes itself in the portable numeric
-mode (tools/numeric_mode.py), the mode the notebook's stored outputs are made in.
+One seed of the experiment (two tasks, a CNN and a tiny Transformer, ten
+training-set sizes) takes one to two minutes of CPU on this 2-core machine, so
+five seeds do not fit the chapter's 60 s budget. The chapter runs one seed live
+and reads the spread over all of them from the file written here;
+``tests/test_sweep_ch01.py`` re-runs part of one seed and checks it against its
+stored row. A run re-executes itself in the portable numeric mode
+(tools/numeric_mode.py), the mode the notebook's stored outputs are made in.
 
 What a "seed" changes: the training pool and the test set (drawn with seeds
-``10 * seed + 1`` and ``10 * seed + 2``), the models' initial weights and the order of the
-mini-batches. Seed 0 is the chapter's default run.
+``10 * seed + 1`` and ``10 * seed + 2``), the models' initial weights and the
+order of the mini-batches. Seed 0 is the chapter's default run.
 """
 
 from __future__ import annotations
@@ -161,7 +164,7 @@ def main(argv: list[str]) -> None:
 if __name__ == "__main__":
     portable = numeric_mode.environment("portable")
     if any(os.environ.get(k) != v for k, v in numeric_mode.PORTABLE.items()):
-        # glibc reads its tunables only when a process starts: start again, portable
+        # glibc reads its tunables only when a process starts: start again
         argv = [sys.executable, "-m", "tools.sweep_ch01", *sys.argv[1:]]
         os.execvpe(sys.executable, argv, portable)
     main(sys.argv[1:])

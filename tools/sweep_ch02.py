@@ -1,15 +1,16 @@
 """The seed sweep behind chapter 2's "is it the heads or the parameters?".
 
-    python -m tools.sweep_ch02 [N_SEEDS]        (default: seeds 0 to 29; about a minute)
+    python -m tools.sweep_ch02 [N_SEEDS]    (default: seeds 0 to 29; a minute)
 
-Chapter 2 trains two attention models with exactly the same parameters, one head of width
-32 and two heads of width 16, on a task that needs two tokens per query. The chapter trains
-five seeds of each itself; this script trains more (seeds 0 to N_SEEDS - 1), with the same
-code and settings as the chapter, and writes every run's test accuracy to
-``book/data/ch02_heads.json``, which the chapter plots and checks its claims against. It
-runs in the portable numeric mode (it sets it itself), like the stored outputs.
-``tests/test_sweep_ch02.py`` re-trains seeds of the file and checks them against their
-stored rows; the chapter checks its own five seeds the same way.
+Chapter 2 trains two attention models with exactly the same parameters, one
+head of width 32 and two heads of width 16, on a task that needs two tokens per
+query. The chapter trains five seeds of each itself; this script trains more
+(seeds 0 to N_SEEDS - 1), with the same code and settings as the chapter, and
+writes every run's test accuracy to ``book/data/ch02_heads.json``, which the
+chapter plots and checks its claims against. It runs in the portable numeric
+mode (it sets it itself), like the stored outputs. ``tests/test_sweep_ch02.py``
+re-trains seeds of the file and checks them against their stored rows; the
+chapter checks its own five seeds the same way.
 """
 
 from __future__ import annotations
@@ -34,14 +35,16 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "book" / "data" / "ch02_heads.json"
 N_SEEDS = 30
 HEADS = (1, 2)
-# the chapter's settings: vocabulary, sequence length, d_model; positions to report
+# the chapter's settings: vocabulary, sequence length, d_model; positions to
+# report
 V_TOY, T_TOY, D_TOY = 32, 8, 32
 TARGETS = (1, 5)
 STEPS, BATCH, LR, TEST_SIZE = 150, 128, 1e-2, 2000
 
 
 class CopyTwo(nn.Module):
-    """Embeddings -> one attention layer asked at the last position -> 2 answers."""
+    """Embeddings -> one attention layer asked at the last position -> 2
+    answers."""
 
     def __init__(self, num_heads: int):
         super().__init__()
@@ -62,14 +65,16 @@ class CopyTwo(nn.Module):
 def copy_batch(
     n: int, gen: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """n random sequences with "?" appended, and their two answers: (n, T+1), (n, 2)."""
+    """n random sequences with "?" appended, and their two answers: (n, T+1),
+    (n, 2)."""
     x = torch.randint(0, V_TOY, (n, T_TOY), generator=gen)
     ids = torch.cat([x, torch.full((n, 1), V_TOY)], dim=1)
     return ids, x[:, list(TARGETS)]
 
 
 def train_copy(num_heads: int, seed: int, steps: int = STEPS) -> dict:
-    """Train one model as the chapter does; its test accuracies and parameter count."""
+    """Train one model as the chapter does; its test accuracies and parameter
+    count."""
     threads = torch.get_num_threads()
     torch.set_num_threads(
         1
@@ -107,8 +112,8 @@ def main(n_seeds: int = N_SEEDS) -> dict:
             runs[str(num_heads)].append(row)
             print(f"heads {num_heads} seed {seed:2d}: {row}", flush=True)
     data = {
-        "about": "chapter 2, 'Is it the heads or the parameters?': test accuracy "
-        "of each seed; written by python -m tools.sweep_ch02",
+        "about": "chapter 2, 'Is it the heads or the parameters?': test "
+        "accuracy of each seed; written by python -m tools.sweep_ch02",
         "settings": {
             "vocabulary": V_TOY,
             "length": T_TOY,

@@ -1,21 +1,22 @@
-"""The seed sweep behind chapters 8 and 9: every training claim, measured on five seeds.
+"""The seed sweep behind chapters 8 and 9: every training claim, measured on
+five seeds.
 
-    python -m tools.sweep_ch08 [SEED ...]        (default: seeds 0 to 4; about 2 min a seed)
+    python -m tools.sweep_ch08 [SEED ...]   (default: seeds 0 to 4; 2 min each)
 
-Training the translator takes most of chapter 8's 60 s budget, so the chapters train one
-seed (``utils.training.course_seed()``) and load the spread over seeds from
-``book/data/ch08_sweep.json``, which this script writes. For every seed it trains the
-chapter's model (400 steps) and the half-trained one (150 steps) exactly as the chapters
-do, plus chapter 9's one-pass decoder, and records each number a claim rests on. It runs in
-the portable numeric mode (it sets it itself), like the stored outputs.
-``tests/test_sweep_ch08.py`` re-trains seed 0 and checks it against its stored row.
+Training the translator takes most of chapter 8's 60 s budget, so the chapters
+train one seed (``utils.training.course_seed()``) and load the spread over
+seeds from ``book/data/ch08_sweep.json``, which this script writes. For every
+seed it trains the chapter's model (400 steps) and the half-trained one (150
+steps) exactly as the chapters do, plus chapter 9's one-pass decoder, and
+records each number a claim rests on. It runs in the portable numeric mode (it
+sets it itself), like the stored outputs. ``tests/test_sweep_ch08.py``
+re-trains seed 0 and checks it against its stored row.
 """
 
 from __future__ import annotations
 
 import collections
 import json
-import math
 import pathlib
 import random
 import sys
@@ -72,7 +73,8 @@ def read_chinese(chars) -> int:
 
 
 def digit_word(n: int) -> dict:
-    """Place of each digit -> index of the English word naming it (chapter 8's)."""
+    """Place of each digit -> index of the English word naming it (chapter
+    8's)."""
     where, i = {}, 0
 
     def two_digits(value, high):
@@ -151,7 +153,7 @@ def repeat_rate(outputs) -> float:
 
 def chapter8(seed: int, model, history, d: Decoder) -> dict:
     splits = tr.make_splits(seed)
-    test, train = splits["test"], splits["train"]
+    test = splits["test"]
     hyps = d.greedy(model, test)
     refs = [t for _, t in test]
     row = {
@@ -354,7 +356,8 @@ def main(seeds) -> None:
     rows.sort(key=lambda r: r["seed"])
     OUT.parent.mkdir(parents=True, exist_ok=True)
     meta = {
-        "what": "tools/sweep_ch08.py: chapter 8 and 9 training claims per seed",
+        "what": "tools/sweep_ch08.py: chapter 8 and 9 training claims, "
+        "per seed",
         "torch": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "settings": TRANSLATOR_DEFAULTS,

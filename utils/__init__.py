@@ -7,7 +7,8 @@ Modules, one per topic, in the order the chapters introduce them: ``priors``
 then the assembled Transformer), ``translation`` and ``training`` (8),
 ``decoding``, ``cache``, ``sampling`` and ``bleu`` (9), ``corpus`` and
 ``pretraining`` (10), plus the shared ``plotting`` and ``diagrams`` (plots of
-numbers, and diagrams drawn by code) and ``checks``.
+numbers, and diagrams drawn by code), ``runtime`` (seed, threads, eval mode)
+and ``checks``.
 Boolean masks mean **True = may attend / is a real token** and broadcast to
 ``(batch, heads, query_len, key_len)``. Bad arguments raise a ``TypeError``
 (wrong kind) or a ``ValueError`` (wrong value) that names the argument; the

@@ -13,6 +13,7 @@ calling thread, which other processes competing for the cores do not inflate.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import statistics
@@ -34,6 +35,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from .attention import scaled_dot_product_attention
 from .checks import check_int, check_number, check_qkv
 from .masks import band_mask, check_mask
+from .runtime import threads
 
 __all__ = [
     "banded_attention",
@@ -233,11 +235,13 @@ def time_fn(
             )
         num_threads = 1
     now = time.perf_counter if clock == "wall" else time.thread_time
-    before = torch.get_num_threads()
     times: list[float] = []
-    try:
-        if num_threads is not None:
-            torch.set_num_threads(num_threads)
+    fixed = (
+        contextlib.nullcontext()
+        if num_threads is None
+        else threads(num_threads)
+    )
+    with fixed:
         with torch.no_grad():
             for _ in range(warmup):
                 fn(*args, **kwargs)
@@ -247,8 +251,6 @@ def time_fn(
                 start = now()
                 fn(*args, **kwargs)
                 times.append(now() - start)
-    finally:
-        torch.set_num_threads(before)
     return statistics.median(times)
 
 

@@ -15,15 +15,15 @@ mode it found.
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .model import Transformer
 from .checks import check_ids, check_int, check_number
+from .model import Transformer
+from .runtime import evaluating
 from .sampling import sample
 
 __all__ = [
@@ -33,21 +33,6 @@ __all__ = [
     "sequence_log_prob",
     "BigramModel",
 ]
-
-
-@contextlib.contextmanager
-def evaluating(model):
-    """Eval mode and no gradients inside the block; the model's own mode
-    after."""
-    was_training = getattr(model, "training", None)
-    if isinstance(model, nn.Module):
-        model.eval()
-    try:
-        with torch.no_grad():
-            yield model
-    finally:
-        if isinstance(model, nn.Module):
-            model.train(was_training)
 
 
 def _vocab_size(model) -> int | None:

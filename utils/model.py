@@ -26,6 +26,7 @@ from .checks import (
 from .layers import DecoderLayer, Embeddings, EncoderLayer, Stack
 from .masks import decoder_mask, padding_mask
 from .positional import PositionalEncoding
+from .runtime import evaluating
 
 __all__ = ["Transformer", "parameter_count", "shape_trace"]
 
@@ -270,13 +271,10 @@ def shape_trace(
         shallow = name and len(name.split(".")) <= max_depth
         if shallow and not isinstance(module, skip):
             handles.append(module.register_forward_hook(hook_for(name)))
-    was_training = model.training
     try:
-        model.eval()
-        with torch.no_grad():
+        with evaluating(model):
             model(*inputs)
     finally:
         for h in handles:
             h.remove()
-        model.train(was_training)
     return rows

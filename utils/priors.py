@@ -22,15 +22,17 @@ for it, while attention relates any two positions in one step.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_ids, check_int, check_tensor
+from .checks import check_ids, check_int
 from .masks import band_mask
 from .positional import sinusoidal_encoding
+from .runtime import evaluating, threads
 
 __all__ = [
     "DEFAULT_MOTIF",
@@ -398,13 +400,8 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     """Fraction of rows whose arg-max logit equals the label (evaluated in
     eval mode, without gradients; the model's mode is restored)."""
     _check_xy(x, y)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            pred = model(x).argmax(dim=-1)
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        pred = model(x).argmax(dim=-1)
     return (pred == y).float().mean().item()
 
 
@@ -430,10 +427,12 @@ def train_and_evaluate(
     """
     if num_threads is not None:
         check_int(num_threads, "num_threads", 1)
-    previous = torch.get_num_threads()
-    try:
-        if num_threads is not None:
-            torch.set_num_threads(num_threads)
+    fixed = (
+        contextlib.nullcontext()
+        if num_threads is None
+        else threads(num_threads)
+    )
+    with fixed:
         torch.manual_seed(seed)  # fixes the initial weights
         model = make_model()
         train_classifier(
@@ -446,5 +445,3 @@ def train_and_evaluate(
             seed=seed,
         )
         return accuracy(model, x_test, y_test)
-    finally:
-        torch.set_num_threads(previous)

@@ -1,14 +1,20 @@
-"""Training helpers: the warm-up schedule, the paper's Adam, a generic loop, the translator.
+"""Training helpers: the warm-up schedule, the paper's Adam, a generic loop,
+the translator.
 
-- ``noam_lr(step, d_model, warmup_steps, factor)``: the schedule of Vaswani et al. (2017),
-  ``factor * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)`` (linear rise, then
-  ``step^-0.5`` decay); ``noam_scheduler`` wraps it in a ``LambdaLR``.
-- ``paper_adam(params)``: Adam with betas (0.9, 0.98) and eps 1e-9, as in the paper.
-- ``train_step`` / ``evaluate_loss`` / ``evaluate_perplexity``: one teacher-forced update and
-  held-out scores (the evaluators restore the train/eval mode they found).
-- ``Progress``: a progress bar that a notebook stores as one final line of at most 79 columns.
-- ``train_translator`` / ``load_or_train_translator``: chapter 8's model on the number task of
-  ``utils.translation``, trained deterministically, cached in a file keyed by its settings.
+- ``noam_lr(step, d_model, warmup_steps, factor)``: the schedule of Vaswani et
+  al. (2017), ``factor * d_model^-0.5 * min(step^-0.5, step *
+  warmup_steps^-1.5)`` (linear rise, then ``step^-0.5`` decay);
+  ``noam_scheduler`` wraps it in a ``LambdaLR``.
+- ``paper_adam(params)``: Adam with betas (0.9, 0.98) and eps 1e-9, as in the
+  paper.
+- ``train_step`` / ``evaluate_loss`` / ``evaluate_perplexity``: one
+  teacher-forced update and held-out scores (the evaluators restore the
+  train/eval mode they found).
+- ``Progress``: a progress bar that a notebook stores as one final line of at
+  most 79 columns.
+- ``train_translator`` / ``load_or_train_translator``: chapter 8's model on the
+  number task of ``utils.translation``, trained deterministically, cached in a
+  file keyed by its settings.
 """
 
 from __future__ import annotations
@@ -17,7 +23,6 @@ import contextlib
 import hashlib
 import json
 import math
-import os
 import pathlib
 import sys
 import time
@@ -30,6 +35,7 @@ from .checks import check_int, check_number
 from .decoding import greedy_decode
 from .loss import masked_cross_entropy
 from .model import Transformer
+from .runtime import course_seed, evaluating, numeric_fingerprint, threads
 from .translation import (
     Vocab,
     encode_batch,
@@ -52,64 +58,18 @@ __all__ = [
     "new_translator",
     "train_translator",
     "load_or_train_translator",
-    "course_seed",
-    "numeric_fingerprint",
-    "threads",
 ]
-
-
-def course_seed(default: int = 0) -> int:
-    """The training seed: ``COURSE_SEED`` when set (``make robust`` sets it), else ``default``.
-
-    Chapters 8 and 9 both call it, so they build the same splits and load the same model.
-    """
-    value = os.environ.get("COURSE_SEED")
-    if value is None:
-        return check_int(default, "default", 0)
-    try:
-        return check_int(int(value), "COURSE_SEED", 0)
-    except ValueError:
-        raise ValueError(
-            f"COURSE_SEED must be an integer >= 0, got {value!r}"
-        ) from None
-
-
-def numeric_fingerprint() -> dict:
-    """What decides the last bits of a training run besides its settings and seed.
-
-    The same settings give the same weights only on the same torch version, CPU code path
-    (``get_cpu_capability``: DEFAULT in the portable mode, AVX2 or AVX512 natively), MKL
-    reproducibility branch and thread count. A cached model is keyed by all of them, so a
-    model trained natively is never loaded by a run in the portable mode.
-    """
-    return {
-        "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "mkl_cbwr": os.environ.get("MKL_CBWR"),
-        "threads": 1,  # train_translator trains on one CPU thread, always
-        "cuda": torch.version.cuda if torch.cuda.is_available() else None,
-    }
-
-
-@contextlib.contextmanager
-def threads(n: int):
-    """``torch.set_num_threads(n)`` inside the block, the previous count restored after."""
-    check_int(n, "n", 1)
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def noam_lr(
     step: int, d_model: int, warmup_steps: int, factor: float = 1.0
 ) -> float:
-    """Learning rate at ``step`` (counted from 1): rises linearly to ``warmup_steps``, then decays.
+    """Learning rate at ``step`` (counted from 1): rises linearly to
+    ``warmup_steps``, then decays.
 
-    ``factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)``; the peak, at
-    ``step == warmup_steps``, is ``factor / sqrt(d_model * warmup_steps)``.
+    ``factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)``;
+    the peak, at ``step == warmup_steps``, is ``factor / sqrt(d_model *
+    warmup_steps)``.
     """
     check_int(step, "step", 1)
     check_int(d_model, "d_model", 1)
@@ -126,11 +86,13 @@ def noam_scheduler(
     warmup_steps: int,
     factor: float = 1.0,
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    """A ``LambdaLR`` that sets every group's learning rate to ``noam_lr`` exactly.
+    """A ``LambdaLR`` that sets every group's learning rate to ``noam_lr``
+    exactly.
 
-    ``LambdaLR`` multiplies each group's initial lr by the lambda and counts from 0, so the
-    lambda divides by that initial lr and shifts the count by one (the formula starts at 1).
-    Call ``scheduler.step()`` after each ``optimizer.step()``.
+    ``LambdaLR`` multiplies each group's initial lr by the lambda and counts
+    from 0, so the lambda divides by that initial lr and shifts the count by
+    one (the formula starts at 1). Call ``scheduler.step()`` after each
+    ``optimizer.step()``.
     """
     noam_lr(
         1, d_model, warmup_steps, factor
@@ -140,7 +102,8 @@ def noam_scheduler(
         base = group["lr"]
         if not base > 0:
             raise ValueError(
-                f"the optimizer's lr must be > 0 (it is divided out), got {base!r}"
+                f"the optimizer's lr must be > 0 (it is divided out), "
+                f"got {base!r}"
             )
         lambdas.append(
             lambda i, base=base: (
@@ -151,7 +114,8 @@ def noam_scheduler(
 
 
 def paper_adam(params, lr: float = 1.0) -> torch.optim.Adam:
-    """Adam with the paper's betas (0.9, 0.98) and eps 1e-9; a scheduler overwrites ``lr``."""
+    """Adam with the paper's betas (0.9, 0.98) and eps 1e-9; a scheduler
+    overwrites ``lr``."""
     return torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9)
 
 
@@ -167,7 +131,8 @@ def _check_batch(src, tgt) -> None:
             )
     if tgt.dim() != 2 or tgt.size(1) < 2:
         raise ValueError(
-            f"tgt must be (batch, length >= 2) with BOS first, got {tuple(tgt.shape)}"
+            f"tgt must be (batch, length >= 2) with BOS first, "
+            f"got {tuple(tgt.shape)}"
         )
 
 
@@ -180,9 +145,11 @@ def train_step(
     label_smoothing: float = 0.0,
     pad_id: int = 0,
 ) -> float:
-    """One teacher-forced update (all target positions in parallel). Returns the loss.
+    """One teacher-forced update (all target positions in parallel). Returns
+    the loss.
 
-    The model is put in train mode (dropout on): that is what a training step means.
+    The model is put in train mode (dropout on): that is what a training step
+    means.
     """
     _check_batch(src, tgt)
     model.train()
@@ -205,29 +172,25 @@ def evaluate_loss(
     label_smoothing: float = 0.0,
     pad_id: int = 0,
 ) -> float:
-    """Mean cross-entropy per real target token over ``batches``, teacher-forced, dropout off.
+    """Mean cross-entropy per real target token over ``batches``,
+    teacher-forced, dropout off.
 
-    Every token weighs the same (batches are summed, not averaged). The model's train/eval
-    mode is restored afterwards.
+    Every token weighs the same (batches are summed, not averaged). The model's
+    train/eval mode is restored afterwards.
     """
     check_number(label_smoothing, "label_smoothing", 0.0, 1.0)
-    was_training = model.training
     total = count = 0.0
-    try:
-        model.eval()
-        with torch.no_grad():
-            for src, tgt in batches:
-                _check_batch(src, tgt)
-                dec_in, dec_out = tgt[:, :-1], tgt[:, 1:]
-                real = dec_out != pad_id
-                n = int(real.sum())
-                loss = masked_cross_entropy(
-                    model(src, dec_in), dec_out, real, label_smoothing
-                )
-                total += loss.item() * n
-                count += n
-    finally:
-        model.train(was_training)
+    with evaluating(model):
+        for src, tgt in batches:
+            _check_batch(src, tgt)
+            dec_in, dec_out = tgt[:, :-1], tgt[:, 1:]
+            real = dec_out != pad_id
+            n = int(real.sum())
+            loss = masked_cross_entropy(
+                model(src, dec_in), dec_out, real, label_smoothing
+            )
+            total += loss.item() * n
+            count += n
     if count == 0:
         raise ValueError("batches hold no real target token")
     return total / count
@@ -238,16 +201,19 @@ def evaluate_perplexity(
     batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
     pad_id: int = 0,
 ) -> float:
-    """``exp`` of the unsmoothed mean cross-entropy per real target token (``evaluate_loss``)."""
+    """``exp`` of the unsmoothed mean cross-entropy per real target token
+    (``evaluate_loss``)."""
     return math.exp(evaluate_loss(model, batches, 0.0, pad_id))
 
 
 class Progress:
-    """A progress bar for loops, stored by a notebook as ONE line of at most 79 columns.
+    """A progress bar for loops, stored by a notebook as ONE line of at most 79
+    columns.
 
-    In a Jupyter kernel it is a display that is updated in place (so the saved notebook keeps
-    only its final state); elsewhere it writes tqdm's line to stderr. ``update(n=1)`` advances;
-    ``close()`` draws the final line. ``enabled=False`` shows nothing.
+    In a Jupyter kernel it is a display that is updated in place (so the saved
+    notebook keeps only its final state); elsewhere it writes tqdm's line to
+    stderr. ``update(n=1)`` advances; ``close()`` draws the final line.
+    ``enabled=False`` shows nothing.
     """
 
     def __init__(
@@ -294,7 +260,8 @@ class Progress:
             )
 
     def line(self) -> str:
-        """The bar as text, e.g. ``training: 100%|####| 900/900 [00:20<00:00, 45.0it/s]``."""
+        """The bar as text, e.g. ``training: 100%|####| 900/900 [00:20<00:00,
+        45.0it/s]``."""
         from tqdm import tqdm
 
         return tqdm.format_meter(
@@ -324,10 +291,12 @@ class Progress:
             self._handle.update(self._pretty(self.line()))
 
 
-# How many validation pairs the training loop decodes for its exact-match curve.
+# How many validation pairs the training loop decodes for its exact-match
+# curve.
 VALID_EXACT = 200
 
-# The settings of chapter 8's translator; every key is an argument of train_translator.
+# The settings of chapter 8's translator; every key is an argument of
+# train_translator.
 TRANSLATOR_DEFAULTS = dict(
     steps=400,
     batch_size=128,
@@ -355,7 +324,8 @@ def new_translator(
     dropout: float = 0.1,
     norm_first: bool = False,
 ) -> Transformer:
-    """The chapter's model: a small ``utils.model.Transformer`` (random weights)."""
+    """The chapter's model: a small ``utils.model.Transformer`` (random
+    weights)."""
     return Transformer(
         len(vocab_src),
         len(vocab_tgt),
@@ -392,25 +362,30 @@ def train_translator(
     progress: bool = True,
     **settings,
 ) -> tuple[Transformer, Vocab, Vocab, dict]:
-    """Train the number translator of ``utils.translation`` from scratch, deterministically.
+    """Train the number translator of ``utils.translation`` from scratch,
+    deterministically.
 
-    ``settings`` override ``TRANSLATOR_DEFAULTS`` (batch_size, d_model, num_heads, num_layers,
-    d_ff, dropout, label_smoothing, warmup_steps, factor, eval_every, max_train_words).
-    Data: ``make_splits(seed)``; epochs of length-bucketed batches, reshuffled per epoch.
-    Optimiser: ``paper_adam`` with ``noam_scheduler``; loss: label-smoothed cross-entropy.
-    On CPU the loop uses one thread (tiny matrices; robust on a busy machine), restored after.
+    ``settings`` override ``TRANSLATOR_DEFAULTS`` (batch_size, d_model,
+    num_heads, num_layers, d_ff, dropout, label_smoothing, warmup_steps,
+    factor, eval_every, max_train_words). Data: ``make_splits(seed)``; epochs
+    of length-bucketed batches, reshuffled per epoch. Optimiser: ``paper_adam``
+    with ``noam_scheduler``; loss: label-smoothed cross-entropy. On CPU the
+    loop uses one thread (tiny matrices; robust on a busy machine), restored
+    after.
 
-    Returns ``(model, vocab_src, vocab_tgt, history)``; the model is in eval mode on
-    ``device``. ``history`` holds per step ``"train_loss"`` and ``"lr"``, every
-    ``eval_every`` steps ``"valid_step"``, ``"valid_loss"`` (same smoothing) and
-    ``"valid_exact"`` (greedy exact match on the first ``VALID_EXACT`` validation pairs;
-    decoding draws no random numbers, so it leaves the training run unchanged), the
-    ``"settings"`` used and the wall-clock ``"seconds"`` (the only value that varies).
+    Returns ``(model, vocab_src, vocab_tgt, history)``; the model is in eval
+    mode on ``device``. ``history`` holds per step ``"train_loss"`` and
+    ``"lr"``, every ``eval_every`` steps ``"valid_step"``, ``"valid_loss"``
+    (same smoothing) and ``"valid_exact"`` (greedy exact match on the first
+    ``VALID_EXACT`` validation pairs; decoding draws no random numbers, so it
+    leaves the training run unchanged), the ``"settings"`` used and the
+    wall-clock ``"seconds"`` (the only value that varies).
     """
     unknown = set(settings) - set(TRANSLATOR_DEFAULTS)
     if unknown:
         raise TypeError(
-            f"unknown settings {sorted(unknown)}; known: {sorted(TRANSLATOR_DEFAULTS)}"
+            f"unknown settings {sorted(unknown)}; "
+            f"known: {sorted(TRANSLATOR_DEFAULTS)}"
         )
     cfg = {**TRANSLATOR_DEFAULTS, **settings, "steps": steps}
     check_int(steps, "steps", 1)
@@ -428,10 +403,10 @@ def train_translator(
     exact_pairs = splits["valid"][:VALID_EXACT]
     exact_src, _ = encode_batch(exact_pairs, vocab_src, vocab_tgt, device)
 
-    n_threads = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(1)
-    try:
+    one_thread = (
+        threads(1) if device.type == "cpu" else contextlib.nullcontext()
+    )
+    with one_thread:
         torch.manual_seed(seed)
         model = _translator_from(cfg, vocab_src, vocab_tgt).to(device)
         optimizer = paper_adam(model.parameters())
@@ -494,8 +469,6 @@ def train_translator(
             bar.update()
         bar.close()
         history["seconds"] = time.perf_counter() - start
-    finally:
-        torch.set_num_threads(n_threads)
     model.eval()
     return model, vocab_src, vocab_tgt, history
 
@@ -524,11 +497,13 @@ def load_or_train_translator(
     """``train_translator(...)``, cached: the weights and history are saved to
     ``directory/translator-<hash>.pt`` and loaded from there next time.
 
-    The hash covers the settings, the seed (``None``: ``course_seed()``), the device type and
-    ``numeric_fingerprint()`` (torch version, CPU code path, MKL branch, threads): same key,
-    same file, so chapter 9 reuses chapter 8's run in one checkout and numeric mode, and
-    retrains (deterministically) when it runs alone or in another mode. ``force=True`` trains (and rewrites the file)
-    even when a cached run exists. ``history["cached"]`` says which happened.
+    The hash covers the settings, the seed (``None``: ``course_seed()``), the
+    device type and ``numeric_fingerprint()`` (torch version, CPU code path,
+    MKL branch, threads): same key, same file, so chapter 9 reuses chapter 8's
+    run in one checkout and numeric mode, and retrains (deterministically) when
+    it runs alone or in another mode. ``force=True`` trains (and rewrites the
+    file) even when a cached run exists. ``history["cached"]`` says which
+    happened.
     """
     seed = course_seed() if seed is None else seed
     path = _cache_path(directory, steps, seed, settings, device)

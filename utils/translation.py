@@ -1,24 +1,28 @@
-"""A small translation task made by code: English number words to Chinese numerals.
+"""A small translation task made by code: English number words to Chinese
+numerals.
 
     "twelve thousand three hundred and five"  ->  一 万 二 千 三 百 零 五
 
 It has the structure that makes translation hard, in miniature:
 
-- **reordering and non-monotonic alignment**: Chinese groups digits by ten thousands (万),
-  English by thousands, so "twelve thousand" becomes 一 万 二 千: the word "twelve" is split
-  around 万;
-- **one-to-many and many-to-one tokens**: "seventy" -> 七 十, "thirteen" -> 十 三, while
-  "hundred and" -> 百;
-- **context rules**: 零 marks a gap of zeros (1005 -> 一 千 零 五), and ten is 十 alone at the
-  start of a number but 一 十 inside it (15 -> 十 五, 115 -> 一 百 一 十 五).
+- **reordering and non-monotonic alignment**: Chinese groups digits by ten
+  thousands (万), English by thousands, so "twelve thousand" becomes
+  一 万 二 千: the word "twelve" is split around 万;
+- **one-to-many and many-to-one tokens**: "seventy" -> 七 十,
+  "thirteen" -> 十 三, while "hundred and" -> 百;
+- **context rules**: 零 marks a gap of zeros (1005 -> 一 千 零 五), and ten is
+  十 alone at the start of a number but 一 十 inside it (15 -> 十 五,
+  115 -> 一 百 一 十 五).
 
-Numbers run from 1 to 99,999 (British English, "and" before the last two digits). The splits
-are disjoint by construction: every number belongs to exactly one split. Sources longer than
-``max_train_words`` words go to the out-of-distribution split ``"long"``; the rest are
-shuffled with a seeded generator and cut into train / valid / test.
+Numbers run from 1 to 99,999 (British English, "and" before the last two
+digits). The splits are disjoint by construction: every number belongs to
+exactly one split. Sources longer than ``max_train_words`` words go to the
+out-of-distribution split ``"long"``; the rest are shuffled with a seeded
+generator and cut into train / valid / test.
 
-Token ids: 0 = PAD, 1 = BOS, 2 = EOS, then the words. The source is the words followed by
-EOS; the target is BOS, the characters, EOS (the decoder reads it shifted right).
+Token ids: 0 = PAD, 1 = BOS, 2 = EOS, then the words. The source is the words
+followed by EOS; the target is BOS, the characters, EOS (the decoder reads it
+shifted right).
 """
 
 from __future__ import annotations
@@ -110,8 +114,9 @@ def _below_hundred(n: int) -> list[str]:
 def english_words(n: int) -> list[str]:
     """British English words of ``n`` (1..99,999), one token per word.
 
-    ``english_words(12305)`` -> ``twelve thousand three hundred and five``. "and" comes before
-    the last two digits when something bigger precedes them (1005: "one thousand and five").
+    ``english_words(12305)`` -> ``twelve thousand three hundred and five``.
+    "and" comes before the last two digits when something bigger precedes
+    them (1005: "one thousand and five").
     """
     n = _check_number(n)
     thousands, hundreds, rest = n // 1000, n // 100 % 10, n % 100
@@ -130,10 +135,12 @@ def english_words(n: int) -> list[str]:
 def chinese_numerals(n: int) -> list[str]:
     """Chinese numerals of ``n`` (1..99,999), one token per character.
 
-    Digits are read in groups of ten thousand (万): 12305 -> 一 万 二 千 三 百 零 五. One 零
-    stands for any run of zeros between two non-zero digits; trailing zeros are silent
-    (1050 -> 一 千 零 五 十, 1500 -> 一 千 五 百). A leading ten is 十, not 一 十
-    (15 -> 十 五), but inside a number it keeps its 一 (115 -> 一 百 一 十 五).
+    Digits are read in groups of ten thousand (万):
+    12305 -> 一 万 二 千 三 百 零 五. One 零 stands for any run of zeros
+    between two non-zero digits; trailing zeros are silent
+    (1050 -> 一 千 零 五 十, 1500 -> 一 千 五 百). A leading ten is 十, not
+    一 十 (15 -> 十 五), but inside a number it keeps its 一
+    (115 -> 一 百 一 十 五).
     """
     n = _check_number(n)
     digits = [int(c) for c in str(n)]
@@ -169,13 +176,15 @@ def make_splits(
     n_valid: int = 1000,
     n_test: int = 2000,
 ) -> dict[str, list[Pair]]:
-    """Every number 1..99,999 as a pair ``(english words, chinese characters)``, split.
+    """Every number 1..99,999 as a pair ``(english words, chinese
+    characters)``, split.
 
-    Returns ``{"train", "valid", "test", "long"}``, each a list of ``(src, tgt)`` pairs of
-    token lists. ``"long"`` holds every number whose English has more than
-    ``max_train_words`` words (so no training source is as long); the others are shuffled
-    with ``random.Random(seed)``: the first ``n_valid`` are validation, the next ``n_test``
-    test, the rest training. The splits are disjoint and together cover every number once.
+    Returns ``{"train", "valid", "test", "long"}``, each a list of ``(src,
+    tgt)`` pairs of token lists. ``"long"`` holds every number whose English
+    has more than ``max_train_words`` words (so no training source is as long);
+    the others are shuffled with ``random.Random(seed)``: the first ``n_valid``
+    are validation, the next ``n_test`` test, the rest training. The splits are
+    disjoint and together cover every number once.
     """
     check_int(seed, "seed", 0)
     check_int(max_train_words, "max_train_words", 1)
@@ -187,7 +196,8 @@ def make_splits(
         (short if len(src) <= max_train_words else long).append(pair)
     if n_valid + n_test >= len(short):
         raise ValueError(
-            f"n_valid + n_test must leave training data: got {n_valid} + {n_test} "
+            f"n_valid + n_test must leave training data: got {n_valid} + "
+            f"{n_test} "
             f"of {len(short)} numbers"
         )
     random.Random(seed).shuffle(short)
@@ -202,8 +212,9 @@ def make_splits(
 class Vocab:
     """Tokens <-> ids, with PAD = 0, BOS = 1, EOS = 2 first.
 
-    ``encode(tokens, bos=False, eos=True)`` -> list of ids; ``decode(ids)`` -> tokens, stopping
-    at the first EOS and skipping PAD and BOS; ``len(vocab)`` is the number of ids.
+    ``encode(tokens, bos=False, eos=True)`` -> list of ids; ``decode(ids)`` ->
+    tokens, stopping at the first EOS and skipping PAD and BOS; ``len(vocab)``
+    is the number of ids.
     """
 
     def __init__(self, tokens: Iterable[str]):
@@ -240,7 +251,8 @@ class Vocab:
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
     def decode(self, ids) -> list[str]:
-        """Ids (list or 1-D tensor) -> tokens; stops at EOS, skips PAD and BOS."""
+        """Ids (list or 1-D tensor) -> tokens; stops at EOS, skips PAD and
+        BOS."""
         if isinstance(ids, torch.Tensor):
             ids = ids.tolist()
         out = []
@@ -257,7 +269,8 @@ class Vocab:
 
 
 def source_vocab() -> Vocab:
-    """The English words of the task (fixed, so it does not depend on the split)."""
+    """The English words of the task (fixed, so it does not depend on the
+    split)."""
     words = [w for w in _ONES + _TEENS + _TENS if w] + [
         "hundred",
         "thousand",
@@ -284,10 +297,11 @@ def encode_batch(
     vocab_tgt: Vocab,
     device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pairs -> ``src (B, S)`` = words, EOS, PAD... and ``tgt (B, T)`` = BOS, chars, EOS, PAD...
+    """Pairs -> ``src (B, S)`` = words, EOS, PAD... and ``tgt (B, T)`` = BOS,
+    chars, EOS, PAD...
 
-    Each tensor is padded only to its own longest row. The decoder reads ``tgt[:, :-1]`` and
-    learns to predict ``tgt[:, 1:]``.
+    Each tensor is padded only to its own longest row. The decoder reads
+    ``tgt[:, :-1]`` and learns to predict ``tgt[:, 1:]``.
     """
     if not pairs:
         raise ValueError("pairs must hold at least one (source, target) pair")
@@ -309,10 +323,11 @@ def make_batches(
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """One epoch of padded batches.
 
-    With ``seed`` the pairs are shuffled first (``seed=None`` keeps their order). With
-    ``bucket=True`` pairs of similar length share a batch, so little padding is needed:
-    the shuffled pairs are cut into pools of 50 batches, each pool is sorted by length and
-    cut into batches, and the batch order is shuffled again (so lengths do not come in order).
+    With ``seed`` the pairs are shuffled first (``seed=None`` keeps their
+    order). With ``bucket=True`` pairs of similar length share a batch, so
+    little padding is needed: the shuffled pairs are cut into pools of 50
+    batches, each pool is sorted by length and cut into batches, and the batch
+    order is shuffled again (so lengths do not come in order).
     """
     groups = group_pairs(pairs, batch_size, seed, bucket)
     return [encode_batch(g, vocab_src, vocab_tgt, device) for g in groups]
@@ -324,7 +339,8 @@ def group_pairs(
     seed: int | None = 0,
     bucket: bool = True,
 ) -> list[list[Pair]]:
-    """The grouping of ``make_batches`` without the encoding: a list of lists of pairs."""
+    """The grouping of ``make_batches`` without the encoding: a list of lists
+    of pairs."""
     check_int(batch_size, "batch_size", 1)
     pairs = list(pairs)
     rng = random.Random(seed)
@@ -349,7 +365,8 @@ def group_pairs(
 def pad_fraction(
     batches: Iterable[tuple[torch.Tensor, torch.Tensor]], pad_id: int = 0
 ) -> float:
-    """The fraction of all source and target positions in ``batches`` that are padding."""
+    """The fraction of all source and target positions in ``batches`` that are
+    padding."""
     pads = total = 0
     for src, tgt in batches:
         pads += int((src == pad_id).sum()) + int((tgt == pad_id).sum())
@@ -359,7 +376,8 @@ def pad_fraction(
     return pads / total
 
 
-# Romanised names of the characters, for figures where no Chinese font is installed.
+# Romanised names of the characters, for figures where no Chinese font is
+# installed.
 PINYIN = dict(
     zip(
         "零一二三四五六七八九十百千万",
@@ -369,10 +387,11 @@ PINYIN = dict(
 
 
 def use_chinese_font() -> bool:
-    """Add an installed CJK font to matplotlib's fallback list; True if one was found.
+    """Add an installed CJK font to matplotlib's fallback list; True if one was
+    found.
 
-    Figures can then write the characters; where none is installed (Colab by default),
-    label them with ``PINYIN[char]`` instead.
+    Figures can then write the characters; where none is installed (Colab by
+    default), label them with ``PINYIN[char]`` instead.
     """
     import matplotlib.pyplot as plt
     from matplotlib import font_manager

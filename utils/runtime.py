@@ -1,0 +1,79 @@
+"""The run's surroundings, set and given back: the seed ``make robust`` picks,
+the numeric mode a result depends on, the thread count and the train/eval
+mode. Each is written once here and used by the modules that train or
+evaluate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import torch
+from torch import nn
+
+from .checks import check_int
+
+__all__ = ["course_seed", "numeric_fingerprint", "threads", "evaluating"]
+
+
+def course_seed(default: int = 0) -> int:
+    """The training seed: ``COURSE_SEED`` when set (``make robust`` sets it),
+    else ``default``.
+
+    Chapters 8 and 9 both call it, so they build the same splits and load the
+    same model.
+    """
+    value = os.environ.get("COURSE_SEED")
+    if value is None:
+        return check_int(default, "default", 0)
+    try:
+        return check_int(int(value), "COURSE_SEED", 0)
+    except ValueError:
+        raise ValueError(
+            f"COURSE_SEED must be an integer >= 0, got {value!r}"
+        ) from None
+
+
+def numeric_fingerprint() -> dict:
+    """What decides the last bits of a training run besides its settings and
+    seed: the torch version, the CPU code path (``get_cpu_capability``: AVX2
+    in the portable mode, AVX512 natively on such a CPU), MKL's
+    reproducibility branch and the device. A cached model is keyed by them,
+    so a model trained natively is never loaded by a portable-mode run.
+    """
+    return {
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "mkl_cbwr": os.environ.get("MKL_CBWR"),
+        "threads": 1,  # the translator trains on one CPU thread, always
+        "cuda": torch.version.cuda if torch.cuda.is_available() else None,
+    }
+
+
+@contextlib.contextmanager
+def threads(n: int):
+    """``torch.set_num_threads(n)`` inside the block; the previous count
+    after."""
+    check_int(n, "n", 1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def evaluating(model):
+    """Eval mode and no gradients inside the block; the model's own mode
+    after. Objects that are not modules (a hand-made model) pass through."""
+    was_training = getattr(model, "training", None)
+    if isinstance(model, nn.Module):
+        model.eval()
+    try:
+        with torch.no_grad():
+            yield model
+    finally:
+        if isinstance(model, nn.Module):
+            model.train(was_training)
