@@ -183,7 +183,7 @@ TERMS: list[tuple[str, str, tuple[str, ...]]] = [
     ),
     ("a stack of layers", "堆叠", ("堆栈",)),  # 堆栈: the data structure
     ("code cell", "代码单元", ("单元格",)),  # also catches 代码单元格
-    ("quadratic", "二次", ("平方级",)),
+    ("quadratic", "二次", ("平方级", "平方增长")),
     ("to mask (the verb)", "屏蔽", ("掩掉", "遮住", "遮盖", "加掩码")),
     ("one-hot", "独热", (r"(?i)one-hot",)),
 ]
