@@ -3,8 +3,11 @@
 (a) every page in _toc.yml has a current Chinese translation of every unit (one failure
     listing every untranslated, outdated or still-English unit, by page);
 (b) every glossary term a chapter links with {term} appears in the chapter's Chinese text in
-    the glossary's Chinese form;
-(c) the store round-trips, `sync` marks a changed English unit as outdated, and the Chinese
+    one of the forms the glossary accepts for it (its bold text: the name and the names in
+    its parentheses, so softmax may stay softmax);
+(c) one word per concept: no rejected form of translations.TERMS anywhere in the Chinese,
+    the first 词元 of a chapter written 词元（token）, one solution heading;
+(d) the store round-trips, `sync` marks a changed English unit as outdated, and the Chinese
     source tree replaces prose only (code cells and outputs untouched).
 Both editions' builds are checked by the strict build test (tests/test_book.py).
 See tools/translations.py and README.md ("Chinese edition").
@@ -38,9 +41,11 @@ def test_every_page_has_a_current_translation():
     )
 
 
-def chinese_forms() -> dict[str, str]:
-    """Glossary entry (its first name) -> its Chinese form: the bold text, before any
-    parentheses ("注意力权重（注意力分数）" -> "注意力权重")."""
+def chinese_forms() -> dict[str, tuple[str, ...]]:
+    """Glossary entry (its first name) -> the Chinese forms it accepts: the bold text's
+    name and every name in its parentheses, separated by 、 or ；
+    ("集束搜索（束搜索）" -> ("集束搜索", "束搜索"); "softmax（归一化指数函数）" ->
+    ("softmax", "归一化指数函数"))."""
     block = (
         GLOSSARY.read_text().split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
     )
@@ -52,7 +57,8 @@ def chinese_forms() -> dict[str, str]:
             names.append(line.strip())
             continue
         if names and (bold := re.search(r"\*\*(.+?)\*\*", line)):
-            forms[names[0]] = re.split(r"[（(]", bold.group(1))[0].strip()
+            parts = re.split(r"[（()）、；;]", bold.group(1))
+            forms[names[0]] = tuple(p.strip() for p in parts if p.strip())
         names = []
     return forms
 
@@ -90,12 +96,92 @@ def test_chinese_text_uses_the_glossary_terms():
                 missing.append(
                     f"{page.name}: {{term}} `{term}` is not in the glossary"
                 )
-            elif forms[term] not in chinese:
+            elif not any(form in chinese for form in forms[term]):
                 missing.append(
-                    f"{page.name}: '{term}' is linked in the English, but its "
-                    f"glossary form {forms[term]} is not in the Chinese"
+                    f"{page.name}: '{term}' is linked in the English, but none "
+                    f"of its glossary forms ({' / '.join(forms[term])}) is in "
+                    "the Chinese"
                 )
     assert not missing, "\n".join(missing)
+
+
+def test_the_glossary_accepts_natural_and_d2l_forms():
+    forms = chinese_forms()
+    assert forms["softmax"] == ("softmax", "归一化指数函数")
+    assert "BLEU" in forms["BLEU"]
+    assert forms["beam search"] == ("集束搜索", "束搜索")
+    assert "层规范化" in forms["layer normalisation"]
+    assert forms["token"] == ("词元",)
+
+
+def test_chinese_uses_one_word_per_concept():
+    found = [
+        msg
+        for p in translations.pages()
+        for msg in translations.term_problems(p)
+    ]
+    table = "; ".join(
+        f"{c}: {pref} (not {', '.join(rej)})"
+        for c, pref, rej in translations.TERMS
+    )
+    assert not found, (
+        f"{len(found)} rejected forms in the Chinese edition ({table}):\n"
+        + "\n".join(found)
+    )
+
+
+def test_term_problems_names_page_unit_and_form(scratch):
+    _, chapter = scratch
+    translations.sync(chapter)
+    entries, units = translations.load(chapter), translations.units(chapter)
+    for key, entry in entries.items():
+        headings = translations.SOLUTION.findall(units[key])
+        entry["zh"] = (
+            "\n".join(f":::{{admonition}} 解答 {n} 及讲解" for n in headings)
+            or "译文"
+        )
+    translations.save(chapter, entries)
+    assert translations.term_problems(chapter) == []
+
+    keys = [k for k in entries if not translations.SOLUTION.search(units[k])]
+    entries[keys[1]]["zh"] = (
+        "每个词元都能看到 `token` 和 $token$。"  # bare first 词元
+    )
+    entries[keys[2]]["zh"] = "同一个 Transformer 堆栈；下一个 token 被遮住了。"
+    entries[keys[3]]["zh"] = "{term}`one-hot 向量 <one-hot>`，下面的单元格。"
+    solution = next(
+        k for k in entries if translations.SOLUTION.search(units[k])
+    )
+    entries[solution]["zh"] = ":::{admonition} 练习 1 解答说明"
+    translations.save(chapter, entries)
+    found = translations.term_problems(chapter)
+    name = chapter.name
+    assert found[0].startswith(f"{name} [{keys[1]}] the chapter's first 词元")
+    assert sorted(m.split(" for ")[0] for m in found[1:]) == sorted(
+        [
+            f"{name} [{keys[2]}] 'token'",
+            f"{name} [{keys[2]}] '堆栈'",
+            f"{name} [{keys[2]}] '遮住'",
+            f"{name} [{keys[3]}] '单元格'",
+            f"{name} [{keys[3]}] 'one-hot'",
+            f"{name} [{solution}] '练习 1 解答说明'",
+            f"{name} [{solution}] the heading of solution 1 is not 解答 1 及讲解",
+        ]
+    ), found
+
+    # Code and maths are not prose, and the chapter's first 词元（token） is the one
+    # English token allowed: a second one is rejected.
+    entries[keys[1]]["zh"] = (
+        "每个词元（token）都能看到 `token`；之后只写词元。"
+    )
+    entries[keys[2]]["zh"] = entries[keys[3]]["zh"] = "译文"
+    entries[solution]["zh"] = ":::{admonition} 解答 1 及讲解"
+    translations.save(chapter, entries)
+    assert translations.term_problems(chapter) == []
+    entries[keys[2]]["zh"] = "又一个词元（token）。"
+    translations.save(chapter, entries)
+    [msg] = translations.term_problems(chapter)
+    assert f"[{keys[2]}] 'token'" in msg
 
 
 def test_linked_terms_reads_both_forms_of_the_role():

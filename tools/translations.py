@@ -18,7 +18,8 @@ show the same ones. `sync` adds an entry for every new unit (with an empty
 `zh`) and, when the English of a unit has changed, writes the new English as
 `en_now` beside the old `en`: the translator updates `zh`, then replaces `en`
 with `en_now`. `check` (and tests/test_translations.py) fails on every unit
-that is missing, empty, outdated, or left in English.
+that is missing, empty, outdated, or left in English, and on every rejected
+form of a term (``TERMS``: one word per concept).
 """
 
 from __future__ import annotations
@@ -163,6 +164,90 @@ def problems(page: pathlib.Path) -> list[str]:
     return found
 
 
+# One word per concept in the Chinese prose: (concept, the form to write, the
+# forms rejected, as regular expressions). Checked on every `zh` outside code,
+# maths, roles and links (NOT_PROSE); a {term} role's display text
+# ({term}`词元 <token>`) is prose the reader sees, so it is checked too.
+TERMS: list[tuple[str, str, tuple[str, ...]]] = [
+    # d2l-zh's word; the English word is written once per chapter, at the
+    # first 词元, as 词元（token） (FIRST_USE).
+    ("token", "词元", (r"(?i)(?<![A-Za-z_])token[a-z]*",)),
+    (
+        "Solution N, explained",
+        "解答 N 及讲解",
+        (
+            r"练习 ?\d+ ?解答(?:与讲解|说明)",
+            r"解答 ?\d+ ?（附讲解）",
+            r"解答 ?\d+ ?[：:] ?详解",
+        ),
+    ),
+    ("a stack of layers", "堆叠", ("堆栈",)),  # 堆栈: the data structure
+    ("code cell", "代码单元", ("单元格",)),  # also catches 代码单元格
+    ("quadratic", "二次", ("平方级", "平方增长")),
+    ("to mask (the verb)", "屏蔽", ("掩掉", "遮住", "遮盖", "加掩码")),
+    ("one-hot", "独热", (r"(?i)one-hot",)),
+]
+# In a chapter (a notebook), the first 词元 is written so, and only there.
+FIRST_USE = ("词元", "词元（token）")
+SOLUTION = re.compile(r"^:::\{admonition\} Solution (\d+), explained$", re.M)
+_DISPLAYED = re.compile(r"\{term\}`([^`<]*?)\s*<[^>`]*>`")
+
+
+def chinese_prose(zh: str) -> str:
+    """The prose of a translation: {term}`显示 <target>` keeps its display
+    text; code, maths, other roles (a bare {term}`token` shows the glossary's
+    English headword), links and glossary headwords (the English term lines of
+    the glossary page) become spaces."""
+    from .glossary_links import glossary_terms
+
+    names = glossary_terms()
+    lines = [
+        " "
+        if line.strip().lower() in names and not line[:1].isspace()
+        else line
+        for line in str(zh).split("\n")
+    ]
+    return NOT_PROSE.sub(" ", _DISPLAYED.sub(r"\1", "\n".join(lines)))
+
+
+def term_problems(page: pathlib.Path) -> list[str]:
+    """Every rejected form of a TERMS concept in ``page``'s Chinese, by unit;
+    in a chapter, a first 词元 not written 词元（token）; a solution heading
+    not written 解答 N 及讲解."""
+    found, store, first = [], load(page), page.suffix == ".ipynb"
+    for key, text in units(page).items():
+        zh = str(store.get(key, {}).get("zh") or "")
+        prose = chinese_prose(zh)
+        if first and FIRST_USE[0] in prose:
+            at = prose.index(FIRST_USE[0])
+            if prose.startswith(FIRST_USE[1], at):
+                prose = (
+                    prose[:at] + FIRST_USE[0] + prose[at + len(FIRST_USE[1]) :]
+                )
+            else:
+                found.append(
+                    f"{page.name} [{key}] the chapter's first {FIRST_USE[0]} "
+                    f"is not written {FIRST_USE[1]}: "
+                    f"{prose[max(0, at - 15) : at + 15]!r}"
+                )
+            first = False
+        for concept, preferred, rejected in TERMS:
+            for pattern in rejected:
+                for m in re.finditer(pattern, prose):
+                    found.append(
+                        f"{page.name} [{key}] {m.group(0)!r} for {concept!r}: "
+                        f"write {preferred} "
+                        f"({prose[max(0, m.start() - 12) : m.end() + 12]!r})"
+                    )
+        for n in SOLUTION.findall(text):
+            if f":::{{admonition}} 解答 {n} 及讲解" not in zh:
+                found.append(
+                    f"{page.name} [{key}] the heading of solution {n} is not "
+                    f"解答 {n} 及讲解"
+                )
+    return found
+
+
 def pages() -> list[pathlib.Path]:
     """The pages of the book (from _toc.yml), in order."""
     from .notebooks import toc_files
@@ -185,7 +270,7 @@ if __name__ == "__main__":
                 f"{store_path(p).relative_to(ROOT)}"
             )
     elif len(sys.argv) == 2 and sys.argv[1] == "check":
-        issues = [msg for p in pages() for msg in problems(p)]
+        issues = [m for p in pages() for m in problems(p) + term_problems(p)]
         print("\n".join(issues) or "every page is translated and current")
         raise SystemExit(1 if issues else 0)
     else:
