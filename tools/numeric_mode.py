@@ -111,6 +111,16 @@ def apply(mode: str = "portable") -> None:
     os.environ.update(new)
 
 
+def reexec_in(mode: str, module: str) -> None:
+    """Start ``python -m module`` again in ``mode`` unless this process already
+    runs in it: glibc reads its tunables only when a process starts, so a
+    script that must compute in the mode (a stored sweep) restarts itself."""
+    wanted = MODES[mode]
+    if any(os.environ.get(k) != v for k, v in wanted.items()):
+        argv = [sys.executable, "-m", module, *sys.argv[1:]]
+        os.execvpe(sys.executable, argv, environment(mode))
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     if len(args) < 3 or args[0] not in MODES or args[1] != "--":

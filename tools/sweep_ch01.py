@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from . import ROOT, numeric_mode
@@ -162,9 +161,5 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    portable = numeric_mode.environment("portable")
-    if any(os.environ.get(k) != v for k, v in numeric_mode.PORTABLE.items()):
-        # glibc reads its tunables only when a process starts: start again
-        argv = [sys.executable, "-m", "tools.sweep_ch01", *sys.argv[1:]]
-        os.execvpe(sys.executable, argv, portable)
+    numeric_mode.reexec_in("portable", "tools.sweep_ch01")
     main(sys.argv[1:])

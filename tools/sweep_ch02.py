@@ -16,7 +16,6 @@ chapter checks its own five seeds the same way.
 from __future__ import annotations
 
 import json
-import pathlib
 import sys
 import time
 
@@ -29,9 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tools import ROOT
 from utils.attention import MultiHeadAttention
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "book" / "data" / "ch02_heads.json"
 N_SEEDS = 30
 HEADS = (1, 2)

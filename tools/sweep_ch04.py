@@ -13,8 +13,6 @@ compares it with the file.
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 
 from . import ROOT, numeric_mode
@@ -45,10 +43,7 @@ def rows() -> list[dict]:
 
 
 def main() -> None:
-    if os.environ.get("ATEN_CPU_CAPABILITY") != "default":  # not yet portable
-        env = numeric_mode.environment("portable")
-        args = [sys.executable, "-m", "tools.sweep_ch04"]
-        os.execvpe(sys.executable, args, env)
+    numeric_mode.reexec_in("portable", "tools.sweep_ch04")
     data = {
         "task": "previous token",
         "settings": SETTINGS,

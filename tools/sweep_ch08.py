@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import json
-import pathlib
 import random
 import sys
 import time
@@ -29,6 +28,7 @@ if __name__ == "__main__":
 
 import torch  # noqa: E402
 
+from tools import ROOT  # noqa: E402
 from utils import translation as tr  # noqa: E402
 from utils.bleu import corpus_bleu, sentence_bleu  # noqa: E402
 from utils.decoding import (  # noqa: E402
@@ -38,17 +38,16 @@ from utils.decoding import (  # noqa: E402
     sequence_log_prob,
 )
 from utils.loss import masked_cross_entropy  # noqa: E402
+from utils.runtime import threads  # noqa: E402
 from utils.training import (  # noqa: E402
     TRANSLATOR_DEFAULTS,
     evaluate_perplexity,
     new_translator,
     noam_scheduler,
     paper_adam,
-    threads,
     train_translator,
 )
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "book" / "data" / "ch08_sweep.json"
 SEEDS = (0, 1, 2, 3, 4)
 MAX_LEN = 12

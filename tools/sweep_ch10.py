@@ -9,11 +9,11 @@ Run once, in the portable mode (about 12 minutes on a loaded 2-core machine):
 from __future__ import annotations
 
 import json
-import pathlib
 import random
 
 import torch
 
+from tools import ROOT
 from utils import corpus
 from utils import pretraining as pt
 
@@ -21,7 +21,7 @@ SEEDS = [0, 1, 2, 3, 4]
 LABELS = [16, 64, 256]
 STEPS = 300  # the chapter's pre-training, live
 BODY_STEPS = 1500  # the masked LM fine-tuned below: five times longer
-OUT = pathlib.Path(__file__).resolve().parents[1] / "book/data/ch10_sweep.json"
+OUT = ROOT / "book" / "data" / "ch10_sweep.json"
 
 
 def label_order(train: list[int], seed: int) -> list[int]:
