@@ -88,21 +88,12 @@ class Transformer(nn.Module):
         self.src_embed = Embeddings(src_vocab, d_model, name="src")
         self.tgt_embed = Embeddings(tgt_vocab, d_model, name="tgt")
         self.pos = PositionalEncoding(d_model, dropout, max_len)
+        sizes = (d_model, num_heads, d_ff, dropout, norm_first)
         self.encoder = Stack(
-            lambda: EncoderLayer(
-                d_model, num_heads, d_ff, dropout, norm_first
-            ),
-            num_layers,
-            d_model,
-            norm_first,
+            lambda: EncoderLayer(*sizes), num_layers, d_model, norm_first
         )
         self.decoder = Stack(
-            lambda: DecoderLayer(
-                d_model, num_heads, d_ff, dropout, norm_first
-            ),
-            num_layers,
-            d_model,
-            norm_first,
+            lambda: DecoderLayer(*sizes), num_layers, d_model, norm_first
         )
         self.generator = nn.Linear(d_model, tgt_vocab)
         # Xavier for matrices, as in common reference implementations
