@@ -68,7 +68,7 @@ def test_noam_scheduler_sets_exactly_the_formula_and_adam_has_the_paper_settings
 
 
 def _batch(numbers=(5, 17, 305, 12305)):
-    from utils.translation import chinese_numerals, english_words
+    from utils.numerals import chinese_numerals, english_words
 
     pairs = [(english_words(n), chinese_numerals(n)) for n in numbers]
     return encode_batch(pairs, source_vocab(), target_vocab())

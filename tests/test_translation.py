@@ -5,12 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from utils.numerals import MAX_NUMBER, chinese_numerals, english_words
 from utils.translation import (
-    MAX_NUMBER,
     Vocab,
-    chinese_numerals,
     encode_batch,
-    english_words,
     make_batches,
     make_splits,
     pad_fraction,
@@ -158,7 +156,8 @@ def test_use_chinese_font_both_paths(monkeypatch):
     import matplotlib.pyplot as plt
     from matplotlib import font_manager
 
-    from utils.translation import PINYIN, use_chinese_font
+    from utils.numerals import PINYIN
+    from utils.translation import use_chinese_font
 
     class Font:
         def __init__(self, name):

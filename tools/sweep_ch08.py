@@ -29,7 +29,7 @@ if __name__ == "__main__":
 import torch  # noqa: E402
 
 from tools import ROOT  # noqa: E402
-from utils import translation as tr  # noqa: E402
+from utils import numerals, translation as tr  # noqa: E402
 from utils.bleu import corpus_bleu, sentence_bleu  # noqa: E402
 from utils.decoding import (  # noqa: E402
     beam_search,
@@ -217,14 +217,16 @@ def chapter8(seed: int, model, history, d: Decoder) -> dict:
     teens = [
         (i, p)
         for i, p in enumerate(correct)
-        if p[0][0] in tr._TEENS[1:] and p[0][1] == "thousand"
+        if p[0][0] in numerals._TEENS[1:] and p[0][1] == "thousand"
     ]
     row["teen_reorder"] = sum(
         weights[i, 0].argmax().item() == 0 == weights[i, 2].argmax().item()
         for i, _ in teens
     ) / max(len(teens), 1)
     row["n_teen"] = len(teens)
-    mine = [(tr.english_words(n), tr.chinese_numerals(n)) for n in MINE]
+    mine = [
+        (numerals.english_words(n), numerals.chinese_numerals(n)) for n in MINE
+    ]
     row["mine_right"] = {
         n: h == p[1] for n, p, h in zip(MINE, mine, d.greedy(model, mine))
     }

@@ -4,7 +4,8 @@ by the chapters.
 Modules, one per topic, in the order the chapters introduce them: ``priors``
 (ch. 1), ``attention`` and ``scoring`` (2), ``masks`` (3), ``positional`` (4),
 ``loss`` (5), ``complexity`` (6), ``layers`` and ``model`` (7: the layers,
-then the assembled Transformer), ``translation`` and ``training`` (8),
+then the assembled Transformer), ``numerals``, ``translation`` and
+``training`` (8),
 ``decoding``, ``cache``, ``sampling`` and ``bleu`` (9), ``corpus`` and
 ``pretraining`` (10), plus the shared ``plotting`` and ``diagrams`` (plots of
 numbers, and diagrams drawn by code), ``runtime`` (seed, threads, eval mode)

@@ -3,7 +3,7 @@
     [CLS] three hundred and five = 3 0 5 [EOS]
 
 Each sentence is a number from 1 to 999 in British English words
-(``utils.translation.english_words``), an ``=`` sign, then its decimal
+(``utils.numerals.english_words``), an ``=`` sign, then its decimal
 digits. The structure is real and learnable: the words follow a grammar
 ("hundred" after a digit word, "and" before the last two digits) and the
 digits are a function of the words, with the order rearranged ("twenty
@@ -21,7 +21,7 @@ import random
 import torch
 
 from .checks import check_int
-from .translation import english_words
+from .numerals import english_words
 
 __all__ = [
     "MAX_NUMBER",

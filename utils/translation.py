@@ -1,24 +1,10 @@
-"""A small translation task made by code: English number words to Chinese
-numerals.
+"""The translation task as data: every number 1..99,999 as a pair
+(English words, Chinese characters), split, turned into ids and batched.
 
-    "twelve thousand three hundred and five"  ->  一 万 二 千 三 百 零 五
-
-It has the structure that makes translation hard, in miniature:
-
-- **reordering and non-monotonic alignment**: Chinese groups digits by ten
-  thousands (万), English by thousands, so "twelve thousand" becomes
-  一 万 二 千: the word "twelve" is split around 万;
-- **one-to-many and many-to-one tokens**: "seventy" -> 七 十,
-  "thirteen" -> 十 三, while "hundred and" -> 百;
-- **context rules**: 零 marks a gap of zeros (1005 -> 一 千 零 五), and ten is
-  十 alone at the start of a number but 一 十 inside it (15 -> 十 五,
-  115 -> 一 百 一 十 五).
-
-Numbers run from 1 to 99,999 (British English, "and" before the last two
-digits). The splits are disjoint by construction: every number belongs to
-exactly one split. Sources longer than ``max_train_words`` words go to the
-out-of-distribution split ``"long"``; the rest are shuffled with a seeded
-generator and cut into train / valid / test.
+The pairs come from ``utils.numerals``. The splits are disjoint by
+construction: every number belongs to exactly one split. Sources longer than
+``max_train_words`` words go to the out-of-distribution split ``"long"``; the
+rest are shuffled with a seeded generator and cut into train / valid / test.
 
 Token ids: 0 = PAD, 1 = BOS, 2 = EOS, then the words. The source is the words
 followed by EOS; the target is BOS, the characters, EOS (the decoder reads it
@@ -34,11 +20,15 @@ from typing import Iterable, Sequence
 import torch
 
 from .checks import check_int
+from .numerals import (
+    MAX_NUMBER,
+    SOURCE_WORDS,
+    TARGET_CHARS,
+    chinese_numerals,
+    english_words,
+)
 
 __all__ = [
-    "MAX_NUMBER",
-    "english_words",
-    "chinese_numerals",
     "make_splits",
     "Vocab",
     "source_vocab",
@@ -48,118 +38,11 @@ __all__ = [
     "group_pairs",
     "pad_fraction",
     "use_chinese_font",
-    "PINYIN",
 ]
 
-MAX_NUMBER = 99_999
-
-_ONES = [
-    "",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-]
-_TEENS = [
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-]
-_TENS = [
-    "",
-    "",
-    "twenty",
-    "thirty",
-    "forty",
-    "fifty",
-    "sixty",
-    "seventy",
-    "eighty",
-    "ninety",
-]
-_DIGITS_ZH = "零一二三四五六七八九"
 _SPECIALS = ["<pad>", "<bos>", "<eos>"]
 
 Pair = tuple[list[str], list[str]]
-
-
-def _check_number(n) -> int:
-    check_int(n, "n", 1)
-    if n > MAX_NUMBER:
-        raise ValueError(f"n must be at most {MAX_NUMBER}, got {n}")
-    return int(n)
-
-
-def _below_hundred(n: int) -> list[str]:
-    """1..99 in words: "seven", "thirteen", "forty two"."""
-    if n < 10:
-        return [_ONES[n]]
-    if n < 20:
-        return [_TEENS[n - 10]]
-    return [_TENS[n // 10]] + ([_ONES[n % 10]] if n % 10 else [])
-
-
-def english_words(n: int) -> list[str]:
-    """British English words of ``n`` (1..99,999), one token per word.
-
-    ``english_words(12305)`` -> ``twelve thousand three hundred and five``.
-    "and" comes before the last two digits when something bigger precedes
-    them (1005: "one thousand and five").
-    """
-    n = _check_number(n)
-    thousands, hundreds, rest = n // 1000, n // 100 % 10, n % 100
-    words: list[str] = []
-    if thousands:
-        words += _below_hundred(thousands) + ["thousand"]
-    if hundreds:
-        words += [_ONES[hundreds], "hundred"]
-    if rest:
-        if words:
-            words.append("and")
-        words += _below_hundred(rest)
-    return words
-
-
-def chinese_numerals(n: int) -> list[str]:
-    """Chinese numerals of ``n`` (1..99,999), one token per character.
-
-    Digits are read in groups of ten thousand (万):
-    12305 -> 一 万 二 千 三 百 零 五. One 零 stands for any run of zeros
-    between two non-zero digits; trailing zeros are silent
-    (1050 -> 一 千 零 五 十, 1500 -> 一 千 五 百). A leading ten is 十, not
-    一 十 (15 -> 十 五), but inside a number it keeps its 一
-    (115 -> 一 百 一 十 五).
-    """
-    n = _check_number(n)
-    digits = [int(c) for c in str(n)]
-    units = ["", "十", "百", "千", "万"]
-    out: list[str] = []
-    gap = False
-    for i, d in enumerate(digits):
-        place = len(digits) - 1 - i
-        if d == 0:
-            gap = bool(out)  # a zero after a non-zero digit opens a gap
-            continue
-        if gap:
-            out.append("零")
-            gap = False
-        if not (d == 1 and place == 1 and not out):  # "十五", not "一十五"
-            out.append(_DIGITS_ZH[d])
-        if place:
-            out.append(units[place])
-    return out
 
 
 @functools.lru_cache(maxsize=1)
@@ -269,19 +152,13 @@ class Vocab:
 
 
 def source_vocab() -> Vocab:
-    """The English words of the task (fixed, so it does not depend on the
-    split)."""
-    words = [w for w in _ONES + _TEENS + _TENS if w] + [
-        "hundred",
-        "thousand",
-        "and",
-    ]
-    return Vocab(words)
+    """The English words of the task."""
+    return Vocab(SOURCE_WORDS)
 
 
 def target_vocab() -> Vocab:
     """The Chinese characters of the task."""
-    return Vocab(list(_DIGITS_ZH) + ["十", "百", "千", "万"])
+    return Vocab(TARGET_CHARS)
 
 
 def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
@@ -374,16 +251,6 @@ def pad_fraction(
     if total == 0:
         raise ValueError("batches is empty")
     return pads / total
-
-
-# Romanised names of the characters, for figures where no Chinese font is
-# installed.
-PINYIN = dict(
-    zip(
-        "零一二三四五六七八九十百千万",
-        "ling yi er san si wu liu qi ba jiu shi bai qian wan".split(),
-    )
-)
 
 
 def use_chinese_font() -> bool:
