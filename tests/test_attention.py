@@ -210,7 +210,7 @@ def test_bad_input_raises_value_error_naming_argument_and_shapes():
     with pytest.raises(ValueError, match=r"k and v.*\(2, 5, 8\).*\(2, 4, 8\)"):
         mha(x, x, torch.randn(2, 4, 8))
     with pytest.raises(
-        ValueError, match=r"q must have shape.*d_model=8.*\(2, 5, 6\)"
+        ValueError, match=r"q must have shape.*8\).*\(2, 5, 6\)"
     ):
         mha(torch.randn(2, 5, 6), x, x)
     q = torch.randn(2, 3, 4)
@@ -326,7 +326,7 @@ def test_the_silently_wrong_padding_mask_is_now_an_error():
         [[True, True, False], [True, False, False], [True, True, True]]
     )
     with pytest.raises(
-        ValueError, match=r"mask must have 4 dims.*\(3, 3\).*key_padding_mask"
+        ValueError, match=r"mask must have 4 dims.*key_padding_mask.*\(3, 3\)"
     ):
         ours(x, x, x, keep)
     with pytest.raises(
@@ -411,7 +411,7 @@ def test_integer_and_mixed_dtype_inputs_get_sentences():
         scaled_dot_product_attention(
             q, torch.randn(3, 3, 4), torch.randn(3, 3, 4)
         )
-    with pytest.raises(ValueError, match="d_k >= 1"):
+    with pytest.raises(ValueError, match="d_k must be an int >= 1"):
         scaled_dot_product_attention(
             torch.randn(2, 0), torch.randn(3, 0), torch.randn(3, 2)
         )

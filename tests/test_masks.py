@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils import masks
+from utils.checks import check_mask
 from utils.attention import (
     MultiHeadAttention,
     load_torch_mha_weights,
@@ -84,7 +85,7 @@ def test_broadcast_shapes_reach_the_score_shape():
         masks.decoder_mask(IDS),
     ):
         assert torch.broadcast_shapes(m.shape, scores) == scores
-        masks.check_mask(m, scores)
+        check_mask(m, "mask", scores)
     # the padding mask repeats over query rows; the causal mask over batch and heads
     full = masks.padding_mask(IDS).expand(scores)
     assert (full == full[:, :, :1, :]).all()
@@ -380,14 +381,14 @@ def test_fully_masked_row_is_zero_not_nan():
             "keep",
         ),
         (
-            lambda: masks.check_mask(
-                torch.ones(2, 4, dtype=torch.bool), (2, 1, 3, 3)
+            lambda: check_mask(
+                torch.ones(2, 4, dtype=torch.bool), "mask", (2, 1, 3, 3)
             ),
             ValueError,
             "mask",
         ),
         (
-            lambda: masks.check_mask(torch.ones(3, 3), (2, 1, 3, 3)),
+            lambda: check_mask(torch.ones(3, 3), "mask", (2, 1, 3, 3)),
             TypeError,
             "mask",
         ),
@@ -426,7 +427,7 @@ def test_fully_masked_row_is_zero_not_nan():
         (
             lambda: masks.lengths_to_mask([True, False]),
             TypeError,
-            "lengths must be integers",
+            "lengths must hold integer",
         ),
         (lambda: masks.lengths_to_mask(None), TypeError, "lengths"),
         (

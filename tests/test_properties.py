@@ -299,7 +299,7 @@ MHA_CORRUPTIONS = [
         TypeError,
         lambda x, keys: dict(q=x.double(), k=x.double(), v=x.double()),
     ),
-    ("batch size", ValueError, lambda x, keys: dict(k=x[:2], v=x[:2])),
+    ("k must have shape (3,", ValueError, lambda x, keys: dict(k=x[:2])),
 ]
 
 

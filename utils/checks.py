@@ -34,6 +34,10 @@ __all__ = [
     "check_number",
     "check_probability",
     "check_tensor",
+    "check_choice",
+    "check_instance",
+    "check_heads",
+    "check_at_most",
     "check_ids",
     "check_qkv",
     "check_mask",
@@ -151,12 +155,17 @@ def check_tensor(
     ndim: int | Sequence[int] | None = None,
     floating: bool | None = None,
     min_ndim: int | None = None,
+    shape: Sequence[int | str] | None = None,
+    layout: str = "",
 ) -> torch.Tensor:
     """``x`` must be a ``torch.Tensor``; returns it unchanged.
 
     ``ndim``: the allowed rank (an int or several). ``min_ndim``: the lowest
     allowed rank. ``floating=True`` asks for a floating-point dtype,
-    ``floating=False`` for anything else (integers, bool).
+    ``floating=False`` for anything else (integers, bool). ``shape``: the
+    exact shape, an int per dim or a str for a dim of any size, e.g.
+    ``("batch", "length", 512)``; the message shows it as written.
+    ``layout`` names the dims in the message for a wrong rank.
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {_kind(x)}")
@@ -169,13 +178,65 @@ def check_tensor(
         raise TypeError(
             f"{name} must not be floating-point, got dtype {x.dtype}"
         )
-    _check_ndim(x, name, ndim)
+    _check_ndim(x, name, ndim, layout)
     if min_ndim is not None and x.dim() < min_ndim:
         raise ValueError(
             f"{name} must have at least {min_ndim} dims, "
             f"got shape {tuple(x.shape)}"
         )
+    if shape is not None and not _fits(x.shape, shape):
+        want = ", ".join(str(n) for n in shape)
+        raise ValueError(
+            f"{name} must have shape ({want}), got {tuple(x.shape)}"
+        )
     return x
+
+
+def _fits(actual: Sequence[int], pattern: Sequence[int | str]) -> bool:
+    return len(actual) == len(pattern) and all(
+        isinstance(p, str) or a == p for a, p in zip(actual, pattern)
+    )
+
+
+def check_choice(value: Any, name: str, options: Sequence[str]) -> str:
+    """``value``, which must be one of the strings ``options``."""
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{name} must be a str, one of {tuple(options)}, "
+            f"got {_kind(value)}"
+        )
+    if value not in options:
+        raise ValueError(
+            f"{name} must be one of {tuple(options)}, got {value!r}"
+        )
+    return value
+
+
+def check_instance(value: Any, name: str, kind: type, what: str = "") -> Any:
+    """``value``, which must be an instance of ``kind`` (``what`` names the
+    kind in the message, e.g. ``"a utils MultiHeadAttention"``)."""
+    if not isinstance(value, kind):
+        what = what or f"a {kind.__name__}"
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    return value
+
+
+def check_heads(d_model: int, num_heads: Any) -> int:
+    """``num_heads``, an int >= 1 that divides ``d_model`` (checked)."""
+    num_heads = check_int(num_heads, "num_heads", 1)
+    if d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}"
+        )
+    return num_heads
+
+
+def check_at_most(value: int, name: str, limit: int, why: str = "") -> int:
+    """``value`` (already checked to be a number) must be ``<= limit``;
+    ``why`` ends the message, e.g. ``"max_len=8"``."""
+    if value > limit:
+        raise ValueError(f"{name} {value} exceeds {why or limit}")
+    return value
 
 
 def check_ids(
