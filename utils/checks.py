@@ -157,6 +157,7 @@ def check_tensor(
     min_ndim: int | None = None,
     shape: Sequence[int | str] | None = None,
     layout: str = "",
+    device: torch.device | None = None,
 ) -> torch.Tensor:
     """``x`` must be a ``torch.Tensor``; returns it unchanged.
 
@@ -165,7 +166,8 @@ def check_tensor(
     ``floating=False`` for anything else (integers, bool). ``shape``: the
     exact shape, an int per dim or a str for a dim of any size, e.g.
     ``("batch", "length", 512)``; the message shows it as written.
-    ``layout`` names the dims in the message for a wrong rank.
+    ``layout`` names the dims in the message for a wrong rank. ``device``:
+    where it must be (next to the tensors it is used with).
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {_kind(x)}")
@@ -184,6 +186,8 @@ def check_tensor(
             f"{name} must have at least {min_ndim} dims, "
             f"got shape {tuple(x.shape)}"
         )
+    if device is not None and x.device != device:
+        raise ValueError(f"{name} is on {x.device}, the others on {device}")
     if shape is not None and not _fits(x.shape, shape):
         want = ", ".join(str(n) for n in shape)
         raise ValueError(

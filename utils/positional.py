@@ -20,7 +20,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_int, check_number, check_probability, check_tensor
+from .checks import (
+    check_at_most,
+    check_choice,
+    check_heads,
+    check_int,
+    check_number,
+    check_probability,
+    check_tensor,
+)
 
 __all__ = [
     "sinusoidal_encoding",
@@ -79,14 +87,13 @@ class PositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_input(x, self.d_model)
-        offset = check_int(offset, "offset", 0)
-        end = offset + x.size(1)
-        if end > self.max_len:
-            raise ValueError(
-                f"sequence length {end} exceeds max_len={self.max_len}; "
-                f"build PositionalEncoding with a larger max_len"
-            )
+        end = check_int(offset, "offset", 0) + x.size(1)
+        check_at_most(end, "sequence length", self.max_len, self._limit)
         return self.dropout(x + self.pe[offset:end].to(x.dtype))
+
+    @property
+    def _limit(self) -> str:
+        return f"max_len={self.max_len} (build it with a larger max_len)"
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
@@ -95,21 +102,13 @@ class PositionalEncoding(nn.Module):
 def _check_input(x, d_model: int) -> None:
     """x must be a float ``(B, T, d_model)`` tensor: adding the table to
     integer ids would truncate it."""
-    check_tensor(x, "x", floating=True)
-    if x.dim() != 3 or x.size(-1) != d_model:
-        raise ValueError(
-            f"x must have shape (batch, length, d_model={d_model}), "
-            f"got {tuple(x.shape)}"
-        )
+    check_tensor(x, "x", floating=True, shape=("batch", "length", d_model))
 
 
 def _check_d_model(d_model, name: str = "d_model") -> int:
     d_model = check_int(d_model, name, 2)
-    if d_model % 2:
-        raise ValueError(
-            f"{name} must be a positive even int (sin/cos come in pairs), "
-            f"got {d_model!r}"
-        )
+    if d_model % 2:  # sin and cos come in pairs
+        raise ValueError(f"{name} must be an even int, got {d_model!r}")
     return d_model
 
 
@@ -172,16 +171,9 @@ def apply_rotary(
     _check_d_model(d, "x's last dim d_model")
     if positions is None:
         positions = torch.arange(t)
-    check_tensor(positions, "positions")
+    check_tensor(positions, "positions (one per row of x)", shape=(t,))
     if positions.dtype == torch.bool or positions.is_complex():
-        raise TypeError(
-            f"positions must hold numbers, got dtype {positions.dtype}"
-        )
-    if positions.shape != (t,):
-        raise ValueError(
-            f"positions must have shape ({t},) (one per row of x), "
-            f"got {tuple(positions.shape)}"
-        )
+        raise TypeError(f"positions must hold numbers, got {positions.dtype}")
     # angles in float64 on the CPU (like the table), then moved to x
     pos = positions.to("cpu", torch.float64)[:, None]  # (T, 1)
     angle = pos * frequencies(d, base).double()  # (T, d/2)
@@ -213,12 +205,8 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_input(x, self.d_model)
-        if x.size(1) > self.max_len:
-            raise ValueError(
-                f"sequence length {x.size(1)} exceeds "
-                f"max_len={self.max_len}: a learned table has no vector "
-                f"for positions >= {self.max_len}"
-            )
+        why = f"max_len={self.max_len}: the table has no row beyond"
+        check_at_most(x.size(1), "sequence length", self.max_len, why)
         positions = torch.arange(x.size(1), device=x.device)
         return self.dropout(x + self.table(positions).to(x.dtype))
 
@@ -251,18 +239,10 @@ class PositionProbe(nn.Module):
         max_len: int = 64,
     ):
         super().__init__()
-        if position not in POSITION_KINDS:
-            raise ValueError(
-                f"position must be one of {POSITION_KINDS}, got {position!r}"
-            )
+        check_choice(position, "position", POSITION_KINDS)
         vocab = check_int(vocab, "vocab", 1)
-        d_model = check_int(d_model, "d_model", 1)
-        num_heads = check_int(num_heads, "num_heads", 1)
-        if d_model % num_heads or (d_model // num_heads) % 2:
-            raise ValueError(
-                f"d_model={d_model} must split into num_heads={num_heads} "
-                f"heads of even size (RoPE rotates pairs)"
-            )
+        num_heads = check_heads(check_int(d_model, "d_model", 1), num_heads)
+        _check_d_model(d_model // num_heads, "the head size (even size)")
         self.position, self.num_heads = position, num_heads
         self.max_len = check_int(max_len, "max_len", 1)
         self.embed = nn.Embedding(vocab, d_model)
@@ -285,8 +265,7 @@ class PositionProbe(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         b, t = ids.shape
-        if t > self.max_len:
-            raise ValueError(f"length {t} exceeds max_len={self.max_len}")
+        check_at_most(t, "length", self.max_len, f"max_len={self.max_len}")
         x = self.embed(ids)  # (B, T, d)
         if self.position == "learned":
             x = x + self.table(torch.arange(t, device=ids.device))
