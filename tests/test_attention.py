@@ -401,7 +401,7 @@ def test_integer_and_mixed_dtype_inputs_get_sentences():
     with pytest.raises(TypeError, match=r"q must be a floating-point"):
         mha(q.long(), q, q)
     with pytest.raises(
-        TypeError, match=r"float64 but the module's weights are torch.float32"
+        TypeError, match=r"float64, the weights torch.float32"
     ):
         mha(q.double(), q.double(), q.double())
     with pytest.raises(

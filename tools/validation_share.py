@@ -17,7 +17,9 @@ The counting rule (read from the source with ``ast`` and ``tokenize``):
     starts with ``check_`` or ``_check`` (``x = check_int(x, "x", 1)``,
     ``check_mask(...)``), all of its lines;
   - an ``if`` or ``for`` whose body (and ``else``) holds only validation
-    statements, its header lines included (the test that guards a raise).
+    statements, its header lines included (the test that guards a raise);
+  - an ``if`` whose body ends in such a raise (and whose ``else`` is
+    validation), whole: the lines that prepare the message count too.
 
 The same rule applies to every module, ``utils/checks.py`` included (its
 raises and the tests guarding them count; its message helpers do not). The
@@ -75,6 +77,9 @@ def _is_validation(stmt: ast.stmt) -> bool:
         return isinstance(exc, ast.Name) and exc.id in ERRORS
     if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)):
         return _is_check_name(_called_name(stmt.value))
+    if isinstance(stmt, ast.If) and _is_validation(stmt.body[-1]):
+        # a guard: whatever prepares the message counts with the raise
+        return all(_is_validation(s) for s in stmt.orelse)
     if isinstance(stmt, (ast.If, ast.For)):
         body = stmt.body + stmt.orelse
         return all(_is_validation(s) for s in body)
@@ -127,13 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     table = shares()
     rows = sorted(table.items(), key=lambda kv: -kv[1][0] / max(kv[1][1], 1))
-    print(f"{'module':<14}{'checks':>8}{'lines':>8}{'share':>8}")
+    print(f"{'module':<20}{'checks':>8}{'lines':>8}{'share':>8}")
     for name, (checks, lines) in rows:
-        print(f"{name:<14}{checks:>8}{lines:>8}{checks / max(lines, 1):>8.1%}")
+        share = checks / max(lines, 1)
+        print(f"{name:<20}{checks:>8}{lines:>8}{share:>8.1%}")
     total_checks = sum(c for c, _ in table.values())
     total_lines = sum(n for _, n in table.values())
     total = total_checks / total_lines
-    print(f"{'total':<14}{total_checks:>8}{total_lines:>8}{total:>8.1%}")
+    print(f"{'total':<20}{total_checks:>8}{total_lines:>8}{total:>8.1%}")
     if args.max is not None and total > args.max:
         print(f"validation share {total:.1%} is over {args.max:.0%}")
         return 1

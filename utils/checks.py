@@ -99,10 +99,7 @@ def check_number(
     ``finite=True``, an infinity raise ``ValueError``.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        hint = " (a number, not a str)" if isinstance(value, str) else ""
-        raise TypeError(
-            f"{name} must be a real number{hint}, got {_kind(value)}"
-        )
+        raise TypeError(f"{name} must be a real number, got {_kind(value)}")
     number = float(value)
     if math.isnan(number):
         raise ValueError(f"{name} must be a number, got NaN")
@@ -143,9 +140,7 @@ def _check_ndim(
     if x.dim() not in allowed:
         dims = " or ".join(str(n) for n in allowed)
         layout = f" {what}" if what else ""
-        raise ValueError(
-            f"{name} must have {dims} dims{layout}, got shape {tuple(x.shape)}"
-        )
+        raise ValueError(f"{name} must have {dims} dims{layout}, {_got(x)}")
 
 
 def check_tensor(
@@ -171,29 +166,24 @@ def check_tensor(
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {_kind(x)}")
-    if floating is True and not x.is_floating_point():
-        raise TypeError(
-            f"{name} must be a floating-point tensor, got dtype {x.dtype} "
-            f"(convert with .float())"
-        )
-    if floating is False and x.is_floating_point():
-        raise TypeError(
-            f"{name} must not be floating-point, got dtype {x.dtype}"
-        )
+    if floating is not None and x.is_floating_point() != floating:
+        want = "be a floating-point tensor" if floating else "not be floating"
+        raise TypeError(f"{name} must {want}, got dtype {x.dtype}")
     _check_ndim(x, name, ndim, layout)
     if min_ndim is not None and x.dim() < min_ndim:
         raise ValueError(
-            f"{name} must have at least {min_ndim} dims, "
-            f"got shape {tuple(x.shape)}"
+            f"{name} must have at least {min_ndim} dims, {_got(x)}"
         )
     if device is not None and x.device != device:
         raise ValueError(f"{name} is on {x.device}, the others on {device}")
     if shape is not None and not _fits(x.shape, shape):
         want = ", ".join(str(n) for n in shape)
-        raise ValueError(
-            f"{name} must have shape ({want}), got {tuple(x.shape)}"
-        )
+        raise ValueError(f"{name} must have shape ({want}), {_got(x)}")
     return x
+
+
+def _got(x: torch.Tensor) -> str:
+    return f"got shape {tuple(x.shape)}"
 
 
 def _fits(actual: Sequence[int], pattern: Sequence[int | str]) -> bool:
@@ -205,14 +195,9 @@ def _fits(actual: Sequence[int], pattern: Sequence[int | str]) -> bool:
 def check_choice(value: Any, name: str, options: Sequence[str]) -> str:
     """``value``, which must be one of the strings ``options``."""
     if not isinstance(value, str):
-        raise TypeError(
-            f"{name} must be a str, one of {tuple(options)}, "
-            f"got {_kind(value)}"
-        )
+        raise TypeError(f"{name} must be a str, got {_kind(value)}")
     if value not in options:
-        raise ValueError(
-            f"{name} must be one of {tuple(options)}, got {value!r}"
-        )
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
     return value
 
 
@@ -229,9 +214,7 @@ def check_heads(d_model: int, num_heads: Any) -> int:
     """``num_heads``, an int >= 1 that divides ``d_model`` (checked)."""
     num_heads = check_int(num_heads, "num_heads", 1)
     if d_model % num_heads:
-        raise ValueError(
-            f"d_model={d_model} is not divisible by num_heads={num_heads}"
-        )
+        raise ValueError(f"d_model={d_model} is not divisible by {num_heads=}")
     return num_heads
 
 
@@ -257,36 +240,25 @@ def check_ids(
     uint8 arithmetic wraps around (0 - 1 = 255). ``ndim`` fixes the rank
     (2 for ``(batch, length)``); ``vocab_size`` the range of the values.
     """
-    if not isinstance(ids, torch.Tensor):
+    check_tensor(ids, name)
+    if ids.dtype == torch.uint8:  # a uint8 index is read as a mask
         raise TypeError(
-            f"{name} must be a torch.Tensor of token ids, got {_kind(ids)}"
-        )
-    if ids.dtype == torch.uint8:
-        raise TypeError(
-            f"{name} has dtype torch.uint8: PyTorch reads uint8 indices as a "
-            f"mask and uint8 arithmetic wraps around, so ids must use a "
-            f"signed integer dtype; convert with .long()"
-        )
-    if ids.dtype == torch.bool:
-        raise TypeError(
-            f"{name} must hold integer token ids, got dtype torch.bool "
-            f"(a mask, not ids?)"
+            f"{name} has dtype torch.uint8, which wraps around; "
+            f"use a signed dtype: .long()"
         )
     if ids.is_floating_point() or ids.is_complex() or not ids.dtype.is_signed:
         raise TypeError(
-            f"{name} must hold integer token ids (e.g. int64), "
-            f"got dtype {ids.dtype}"
+            f"{name} must hold integer token ids, got dtype {ids.dtype}"
         )
     _check_ndim(ids, name, ndim, "(batch, length)" if ndim == 2 else "")
-    if vocab_size is not None:
+    if vocab_size is not None and ids.numel():
         vocab_size = check_int(vocab_size, "vocab_size", 1)
-        if ids.numel():
-            low, high = int(ids.min()), int(ids.max())
-            if low < 0 or high >= vocab_size:
-                bad = low if low < 0 else high
-                raise ValueError(
-                    f"{name} must be in [0, {vocab_size}), found {bad}"
-                )
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= vocab_size:
+            bad = low if low < 0 else high
+            raise ValueError(
+                f"{name} must be in [0, {vocab_size}), found {bad}"
+            )
     return ids
 
 
@@ -301,40 +273,28 @@ def check_qkv(q: Any, k: Any, v: Any, *, share_d_k: bool = True) -> None:
     in size check those themselves).
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
-        check_tensor(t, name, floating=True)
-        if t.dim() < 2:
-            raise ValueError(
-                f"{name} must have at least 2 dims (..., length, features), "
-                f"got shape {tuple(t.shape)}"
-            )
+        check_tensor(t, name, floating=True, min_ndim=2)
+    shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
     if not q.dtype == k.dtype == v.dtype:
         raise TypeError(
-            f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, "
-            f"v {v.dtype}"
+            f"q, k and v must share one dtype, got {_dtypes(q, k, v)}"
         )
     if not q.device == k.device == v.device:
-        raise ValueError(
-            f"q, k and v must be on one device, got q {q.device}, "
-            f"k {k.device}, v {v.device}"
-        )
+        raise ValueError(f"q, k and v must be on one device, got {shapes}")
     if share_d_k and q.size(-1) != k.size(-1):
-        raise ValueError(
-            f"q and k must share the feature size d_k: "
-            f"q {tuple(q.shape)}, k {tuple(k.shape)}"
-        )
+        raise ValueError(f"q and k must share the feature size d_k: {shapes}")
     if k.size(-2) != v.size(-2):
-        raise ValueError(
-            f"k and v must have the same length (dim -2): "
-            f"k {tuple(k.shape)}, v {tuple(v.shape)}"
-        )
+        raise ValueError(f"k and v must have the same length: {shapes}")
     try:
         torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
         raise ValueError(
-            f"the batch dims of q, k and v (all but the last two) must "
-            f"broadcast: q {tuple(q.shape)}, k {tuple(k.shape)}, "
-            f"v {tuple(v.shape)}"
+            f"batch dims of q, k and v must broadcast: {shapes}"
         ) from None
+
+
+def _dtypes(q, k, v) -> str:
+    return f"q {q.dtype}, k {k.dtype}, v {v.dtype}"
 
 
 def check_mask(
@@ -352,11 +312,10 @@ def check_mask(
     would need to grow ``shape`` to broadcast raises ``ValueError``, as does
     a mask on another ``device``.
     """
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {_kind(mask)}")
-    if mask.dtype != torch.bool:
+    check_tensor(mask, name)
+    if mask.dtype != torch.bool:  # True = may attend
         raise TypeError(
-            f"{name} must be a bool tensor (True = may attend), got dtype "
+            f"{name} must be a bool tensor, got dtype "
             f"{mask.dtype}; convert a 0/1 mask with .bool()"
         )
     target = torch.Size(mask.shape if shape is None else shape)
@@ -366,17 +325,16 @@ def check_mask(
         fits = False
     if not fits:
         raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} does not broadcast to the "
-            f"shape {tuple(target)} it masks"
+            f"{name} of shape {tuple(mask.shape)} does not "
+            f"broadcast to the shape {tuple(target)} it masks"
         )
-    want = torch.device(device) if device is not None else None
-    if want is not None and (
-        mask.device.type != want.type
-        or (want.index is not None and mask.device.index != want.index)
+    want = torch.device(device) if device is not None else mask.device
+    if mask.device.type != want.type or want.index not in (
+        None,
+        mask.device.index,
     ):
         raise ValueError(
-            f"{name} is on {mask.device} but the tensors it masks are on "
-            f"{want}"
+            f"{name} is on {mask.device}, what it masks on {want}"
         )
     return mask
 
@@ -389,11 +347,9 @@ def check_like_weights(module: Any, x: torch.Tensor) -> None:
         return
     if x.dtype != w.dtype:
         raise TypeError(
-            f"q, k and v have dtype {x.dtype} but the module's weights are "
-            f"{w.dtype}: convert the inputs (.to({w.dtype})) or the module"
+            f"q, k and v have dtype {x.dtype}, the weights {w.dtype}"
         )
     if x.device != w.device:
         raise ValueError(
-            f"q, k and v are on {x.device} but the module's weights are on "
-            f"{w.device}: move one with .to(device)"
+            f"q, k and v are on {x.device}, the weights on {w.device}"
         )
