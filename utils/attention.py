@@ -37,10 +37,12 @@ from .checks import (
     check_tensor,
 )
 
-# why a mask of another rank is refused, said where it is refused
-MASK_LAYOUT = (
-    "(B or 1, num_heads or 1, Lq, Lk): lift a (Lq, Lk) mask with "
-    "[None, None], pass a (B, Lk) one as key_padding_mask"
+# what a mask of another rank should have been (module docstring)
+MASK_DIMS = "(B or 1, num_heads or 1, Lq, Lk)"
+MASK_HINT = (
+    ". Pass a (Lq, Lk) mask as mask[None, None] and a (B, Lk) padding mask "
+    "as key_padding_mask=... (True = real token), or use padding_mask(ids), "
+    "which is already (B, 1, 1, Lk)"
 )
 
 __all__ = [
@@ -204,7 +206,11 @@ class MultiHeadAttention(nn.Module):
     ) -> torch.Tensor | None:
         """Validate both masks; merge them into one ``(B|1, h|1, Lq, Lk)``."""
         if mask is not None:  # rank 2 would be ambiguous (module docstring)
-            check_tensor(mask, "mask", ndim=4, layout=MASK_LAYOUT)
+            if check_tensor(mask, "mask").dim() != 4:
+                got = f"got shape {tuple(mask.shape)}"
+                raise ValueError(
+                    f"mask must have 4 dims {MASK_DIMS}, {got}{MASK_HINT}"
+                )
             check_mask(
                 mask, "mask", (b, self.num_heads, lq, lk), device=device
             )
@@ -308,12 +314,9 @@ def load_torch_mha_weights(
     check_instance(ours, "ours", MultiHeadAttention, "a MultiHeadAttention")
     what = "an nn.MultiheadAttention"
     check_instance(theirs, "theirs", nn.MultiheadAttention, what)
-    if theirs.embed_dim != ours.d_model or theirs.num_heads != ours.num_heads:
-        raise ValueError(
-            f"sizes differ: ours d_model={ours.d_model}, "
-            f"heads={ours.num_heads}; theirs embed_dim={theirs.embed_dim}, "
-            f"heads={theirs.num_heads}"
-        )
+    sizes = theirs.embed_dim, theirs.num_heads
+    if sizes != (ours.d_model, ours.num_heads):
+        raise ValueError(f"sizes differ: theirs embed_dim, heads = {sizes}")
     if theirs.in_proj_weight is None:
         raise ValueError("theirs has separate q/k/v projections (kdim/vdim)")
     if (ours.w_q.bias is None) != (theirs.in_proj_bias is None):

@@ -220,9 +220,9 @@ def check_heads(d_model: int, num_heads: Any) -> int:
 
 def check_at_most(value: int, name: str, limit: int, why: str = "") -> int:
     """``value`` (already checked to be a number) must be ``<= limit``;
-    ``why`` ends the message, e.g. ``"max_len=8"``."""
+    ``why`` names the limit in the message, e.g. ``"max_len=8"``."""
     if value > limit:
-        raise ValueError(f"{name} {value} exceeds {why or limit}")
+        raise ValueError(f"{name} must be at most {why or limit}, got {value}")
     return value
 
 
@@ -282,7 +282,8 @@ def check_qkv(q: Any, k: Any, v: Any, *, share_d_k: bool = True) -> None:
     if not q.device == k.device == v.device:
         raise ValueError(f"q, k and v must be on one device, got {shapes}")
     if share_d_k and q.size(-1) != k.size(-1):
-        raise ValueError(f"q and k must share the feature size d_k: {shapes}")
+        qk = f"q {tuple(q.shape)}, k {tuple(k.shape)}"
+        raise ValueError(f"q and k must share the feature size d_k: {qk}")
     if k.size(-2) != v.size(-2):
         raise ValueError(f"k and v must have the same length: {shapes}")
     try:

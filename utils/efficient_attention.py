@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from .attention import scaled_dot_product_attention
-from .checks import check_int, check_mask, check_qkv
+from .checks import check_int, check_mask, check_qkv, check_tensor
 from .masks import band_mask
 
 __all__ = [
@@ -26,10 +26,12 @@ __all__ = [
 
 def _check_self_attention(q, k, v) -> None:
     check_qkv(q, k, v)
-    if q.size(-2) != k.size(-2):  # a window around each position
-        raise ValueError(
-            f"q and k must have the same length: {q.shape}, {k.shape}"
-        )
+    # a window around each position: as many keys as queries
+    check_tensor(
+        k,
+        "k (the same length as q)",
+        shape=(*k.shape[:-2], q.size(-2), k.size(-1)),
+    )
 
 
 # ------------------------------------------------- restricted (windowed)

@@ -89,7 +89,11 @@ def lengths_to_mask(lengths, max_len: int | None = None) -> torch.Tensor:
     longest = int(lengths.max()) if lengths.numel() else 0
     if max_len is None:
         max_len = longest
-    max_len = check_int(max_len, "max_len", longest)
+    max_len = check_int(max_len, "max_len", 0)
+    if max_len < longest:
+        raise ValueError(
+            f"lengths {lengths.tolist()} contain {longest} > max_len={max_len}"
+        )
     positions = torch.arange(max_len, device=lengths.device)
     return positions < lengths[:, None]
 

@@ -138,7 +138,14 @@ class Transformer(nn.Module):
         return KVCache(len(self.decoder.layers))
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-        memory, src_mask = self.encode(src)  # each checks its input
+        self._check_sequence(src, "src")
+        self._check_sequence(tgt, "tgt")
+        if src.size(0) != tgt.size(0):
+            raise ValueError(
+                f"src and tgt must share the batch size, got src "
+                f"{tuple(src.shape)}, tgt {tuple(tgt.shape)}"
+            )
+        memory, src_mask = self.encode(src)
         states = self.decode(tgt, memory, src_mask)  # (B, T, d_model)
         return self.generator(states)  # (B, T, tgt_vocab)
 
@@ -146,10 +153,12 @@ class Transformer(nn.Module):
 def _check_vocabs(src_vocab, tgt_vocab, share_embeddings) -> None:
     src_vocab = check_int(src_vocab, "src_vocab", 1)
     tgt_vocab = check_int(tgt_vocab, "tgt_vocab", 1)
-    if check_bool(share_embeddings, "share_embeddings"):
-        why = f"share_embeddings needs src_vocab == tgt_vocab, got {src_vocab}"
-        check_at_most(tgt_vocab, "tgt_vocab", src_vocab, why)
-        check_int(tgt_vocab, "tgt_vocab", src_vocab)
+    shared = check_bool(share_embeddings, "share_embeddings")
+    if shared and src_vocab != tgt_vocab:
+        raise ValueError(
+            f"share_embeddings needs src_vocab == tgt_vocab, "
+            f"got {src_vocab} and {tgt_vocab}"
+        )
 
 
 def parameter_count(

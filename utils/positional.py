@@ -21,7 +21,6 @@ import torch
 from torch import nn
 
 from .checks import (
-    check_at_most,
     check_choice,
     check_heads,
     check_int,
@@ -88,12 +87,12 @@ class PositionalEncoding(nn.Module):
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_input(x, self.d_model)
         end = check_int(offset, "offset", 0) + x.size(1)
-        check_at_most(end, "sequence length", self.max_len, self._limit)
+        if end > self.max_len:
+            raise ValueError(
+                f"sequence length {end} exceeds max_len={self.max_len}; "
+                f"build PositionalEncoding with a larger max_len"
+            )
         return self.dropout(x + self.pe[offset:end].to(x.dtype))
-
-    @property
-    def _limit(self) -> str:
-        return f"max_len={self.max_len} (build it with a larger max_len)"
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
@@ -107,8 +106,11 @@ def _check_input(x, d_model: int) -> None:
 
 def _check_d_model(d_model, name: str = "d_model") -> int:
     d_model = check_int(d_model, name, 2)
-    if d_model % 2:  # sin and cos come in pairs
-        raise ValueError(f"{name} must be an even int, got {d_model!r}")
+    if d_model % 2:
+        raise ValueError(
+            f"{name} must be a positive even int (sin/cos come in pairs), "
+            f"got {d_model!r}"
+        )
     return d_model
 
 
@@ -205,8 +207,12 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_input(x, self.d_model)
-        why = f"max_len={self.max_len}: the table has no row beyond"
-        check_at_most(x.size(1), "sequence length", self.max_len, why)
+        if x.size(1) > self.max_len:
+            raise ValueError(
+                f"sequence length {x.size(1)} exceeds "
+                f"max_len={self.max_len}: a learned table has no vector "
+                f"for positions >= {self.max_len}"
+            )
         positions = torch.arange(x.size(1), device=x.device)
         return self.dropout(x + self.table(positions).to(x.dtype))
 
@@ -265,7 +271,8 @@ class PositionProbe(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         b, t = ids.shape
-        check_at_most(t, "length", self.max_len, f"max_len={self.max_len}")
+        if t > self.max_len:
+            raise ValueError(f"length {t} exceeds max_len={self.max_len}")
         x = self.embed(ids)  # (B, T, d)
         if self.position == "learned":
             x = x + self.table(torch.arange(t, device=ids.device))

@@ -18,6 +18,7 @@ from .checks import (
     check_like_weights,
     check_probability,
     check_qkv,
+    check_tensor,
 )
 
 __all__ = ["AdditiveAttention", "BilinearAttention"]
@@ -27,12 +28,8 @@ def _check_sizes(module: nn.Module, q, k, v, d_q: int, d_k: int) -> None:
     """q, k, v for the scorers whose queries and keys differ in size."""
     check_qkv(q, k, v, share_d_k=False)
     check_like_weights(module, q)
-    for name, t, d in (("q", q, d_q), ("k", k, d_k)):
-        if t.size(-1) != d:
-            raise ValueError(
-                f"{name} must have {d} features in its last dim, "
-                f"got shape {tuple(t.shape)}"
-            )
+    check_tensor(q, "q", shape=(*q.shape[:-1], d_q))  # d_q features
+    check_tensor(k, "k", shape=(*k.shape[:-1], d_k))
 
 
 class _ScoredAttention(nn.Module):

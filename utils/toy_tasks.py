@@ -47,7 +47,9 @@ def contains_motif(
     check_ids(x, "x", ndim=2)
     m = _check_motif(motif)
     k = m.numel()
-    check_at_most(k, "motif's length", x.size(1), "longer than the sequences")
+    check_at_most(
+        k, "motif's length", x.size(1), f"the sequences' length {x.size(1)}"
+    )
     windows = x.unfold(1, k, 1)  # (N, L - k + 1, k): every k-run
     return (windows == m).all(dim=-1).any(dim=-1)  # (N,)
 
