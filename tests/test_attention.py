@@ -1,4 +1,5 @@
-"""utils.attention against PyTorch's own attention, plus masks, bad input and the other scorers."""
+"""utils.attention against PyTorch's own attention, plus masks, bad input and
+the other scorers."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ ATOL = RTOL = 1e-5
 
 @pytest.fixture(autouse=True)
 def _seed():
-    """Every test starts from the same random state, so a failure reproduces."""
+    """Every test starts from the same random state, so a failure
+    reproduces."""
     torch.manual_seed(0)
 
 
@@ -36,7 +38,8 @@ SHAPES = [  # (batch, heads, Lq, Lk, d_k, d_v)
 
 
 def _keep_mask(b: int, lq: int, lk: int, seed: int) -> torch.Tensor:
-    """Random keep-mask (B, 1, Lq, Lk) with at least one key kept per query row."""
+    """Random keep-mask (B, 1, Lq, Lk) with at least one key kept per query
+    row."""
     g = torch.Generator().manual_seed(seed)
     mask = torch.rand(b, 1, lq, lk, generator=g) > 0.4
     mask[..., 0] = True
@@ -155,9 +158,8 @@ def test_mha_equals_torch(case, kind, masked):
                 "key_padding_mask": keep
             }  # (B, Lk), True = real token
         kwargs = {"key_padding_mask": ~keep}  # torch: True = ignore
-    elif (
-        masked == "attn_mask"
-    ):  # look-ahead for self-attention, a random pattern for cross
+    elif masked == "attn_mask":
+        # look-ahead for self-attention, a random pattern for cross
         keep = (
             torch.ones(lq, lk, dtype=torch.bool).tril()
             if kind == "self"
@@ -314,7 +316,8 @@ def test_bilinear_equals_nn_bilinear_and_generalises_dot_product():
     )
 
 
-# ---- issue 14: masks of rank 4 only in the module, sentences instead of cryptic errors
+# ---- issue 14: masks of rank 4 only in the module, sentences instead of
+# cryptic errors
 
 
 def test_the_silently_wrong_padding_mask_is_now_an_error():
@@ -400,9 +403,7 @@ def test_integer_and_mixed_dtype_inputs_get_sentences():
     mha = MultiHeadAttention(4, 2)
     with pytest.raises(TypeError, match=r"q must be a floating-point"):
         mha(q.long(), q, q)
-    with pytest.raises(
-        TypeError, match=r"float64, the weights torch.float32"
-    ):
+    with pytest.raises(TypeError, match=r"float64, the weights torch.float32"):
         mha(q.double(), q.double(), q.double())
     with pytest.raises(
         ValueError,

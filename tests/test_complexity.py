@@ -34,7 +34,8 @@ def _qkv(*shape, seed=0):
     return torch.randn(3, *shape, generator=g).unbind(0)
 
 
-# ------------------------------------------------------------------ band mask / windows
+# ------------------------------------------------------------------ band mask
+# / windows
 @pytest.mark.parametrize("causal", [False, True])
 def test_band_mask_matches_a_loop(causal):
     n, w = 9, 2
@@ -89,7 +90,8 @@ def test_windowed_attention_costs_4nrd_and_banded_4n2d():
     assert count_flops(banded_attention, x, x, x, w) == 4 * n * n * d
 
 
-# ------------------------------------------------------------------ online softmax
+# ------------------------------------------------------------------ online
+# softmax
 @pytest.mark.parametrize("block", [1, 3, 7, 16, 23, 100])
 @pytest.mark.parametrize(
     "mask_kind", ["none", "causal", "padding", "random_with_empty_row"]
@@ -146,7 +148,8 @@ def test_online_softmax_attention_uses_less_memory_than_full():
     assert 3.9 < full2 / full < 4.1  # quadratic in n
 
 
-# ------------------------------------------------------------------ measuring helpers
+# ------------------------------------------------------------------ measuring
+# helpers
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (3, 5, 7), (64, 32, 16)])
 def test_count_flops_of_a_matmul_is_2mnk(m, n, k):
     g = torch.Generator().manual_seed(7)

@@ -1,4 +1,5 @@
-"""utils.masks against independent constructions (loops, numpy) and PyTorch's own attention."""
+"""utils.masks against independent constructions (loops, numpy) and PyTorch's
+own attention."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from utils.attention import (
 
 @pytest.fixture(autouse=True)
 def _seed():
-    """Every test starts from the same random state, so a failure reproduces."""
+    """Every test starts from the same random state, so a failure
+    reproduces."""
     torch.manual_seed(0)
 
 
@@ -28,7 +30,8 @@ IDS = torch.tensor(
 )  # 0 = <pad>
 
 
-# ---------------------------------------------------------------- builders vs loops
+# ---------------------------------------------------------------- builders vs
+# loops
 def test_padding_mask_matches_a_loop_and_has_shape_b11s():
     m = masks.padding_mask(IDS)
     assert m.shape == (3, 1, 1, 5) and m.dtype == torch.bool
@@ -86,7 +89,8 @@ def test_broadcast_shapes_reach_the_score_shape():
     ):
         assert torch.broadcast_shapes(m.shape, scores) == scores
         check_mask(m, "mask", scores)
-    # the padding mask repeats over query rows; the causal mask over batch and heads
+    # the padding mask repeats over query rows; the causal mask over batch and
+    # heads
     full = masks.padding_mask(IDS).expand(scores)
     assert (full == full[:, :, :1, :]).all()
 
@@ -255,7 +259,8 @@ def test_multihead_attention_conventions_agree(mha_pair):
 
 
 def test_passing_the_course_mask_unconverted_to_mha_is_wrong(mha_pair):
-    """The classic bug: forgetting the polarity flip gives a different (wrong) answer."""
+    """The classic bug: forgetting the polarity flip gives a different (wrong)
+    answer."""
     ours, theirs, x = mha_pair
     keep = masks.padding_mask(IDS[:2])[
         :, 0, 0, :

@@ -1,4 +1,5 @@
-"""utils.positional against independent loop implementations and its contract."""
+"""utils.positional against independent loop implementations and its
+contract."""
 
 from __future__ import annotations
 
@@ -24,14 +25,16 @@ from utils.positional import (
 
 @pytest.fixture(autouse=True)
 def _seed():
-    """Every test starts from the same random state, so a failure reproduces."""
+    """Every test starts from the same random state, so a failure
+    reproduces."""
     torch.manual_seed(0)
 
 
 def loop_encoding(
     max_len: int, d_model: int, base: float = 10000.0
 ) -> torch.Tensor:
-    """The paper's formula, one entry at a time, with i counting dimension pairs."""
+    """The paper's formula, one entry at a time, with i counting dimension
+    pairs."""
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
     for pos in range(max_len):
         for i in range(d_model // 2):
@@ -278,7 +281,8 @@ def test_apply_rotary_scores_depend_on_offset_only():
     torch.testing.assert_close(
         scores[1:, 1:], scores[:-1, :-1], atol=1e-5, rtol=0
     )
-    # and a plain dot product of the unrotated vectors is not offset-dependent at all
+    # and a plain dot product of the unrotated vectors is not offset-dependent
+    # at all
     assert not torch.allclose(scores[0, 5], q @ k)
 
 

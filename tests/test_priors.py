@@ -1,4 +1,5 @@
-"""Tests for utils.priors: the motif data, the two classifiers and the train/evaluate helper."""
+"""Tests for utils.priors: the motif data, the two classifiers and the
+train/evaluate helper."""
 
 from __future__ import annotations
 
@@ -109,8 +110,8 @@ def test_window_mask_and_locality():
     assert torch.equal(mask, (i[:, None] - i[None, :]).abs() <= 1)
     torch.manual_seed(0)
     m = priors.TinyTransformer(window=1, use_positions=False).eval()
-    # One layer with window 1: encoder outputs 0..2 depend on tokens 0..3 only, so changing
-    # tokens 5.. must leave them unchanged.
+    # One layer with window 1: encoder outputs 0..2 depend on tokens 0..3 only,
+    # so changing tokens 5.. must leave them unchanged.
     x = torch.randint(0, 4, (1, 8))
     y = x.clone()
     y[0, 5:] = (y[0, 5:] + 1) % 4
@@ -162,7 +163,8 @@ def test_accuracy_by_hand():
         model.bias.zero_()
     # accuracy() checks ids, so wrap the linear model to accept long input
     wrapped = nn.Sequential()
-    wrapped.forward = lambda ids: model(ids.float())  # type: ignore[method-assign]
+    # type: ignore[method-assign]
+    wrapped.forward = lambda ids: model(ids.float())
     x = torch.tensor([[1], [-1], [2], [-3]])
     y = torch.tensor([1, 0, 0, 0])
     assert priors.accuracy(wrapped, x, y) == 0.75

@@ -141,7 +141,10 @@ def test_mha_equals_nn_multihead_attention_with_copied_weights(seed):
     if how in ("pairs", "both"):
         ours_kw["mask"] = pairs[None, None]
         their_kw["attn_mask"] = ~pairs
-    case = f"seed={seed} {dtype} B={b} Lq={lq} Lk={lk} d={d_model} h={heads} {how}"
+    case = (
+        f"seed={seed} {dtype} B={b} Lq={lq} Lk={lk} d={d_model} h={heads} "
+        f"{how}"
+    )
 
     with torch.no_grad():
         out, w = ours(x, mem, mem, **ours_kw)
