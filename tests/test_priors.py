@@ -63,7 +63,7 @@ def test_contains_motif_bad_input():
         toy_tasks.contains_motif(torch.zeros(3, 5))
     with pytest.raises(ValueError, match="x must have 2 dims"):
         toy_tasks.contains_motif(torch.zeros(5, dtype=torch.long))
-    with pytest.raises(ValueError, match="at most the sequences' length 2"):
+    with pytest.raises(ValueError, match="at most the sequences' length"):
         toy_tasks.contains_motif(
             torch.zeros(3, 2, dtype=torch.long), (0, 1, 2)
         )

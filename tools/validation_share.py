@@ -9,17 +9,18 @@ The counting rule (read from the source with ``ast`` and ``tokenize``):
   lines, comment lines and docstrings (the string that opens a module,
   class or function) do not count; a statement spread over four lines
   counts four.
-* **Validation lines**, a subset of those:
+* **Validation lines**, a subset of those (the rule of issue #22):
 
   - a ``raise`` of ``TypeError`` or ``ValueError`` (an argument error), all
     of its lines;
+  - the test of an ``if`` that guards such a raise (the header lines, from
+    ``if`` to the colon);
   - a statement whose value is a call to a check, a function whose name
     starts with ``check_`` or ``_check`` (``x = check_int(x, "x", 1)``,
-    ``check_mask(...)``), all of its lines;
-  - an ``if`` or ``for`` whose body (and ``else``) holds only validation
-    statements, its header lines included (the test that guards a raise);
-  - an ``if`` whose body ends in such a raise (and whose ``else`` is
-    validation), whole: the lines that prepare the message count too.
+    ``check_mask(...)``), all of its lines.
+
+  ``--strict`` also counts a loop that only checks (its header) and the
+  lines inside a guard that prepare the message.
 
 The same rule applies to every module, ``utils/checks.py`` included (its
 raises and the tests guarding them count; its message helpers do not). The
@@ -69,21 +70,34 @@ def _called_name(node: ast.AST) -> str:
     return ""
 
 
-def _is_validation(stmt: ast.stmt) -> bool:
-    if isinstance(stmt, ast.Raise):
-        exc = stmt.exc
-        if isinstance(exc, ast.Call):
-            exc = exc.func
-        return isinstance(exc, ast.Name) and exc.id in ERRORS
-    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)):
-        return _is_check_name(_called_name(stmt.value))
-    if isinstance(stmt, ast.If) and _is_validation(stmt.body[-1]):
-        # a guard: whatever prepares the message counts with the raise
-        return all(_is_validation(s) for s in stmt.orelse)
-    if isinstance(stmt, (ast.If, ast.For)):
-        body = stmt.body + stmt.orelse
-        return all(_is_validation(s) for s in body)
-    return False
+def _is_raise(stmt: ast.stmt) -> bool:
+    if not isinstance(stmt, ast.Raise):
+        return False
+    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+    return isinstance(exc, ast.Name) and exc.id in ERRORS
+
+
+def _is_check(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) and (
+        _is_check_name(_called_name(stmt.value))
+    )
+
+
+def _validation(stmt: ast.stmt, strict: bool) -> set[int]:
+    """The validation lines of one statement (not of its children)."""
+    if _is_raise(stmt) or _is_check(stmt):
+        return _lines(stmt)
+    guards = isinstance(stmt, ast.If) and any(map(_is_raise, stmt.body))
+    if guards and strict:
+        return set(range(stmt.lineno, stmt.body[-1].end_lineno + 1))
+    if guards:
+        return set(range(stmt.lineno, stmt.body[0].lineno))
+    only_checks = isinstance(stmt, ast.For) and all(
+        _is_raise(s) or _is_check(s) for s in stmt.body
+    )
+    if strict and only_checks:
+        return set(range(stmt.lineno, stmt.body[0].lineno))
+    return set()
 
 
 def _docstring_lines(tree: ast.Module) -> set[int]:
@@ -103,7 +117,7 @@ def _docstring_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
-def count(source: str) -> tuple[int, int]:
+def count(source: str, strict: bool = False) -> tuple[int, int]:
     """(validation lines, executable lines) of one module's source."""
     code: set[int] = set()
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -113,15 +127,17 @@ def count(source: str) -> tuple[int, int]:
     code -= _docstring_lines(tree)
     checks: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and _is_validation(node):
-            checks |= _lines(node)
+        if isinstance(node, ast.stmt):
+            checks |= _validation(node, strict)
     return len(checks & code), len(code)
 
 
-def shares(folder: pathlib.Path = ROOT / "utils") -> dict[str, tuple]:
+def shares(
+    folder: pathlib.Path = ROOT / "utils", strict: bool = False
+) -> dict[str, tuple]:
     """Module name -> (validation lines, executable lines)."""
     return {
-        path.stem: count(path.read_text())
+        path.stem: count(path.read_text(), strict)
         for path in sorted(folder.glob("*.py"))
     }
 
@@ -129,8 +145,10 @@ def shares(folder: pathlib.Path = ROOT / "utils") -> dict[str, tuple]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--max", type=float, default=None)
+    parser.add_argument("--strict", action="store_true")
+    parser.add_argument("folder", nargs="?", default=ROOT / "utils")
     args = parser.parse_args(argv)
-    table = shares()
+    table = shares(pathlib.Path(args.folder), args.strict)
     rows = sorted(table.items(), key=lambda kv: -kv[1][0] / max(kv[1][1], 1))
     print(f"{'module':<20}{'checks':>8}{'lines':>8}{'share':>8}")
     for name, (checks, lines) in rows:

@@ -241,24 +241,19 @@ def check_ids(
     (2 for ``(batch, length)``); ``vocab_size`` the range of the values.
     """
     check_tensor(ids, name)
-    if ids.dtype == torch.uint8:  # a uint8 index is read as a mask
+    if ids.dtype == torch.uint8:  # indexing reads uint8 as a mask
         raise TypeError(
-            f"{name} has dtype torch.uint8, which wraps around; "
-            f"use a signed dtype: .long()"
+            f"{name} has dtype torch.uint8 (wraps around): .long()"
         )
     if ids.is_floating_point() or ids.is_complex() or not ids.dtype.is_signed:
-        raise TypeError(
-            f"{name} must hold integer token ids, got dtype {ids.dtype}"
-        )
+        raise TypeError(f"{name} must hold integer token ids, got {ids.dtype}")
     _check_ndim(ids, name, ndim, "(batch, length)" if ndim == 2 else "")
-    if vocab_size is not None and ids.numel():
-        vocab_size = check_int(vocab_size, "vocab_size", 1)
-        low, high = int(ids.min()), int(ids.max())
-        if low < 0 or high >= vocab_size:
+    if vocab_size is not None:
+        top = check_int(vocab_size, "vocab_size", 1)
+        low, high = (int(ids.min()), int(ids.max())) if ids.numel() else (0, 0)
+        if low < 0 or high >= top:
             bad = low if low < 0 else high
-            raise ValueError(
-                f"{name} must be in [0, {vocab_size}), found {bad}"
-            )
+            raise ValueError(f"{name} must be in [0, {top}), found {bad}")
     return ids
 
 
@@ -276,9 +271,7 @@ def check_qkv(q: Any, k: Any, v: Any, *, share_d_k: bool = True) -> None:
         check_tensor(t, name, floating=True, min_ndim=2)
     shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
     if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(
-            f"q, k and v must share one dtype, got {_dtypes(q, k, v)}"
-        )
+        raise TypeError(f"q, k and v must share one dtype: {_dtypes(q, k, v)}")
     if not q.device == k.device == v.device:
         raise ValueError(f"q, k and v must be on one device, got {shapes}")
     if share_d_k and q.size(-1) != k.size(-1):
@@ -329,14 +322,9 @@ def check_mask(
             f"{name} of shape {tuple(mask.shape)} does not "
             f"broadcast to the shape {tuple(target)} it masks"
         )
-    want = torch.device(device) if device is not None else mask.device
-    if mask.device.type != want.type or want.index not in (
-        None,
-        mask.device.index,
-    ):
-        raise ValueError(
-            f"{name} is on {mask.device}, what it masks on {want}"
-        )
+    here, want = mask.device, torch.device(device or mask.device)
+    if want.type != here.type or want.index not in (None, here.index):
+        raise ValueError(f"{name} is on {here}, what it masks on {want}")
     return mask
 
 
@@ -347,10 +335,6 @@ def check_like_weights(module: Any, x: torch.Tensor) -> None:
     if torch.is_autocast_enabled(x.device.type):
         return
     if x.dtype != w.dtype:
-        raise TypeError(
-            f"q, k and v have dtype {x.dtype}, the weights {w.dtype}"
-        )
+        raise TypeError(f"q, k, v have dtype {x.dtype}, the weights {w.dtype}")
     if x.device != w.device:
-        raise ValueError(
-            f"q, k and v are on {x.device}, the weights on {w.device}"
-        )
+        raise ValueError(f"q, k, v are on {x.device}, the weights {w.device}")

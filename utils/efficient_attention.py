@@ -27,11 +27,8 @@ __all__ = [
 def _check_self_attention(q, k, v) -> None:
     check_qkv(q, k, v)
     # a window around each position: as many keys as queries
-    check_tensor(
-        k,
-        "k (the same length as q)",
-        shape=(*k.shape[:-2], q.size(-2), k.size(-1)),
-    )
+    same = (*k.shape[:-2], q.size(-2), k.size(-1))
+    check_tensor(k, "k (the same length as q)", shape=same)
 
 
 # ------------------------------------------------- restricted (windowed)

@@ -75,14 +75,10 @@ class PositionalEncoding(nn.Module):
         self, d_model: int, dropout: float = 0.0, max_len: int = 5000
     ):
         super().__init__()
-        d_model = _check_d_model(d_model)
-        max_len = check_int(max_len, "max_len", 1)
-        dropout = check_probability(dropout, "dropout")
-        self.d_model, self.max_len = d_model, max_len
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer(
-            "pe", sinusoidal_encoding(max_len, d_model), persistent=False
-        )
+        pe = sinusoidal_encoding(max_len, d_model)  # checks both
+        self.max_len, self.d_model = pe.shape
+        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+        self.register_buffer("pe", pe, persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_input(x, self.d_model)
@@ -144,8 +140,7 @@ def shift_matrix(
     ``pe[p + k] = pe[p] @ shift_matrix(k).T``.
     """
     k = check_number(k, "k", finite=True)
-    d_model = _check_d_model(d_model)
-    angle = k * frequencies(d_model, base).double()  # (d_model/2,)
+    angle = k * frequencies(d_model, base).double()  # checks d_model, base
     cos, sin = torch.cos(angle), torch.sin(angle)
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
     idx = torch.arange(0, d_model, 2)

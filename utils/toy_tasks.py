@@ -47,9 +47,7 @@ def contains_motif(
     check_ids(x, "x", ndim=2)
     m = _check_motif(motif)
     k = m.numel()
-    check_at_most(
-        k, "motif's length", x.size(1), f"the sequences' length {x.size(1)}"
-    )
+    check_at_most(k, "motif's length", x.size(1), "the sequences' length")
     windows = x.unfold(1, k, 1)  # (N, L - k + 1, k): every k-run
     return (windows == m).all(dim=-1).any(dim=-1)  # (N,)
 
@@ -170,6 +168,5 @@ def make_ends_data(
 def symbol_counts(x: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """How often each symbol occurs in each row: ``x (N, L)`` -> ``(N, V)``
     float counts. All that is left of a sequence once order is thrown away."""
-    check_int(vocab_size, "vocab_size", 1)
-    check_ids(x, "x", vocab_size, ndim=2)
+    check_ids(x, "x", vocab_size, ndim=2)  # and vocab_size
     return F.one_hot(x, vocab_size).sum(dim=1).float()
