@@ -112,7 +112,7 @@ def test_ids_accept_signed_integers_in_range():
 @pytest.mark.parametrize(
     "bad, words",
     [
-        (torch.tensor([[1, 2]], dtype=torch.uint8), "uint8.*wraps around"),
+        (torch.tensor([[1, 2]], dtype=torch.uint8), "uint8.*wraps"),
         (torch.tensor([[True, False]]), "torch.bool"),
         (torch.tensor([[1.0, 2.0]]), "float32"),
         ([[1, 2]], "torch.Tensor"),

@@ -117,7 +117,7 @@ def test_attention_pattern_zoo():
     assert bi.shape == (2, 1, 6, 6)
     torch.testing.assert_close(bi, pad.expand(2, 1, 6, 6))
     torch.testing.assert_close(
-        masks.bidirectional_mask(lengths).expand(2, 1, 6, 6), bi
+        masks.lengths_to_mask(lengths)[:, None, None, :].expand(2, 1, 6, 6), bi
     )
     ids = torch.tensor([[1, 1, 1, 1, 0, 0], [1] * 6])
     torch.testing.assert_close(

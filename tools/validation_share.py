@@ -15,9 +15,10 @@ The counting rule (read from the source with ``ast`` and ``tokenize``):
     of its lines;
   - the test of an ``if`` that guards such a raise (the header lines, from
     ``if`` to the colon);
-  - a statement whose value is a call to a check, a function whose name
-    starts with ``check_`` or ``_check`` (``x = check_int(x, "x", 1)``,
-    ``check_mask(...)``), all of its lines.
+  - a simple statement that calls a check, a function whose name starts
+    with ``check_`` or ``_check`` (``x = check_int(x, "x", 1)``,
+    ``check_mask(...)``, ``return check_at_most(...)``), all of its lines;
+    an ``if`` whose test calls one, its test.
 
   ``--strict`` also counts a loop that only checks (its header) and the
   lines inside a guard that prepare the message.
@@ -77,16 +78,24 @@ def _is_raise(stmt: ast.stmt) -> bool:
     return isinstance(exc, ast.Name) and exc.id in ERRORS
 
 
-def _is_check(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) and (
-        _is_check_name(_called_name(stmt.value))
+def _calls_a_check(node: ast.AST | None) -> bool:
+    return node is not None and any(
+        _is_check_name(_called_name(n)) for n in ast.walk(node)
     )
+
+
+def _is_check(stmt: ast.stmt) -> bool:
+    """A simple statement that calls a check anywhere in it."""
+    simple = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)
+    return isinstance(stmt, simple) and _calls_a_check(stmt)
 
 
 def _validation(stmt: ast.stmt, strict: bool) -> set[int]:
     """The validation lines of one statement (not of its children)."""
     if _is_raise(stmt) or _is_check(stmt):
         return _lines(stmt)
+    if isinstance(stmt, (ast.If, ast.While)) and _calls_a_check(stmt.test):
+        return set(range(stmt.lineno, stmt.body[0].lineno))  # the test
     guards = isinstance(stmt, ast.If) and any(map(_is_raise, stmt.body))
     if guards and strict:
         return set(range(stmt.lineno, stmt.body[-1].end_lineno + 1))

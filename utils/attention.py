@@ -211,9 +211,8 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError(
                     f"mask must have 4 dims {MASK_DIMS}, {got}{MASK_HINT}"
                 )
-            check_mask(
-                mask, "mask", (b, self.num_heads, lq, lk), device=device
-            )
+            scores = (b, self.num_heads, lq, lk)  # what the mask applies to
+            check_mask(mask, "mask", scores, device=device)
         if key_padding_mask is not None:
             check_mask(key_padding_mask, "key_padding_mask", device=device)
             check_tensor(key_padding_mask, "key_padding_mask", shape=(b, lk))
@@ -314,13 +313,12 @@ def load_torch_mha_weights(
     check_instance(ours, "ours", MultiHeadAttention, "a MultiHeadAttention")
     what = "an nn.MultiheadAttention"
     check_instance(theirs, "theirs", nn.MultiheadAttention, what)
-    sizes = theirs.embed_dim, theirs.num_heads
-    if sizes != (ours.d_model, ours.num_heads):
-        raise ValueError(f"sizes differ: theirs embed_dim, heads = {sizes}")
-    if theirs.in_proj_weight is None:
-        raise ValueError("theirs has separate q/k/v projections (kdim/vdim)")
-    if (ours.w_q.bias is None) != (theirs.in_proj_bias is None):
-        raise ValueError("bias settings differ between ours and theirs")
+    # the same sizes, q/k/v packed in one in_proj (no kdim/vdim), bias or not
+    want = (ours.d_model, ours.num_heads, True, ours.w_q.bias is not None)
+    packed = theirs.in_proj_weight is not None, theirs.in_proj_bias is not None
+    kind = (theirs.embed_dim, theirs.num_heads, *packed)
+    if kind != want:
+        raise ValueError(f"(size, heads, packed, bias): {kind} != ours {want}")
     d = ours.d_model
     for i, lin in enumerate((ours.w_q, ours.w_k, ours.w_v)):
         lin.weight.copy_(theirs.in_proj_weight[i * d : (i + 1) * d])

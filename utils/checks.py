@@ -140,7 +140,7 @@ def _check_ndim(
     if x.dim() not in allowed:
         dims = " or ".join(str(n) for n in allowed)
         layout = f" {what}" if what else ""
-        raise ValueError(f"{name} must have {dims} dims{layout}, {_got(x)}")
+        raise ValueError(f"{name} must have {dims} dims{layout}{_got(x)}")
 
 
 def check_tensor(
@@ -171,19 +171,17 @@ def check_tensor(
         raise TypeError(f"{name} must {want}, got dtype {x.dtype}")
     _check_ndim(x, name, ndim, layout)
     if min_ndim is not None and x.dim() < min_ndim:
-        raise ValueError(
-            f"{name} must have at least {min_ndim} dims, {_got(x)}"
-        )
+        raise ValueError(f"{name} must have at least {min_ndim} dims{_got(x)}")
     if device is not None and x.device != device:
         raise ValueError(f"{name} is on {x.device}, the others on {device}")
     if shape is not None and not _fits(x.shape, shape):
         want = ", ".join(str(n) for n in shape)
-        raise ValueError(f"{name} must have shape ({want}), {_got(x)}")
+        raise ValueError(f"{name} must have shape ({want}){_got(x)}")
     return x
 
 
 def _got(x: torch.Tensor) -> str:
-    return f"got shape {tuple(x.shape)}"
+    return f", got shape {tuple(x.shape)}"
 
 
 def _fits(actual: Sequence[int], pattern: Sequence[int | str]) -> bool:
@@ -242,9 +240,7 @@ def check_ids(
     """
     check_tensor(ids, name)
     if ids.dtype == torch.uint8:  # indexing reads uint8 as a mask
-        raise TypeError(
-            f"{name} has dtype torch.uint8 (wraps around): .long()"
-        )
+        raise TypeError(f"{name} has dtype torch.uint8, which wraps: .long()")
     if ids.is_floating_point() or ids.is_complex() or not ids.dtype.is_signed:
         raise TypeError(f"{name} must hold integer token ids, got {ids.dtype}")
     _check_ndim(ids, name, ndim, "(batch, length)" if ndim == 2 else "")
@@ -279,12 +275,16 @@ def check_qkv(q: Any, k: Any, v: Any, *, share_d_k: bool = True) -> None:
         raise ValueError(f"q and k must share the feature size d_k: {qk}")
     if k.size(-2) != v.size(-2):
         raise ValueError(f"k and v must have the same length: {shapes}")
+    if _broadcast(q.shape[:-2], k.shape[:-2], v.shape[:-2]) is None:
+        raise ValueError(f"batch dims of q, k and v must broadcast: {shapes}")
+
+
+def _broadcast(*shapes: Sequence[int]) -> torch.Size | None:
+    """The shape ``shapes`` broadcast to, None if they do not."""
     try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        return torch.broadcast_shapes(*shapes)
     except RuntimeError:
-        raise ValueError(
-            f"batch dims of q, k and v must broadcast: {shapes}"
-        ) from None
+        return None
 
 
 def _dtypes(q, k, v) -> str:
@@ -308,16 +308,9 @@ def check_mask(
     """
     check_tensor(mask, name)
     if mask.dtype != torch.bool:  # True = may attend
-        raise TypeError(
-            f"{name} must be a bool tensor, got dtype "
-            f"{mask.dtype}; convert a 0/1 mask with .bool()"
-        )
+        raise TypeError(f"{name} must be a bool, not {mask.dtype}: .bool()")
     target = torch.Size(mask.shape if shape is None else shape)
-    try:
-        fits = torch.broadcast_shapes(mask.shape, target) == target
-    except RuntimeError:
-        fits = False
-    if not fits:
+    if _broadcast(mask.shape, target) != target:
         raise ValueError(
             f"{name} of shape {tuple(mask.shape)} does not "
             f"broadcast to the shape {tuple(target)} it masks"

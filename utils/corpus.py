@@ -90,8 +90,7 @@ def encode(numbers, digits: bool = True) -> torch.Tensor:
     """Sentences of ``numbers`` as ids ``(B, L)``, right-padded with
     [PAD]; L is the longest sentence."""
     rows = [[TOKEN_ID[t] for t in sentence(n, digits)] for n in numbers]
-    if not rows:
-        raise ValueError("numbers must hold at least one number")
+    check_int(len(rows), "the count of numbers", 1)
     width = max(len(r) for r in rows)
     return torch.tensor([r + [PAD] * (width - len(r)) for r in rows])
 

@@ -24,8 +24,9 @@ __all__ = [
 ]
 
 
-def _check_self_attention(q, k, v) -> None:
+def _check_window(q, k, v, window) -> None:
     check_qkv(q, k, v)
+    check_int(window, "window", 0)
     # a window around each position: as many keys as queries
     same = (*k.shape[:-2], q.size(-2), k.size(-1))
     check_tensor(k, "k (the same length as q)", shape=same)
@@ -47,8 +48,7 @@ def banded_attention(
     Same O(n^2 d) cost as full attention; it is the correctness reference for
     ``windowed_attention``. Returns ``out (..., n, d_v)``.
     """
-    _check_self_attention(q, k, v)
-    check_int(window, "window", 0)
+    _check_window(q, k, v, window)
     mask = band_mask(q.size(-2), window, causal=causal, device=q.device)
     return scaled_dot_product_attention(q, k, v, mask)[0]
 
@@ -67,8 +67,7 @@ def windowed_attention(
     any ``(n, n)`` tensor. Padded slots are masked out, so the result equals
     ``banded_attention``. Returns ``out (..., n, d_v)``.
     """
-    _check_self_attention(q, k, v)
-    check_int(window, "window", 0)
+    _check_window(q, k, v, window)
     n, d_k = q.size(-2), q.size(-1)
     left, right = window, (0 if causal else window)
     r = left + right + 1

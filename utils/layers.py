@@ -120,7 +120,7 @@ class Residual(nn.Module):
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
-        self.norm_first = norm_first
+        self.norm_first = check_bool(norm_first, "norm_first")
 
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
         if self.norm_first:  # Pre-Norm: x + F(LN(x))
@@ -144,8 +144,7 @@ class EncoderLayer(nn.Module):
         dropout: float = 0.1,
         norm_first: bool = False,
     ):
-        super().__init__()
-        check_bool(norm_first, "norm_first")
+        super().__init__()  # Residual checks norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.ffn = FeedForward(d_model, d_ff, dropout)
         self.sub1 = Residual(d_model, dropout, norm_first)
@@ -182,8 +181,7 @@ class DecoderLayer(nn.Module):
         dropout: float = 0.1,
         norm_first: bool = False,
     ):
-        super().__init__()
-        check_bool(norm_first, "norm_first")
+        super().__init__()  # Residual checks norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.ffn = FeedForward(d_model, d_ff, dropout)

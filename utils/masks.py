@@ -38,7 +38,6 @@ __all__ = [
     "to_additive_mask",
     "to_key_padding_mask",
     "to_mha_attn_mask",
-    "bidirectional_mask",
     "prefix_lm_mask",
     "attention_pattern",
 ]
@@ -122,8 +121,9 @@ def to_additive_mask(
     """Course mask -> float mask to add to the scores: 0 where kept, -inf
     where masked."""
     check_mask(keep, "keep")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point dtype, got {dtype!r}")
     out = torch.zeros(keep.shape, dtype=dtype, device=keep.device)
-    check_tensor(out, "dtype's zeros", floating=True)
     return out.masked_fill(~keep, float("-inf"))
 
 
@@ -154,12 +154,6 @@ def to_mha_attn_mask(keep: torch.Tensor, num_heads: int) -> torch.Tensor:
     b, _, lq, lk = keep.shape
     check_mask(keep, "keep", (b, num_heads, lq, lk))
     return ~keep.expand(b, num_heads, lq, lk).reshape(b * num_heads, lq, lk)
-
-
-def bidirectional_mask(lengths, max_len: int | None = None) -> torch.Tensor:
-    """Encoder / BERT pattern: every query sees every real key.
-    lengths ``(B,)`` -> ``(B, 1, 1, L)``."""
-    return lengths_to_mask(lengths, max_len)[:, None, None, :]
 
 
 def prefix_lm_mask(

@@ -156,8 +156,7 @@ def _check_vocabs(src_vocab, tgt_vocab, share_embeddings) -> None:
     shared = check_bool(share_embeddings, "share_embeddings")
     if shared and src_vocab != tgt_vocab:
         raise ValueError(
-            f"share_embeddings needs src_vocab == tgt_vocab, "
-            f"got {src_vocab} and {tgt_vocab}"
+            f"share_embeddings needs one vocab, got {src_vocab}, {tgt_vocab}"
         )
 
 

@@ -30,9 +30,7 @@ def course_seed(default: int = 0) -> int:
     try:
         return check_int(int(value), "COURSE_SEED", 0)
     except ValueError:
-        raise ValueError(
-            f"COURSE_SEED must be an integer >= 0, got {value!r}"
-        ) from None
+        raise ValueError(f"COURSE_SEED={value!r} is not an int >= 0") from None
 
 
 def numeric_fingerprint() -> dict:
