@@ -9,17 +9,19 @@ import numpy as np
 import pytest
 import torch
 
-from utils.positional import (
+from utils.position_probe import (
     POSITION_KINDS,
+    PositionProbe,
+    previous_token_batch,
+    train_position_probe,
+)
+from utils.positional import (
     LearnedPositionalEmbedding,
     PositionalEncoding,
-    PositionProbe,
     apply_rotary,
     frequencies,
-    previous_token_batch,
     shift_matrix,
     sinusoidal_encoding,
-    train_position_probe,
 )
 
 

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tools.sweep_ch04 import OUT, SEEDS, SETTINGS
-from utils.positional import POSITION_KINDS, train_position_probe
+from utils.position_probe import POSITION_KINDS, train_position_probe
 
 METRICS = ("acc_train_len", "acc_double_seen", "acc_double_new")
 

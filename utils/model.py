@@ -138,14 +138,13 @@ class Transformer(nn.Module):
         return KVCache(len(self.decoder.layers))
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-        self._check_sequence(src, "src")
+        memory, src_mask = self.encode(src)  # checks src
         self._check_sequence(tgt, "tgt")
         if src.size(0) != tgt.size(0):
             raise ValueError(
                 f"src and tgt must share the batch size, got src "
                 f"{tuple(src.shape)}, tgt {tuple(tgt.shape)}"
             )
-        memory, src_mask = self.encode(src)
         states = self.decode(tgt, memory, src_mask)  # (B, T, d_model)
         return self.generator(states)  # (B, T, tgt_vocab)
 

@@ -117,8 +117,7 @@ def objective_batch(
     same positions. CLM and PLM: inputs ``ids[:, :-1]``, targets
     ``ids[:, 1:]`` (next token); PLM keeps only targets after the prefix.
     """
-    check_choice(kind, "kind", OBJECTIVES)
-    if kind == "mlm":
+    if kind == "mlm":  # attention_mask checks kind
         inputs, chosen = bert_mask(ids, generator)
         return inputs, attention_mask("mlm", ids), ids, chosen
     inputs, targets = ids[:, :-1], ids[:, 1:]

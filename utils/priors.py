@@ -247,9 +247,7 @@ def train_and_evaluate(
     fixed thread count keeps float sums in the same order, so the result does
     not depend on how many cores the machine has.
     """
-    if num_threads is not None:
-        check_int(num_threads, "num_threads", 1)
-    fixed = (
+    fixed = (  # threads() checks num_threads
         contextlib.nullcontext()
         if num_threads is None
         else threads(num_threads)
