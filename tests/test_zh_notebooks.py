@@ -254,3 +254,8 @@ def test_prose_only_regeneration_keeps_outputs(tmp_path, monkeypatch):
     assert code == [
         (c.id, c.outputs) for c in after.cells if c.cell_type == "code"
     ]
+
+
+def test_the_stamped_table_is_the_one_the_figures_use():
+    labels = pytest.importorskip("utils.labels")  # no label table yet
+    assert labels.TABLE.resolve() == zh_notebooks.LABEL_TABLE.resolve()

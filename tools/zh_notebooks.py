@@ -41,9 +41,9 @@ from . import ROOT, translations
 from .notebooks import toc_notebooks
 
 ZH = ROOT / "zh"
-# The English -> Chinese table of the figures' text (utils.plotting reads it
+# The English -> Chinese table of the figures' text (utils.labels.TABLE, read
 # when COURSE_LANGUAGE=zh): its hash is stamped into every Chinese notebook.
-LABEL_TABLE = ROOT / "locale" / "zh" / "figures.yml"
+LABEL_TABLE = ROOT / "locale" / "zh" / "figures" / "labels.yml"
 SETUP_CALL = "device = utils.setup(seed=0)"
 ZH_SETUP_CALL = 'device = utils.setup(seed=0, language="zh")'
 # The labels of folded solution cells (MyST-NB reads them from the metadata).
