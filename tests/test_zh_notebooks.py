@@ -146,6 +146,7 @@ def _code_cell_with(nb, kind):
         ("text", "text outputs differ"),
         ("image", "images, the English has"),
         ("stamp", "figure label table"),
+        ("error", "error in the Chinese run: KeyError"),
     ],
 )
 def test_a_stale_chinese_notebook_is_found(
@@ -176,6 +177,14 @@ def test_a_stale_chinese_notebook_is_found(
             for o in cell.outputs
             if not any(m.startswith("image/") for m in o.get("data", {}))
         ]
+    elif change == "error":
+        cell = _code_cell_with(nb, "image")
+        cell.outputs.insert(
+            0,
+            nbformat.v4.new_output(
+                "error", ename="KeyError", evalue="'Loss' has no entry"
+            ),
+        )
     else:
         monkeypatch.setattr(zh_notebooks, "label_stamp", lambda: "changed")
     nbformat.write(nb, target)

@@ -264,6 +264,13 @@ def problems(page: pathlib.Path) -> list[str]:
             )
         if cell.cell_type != "code":
             continue
+        for out in cell.outputs:
+            if out.output_type == "error":  # e.g. a figure text not in the
+                # label table: the figure formatter's error fails no cell
+                found.append(
+                    f"{where}: error in the Chinese run: {out.ename}: "
+                    f"{out.evalue[:200]}"
+                )
         if images(cell) != images(en):
             found.append(
                 f"{where}: {images(cell)} images, the English has {images(en)}"
