@@ -1,17 +1,20 @@
-"""The seed sweep behind chapters 8 and 9: every training claim, measured on
+"""The seed sweeps behind chapters 8 and 9: every training claim, measured on
 five seeds.
 
-    python -m tools.sweep_ch08 [SEED ...]   (default: seeds 0 to 4; 2 min each)
+    python -m tools.sweep_ch08 [SEED ...]   (default: seeds 0 to 4; 1 min each)
     python -m tools.sweep_ch08 --ablations [NAME ...] [SEED ...]
 
-Training the translator takes most of chapter 8's 60 s budget, so the chapters
-train one seed (``utils.training.course_seed()``) and load the spread over
+Training the translator takes half of chapter 8's 60 s budget, so the chapters
+train one seed (``utils.runtime.course_seed()``) and load the spread over
 seeds from ``book/data/ch08_sweep.json``, which this script writes. For every
-seed it trains the chapter's model (400 steps) and the half-trained one (150
-steps) exactly as the chapters do, plus chapter 9's one-pass decoder, and
-records each number a claim rests on. It runs in the portable numeric mode (it
-sets it itself), like the stored outputs. ``tests/test_sweep_ch08.py``
-re-trains seed 0 and checks it against its stored row.
+seed it trains the chapter's model (``TranslatorConfig()``) and the
+half-trained one (``HALF_STEPS`` steps) exactly as the chapters do, plus
+chapter 9's one-pass decoder, and records each number a claim rests on.
+``--ablations`` trains the config with one ingredient changed
+(``ABLATIONS``) on each seed and writes ``book/data/ch08_ablations.json``.
+It runs in the portable numeric mode (it sets it itself), like the stored
+outputs. ``tests/test_sweep_ch08.py`` re-trains seed 0 and one ablation and
+checks them against their stored rows.
 """
 
 from __future__ import annotations
