@@ -49,7 +49,7 @@ def test_noam_lr_three_cases_and_the_peak():
     )
 
 
-def test_noam_scheduler_sets_exactly_the_formula_and_adam_has_the_paper_settings():
+def test_noam_scheduler_sets_the_formula_and_adam_the_paper_settings():
     p = torch.nn.Parameter(torch.zeros(1))
     opt = paper_adam([p], lr=0.5)  # the initial lr is divided out
     assert opt.defaults["betas"] == (0.9, 0.98) and opt.defaults["eps"] == 1e-9
@@ -186,7 +186,7 @@ def test_bad_arguments():
             64,
             10,
         )
-    with pytest.raises(TypeError, match="tgt must hold integer ids"):
+    with pytest.raises(TypeError, match="tgt must hold integer token ids"):
         train_step(
             _model(),
             torch.zeros(2, 3, dtype=torch.long),

@@ -1,4 +1,5 @@
-"""The number-translation task: hand-checked translations, disjoint splits, vocabularies, batches."""
+"""The number-translation task: hand-checked translations, disjoint splits,
+vocabularies, batches."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def test_hand_translated_numbers(n, en, zh):
 
 
 def _chinese_value(chars):
-    """Read Chinese numerals back into an int (an independent parser, for the round trip)."""
+    """Read Chinese numerals back into an int (an independent parser, for the
+    round trip)."""
     digits = {c: i for i, c in enumerate("零一二三四五六七八九")}
     units = {"十": 10, "百": 100, "千": 1000, "万": 10000}
     total, digit = 0, None
@@ -151,8 +153,8 @@ def test_bad_numbers():
 
 
 def test_use_chinese_font_both_paths(monkeypatch):
-    """With a CJK font it joins matplotlib's family list; without one it says False
-    and leaves the style alone, so figures fall back to ``PINYIN``."""
+    """With a CJK font it joins matplotlib's family list; without one it says
+    False and leaves the style alone, so figures fall back to ``PINYIN``."""
     import matplotlib.pyplot as plt
     from matplotlib import font_manager
 

@@ -8,10 +8,12 @@ priors), ``attention`` and ``scoring`` (2), ``masks`` (3), ``positional`` and
 ``loss`` (5), ``efficient_attention`` and ``complexity`` (6: cheaper
 attention, then how cost is counted and measured), ``layers`` and ``model``
 (7: the layers, then the assembled Transformer), ``numerals``,
-``translation`` and ``training`` (8), ``decoding``, ``cache``, ``sampling``
-and ``bleu`` (9), ``corpus`` and ``pretraining`` (10), plus the shared
-``plotting`` and ``diagrams`` (plots of numbers, and diagrams drawn by code),
-``runtime`` (seed, threads, eval mode) and ``checks``.
+``translation``, ``training`` and ``translator`` (8: the task, its data, the
+generic training loop, the translator's config and recipe), ``decoding``,
+``cache``, ``sampling`` and ``bleu`` (9), ``corpus`` and ``pretraining``
+(10), plus the shared ``plotting`` and ``diagrams`` (plots of numbers, and
+diagrams drawn by code), ``runtime`` (seed, threads, eval mode) and
+``checks``.
 Boolean masks mean **True = may attend / is a real token** and broadcast to
 ``(batch, heads, query_len, key_len)``. Bad arguments raise a ``TypeError``
 (wrong kind) or a ``ValueError`` (wrong value) that names the argument; the

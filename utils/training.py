@@ -27,7 +27,7 @@ from typing import Iterable
 import torch
 from torch import nn
 
-from .checks import check_bool, check_int, check_number
+from .checks import check_bool, check_ids, check_int, check_number
 from .loss import masked_cross_entropy
 from .runtime import evaluating
 
@@ -55,9 +55,7 @@ def noam_lr(
     check_int(step, "step", 1)
     check_int(d_model, "d_model", 1)
     check_int(warmup_steps, "warmup_steps", 1)
-    factor = check_number(factor, "factor")
-    if not factor > 0:
-        raise ValueError(f"factor must be > 0, got {factor!r}")
+    factor = check_number(factor, "factor", 0, min_inclusive=False)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
@@ -105,20 +103,9 @@ def paper_adam(params, lr: float = 1.0) -> torch.optim.Adam:
 
 
 def _check_batch(src, tgt) -> None:
-    for name, t in (("src", src), ("tgt", tgt)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(
-                f"{name} must be a tensor of ids, got {type(t).__name__}"
-            )
-        if t.dtype.is_floating_point or t.dtype == torch.bool:
-            raise TypeError(
-                f"{name} must hold integer ids, got dtype {t.dtype}"
-            )
-    if tgt.dim() != 2 or tgt.size(1) < 2:
-        raise ValueError(
-            f"tgt must be (batch, length >= 2) with BOS first, "
-            f"got {tuple(tgt.shape)}"
-        )
+    check_ids(src, "src", ndim=2)
+    check_ids(tgt, "tgt", ndim=2)
+    check_int(tgt.size(1), "tgt's length (BOS and at least one token)", 2)
 
 
 def train_step(

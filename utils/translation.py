@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 
 import torch
 
-from .checks import check_int
+from .checks import check_at_most, check_int
 from .numerals import (
     MAX_NUMBER,
     SOURCE_WORDS,
@@ -82,12 +82,8 @@ def make_splits(
     for src, tgt in _all_pairs():
         pair = (list(src), list(tgt))  # fresh lists: callers may change them
         (short if len(src) <= max_train_words else long).append(pair)
-    if n_valid + n_test >= len(short):
-        raise ValueError(
-            f"n_valid + n_test must leave training data: got {n_valid} + "
-            f"{n_test} "
-            f"of {len(short)} numbers"
-        )
+    limit = f"{len(short) - 1}, to leave training data"
+    check_at_most(n_valid + n_test, "n_valid + n_test", len(short) - 1, limit)
     random.Random(seed).shuffle(short)
     return {
         "train": short[n_valid + n_test :],
