@@ -21,9 +21,9 @@ def test_the_sweep_has_five_seeds_and_every_number_the_chapter_reads():
     rows = _rows()
     assert [r["seed"] for r in rows] == list(sweep_ch09.SEEDS)
     for r in rows:
-        for key in ("ar_curve", "nar_curve", "ppl_ar", "ppl_half"):
+        for key in ("ar_curve", "nar_curve", "ppl_ar", "ppl_early"):
             assert key in r, key
-        for part in ("ar", "half"):
+        for part in ("ar", "early"):
             for key in ("g_valid", "b_valid", "search", "model", "too_long"):
                 assert key in r[part], (part, key)
         assert len(r["temperature"]) == len(sweep_ch09.TEMPERATURES)
