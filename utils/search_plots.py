@@ -119,41 +119,44 @@ def _spread(rows, key):
     return out
 
 
-def quality_diversity(curves, greedy_point, seed_rows=None):
+def quality_diversity(curves, greedy_point, seed_rows):
     """Two panels (temperature, top-p): quality (share valid) against
-    diversity (distinct valid outputs per source). ``curves`` =
-    {"temperature": [(setting, quality, diversity)], "top_p": [...]};
-    ``seed_rows`` = [{"temperature": [[q, d], ...], "top_p": ...}] adds
-    the spread over seeds as error bars."""
-    fig, axes = plt.subplots(1, 2, figsize=(6.0, 3.2), sharey=True)
+    diversity (distinct valid outputs per source). ``seed_rows`` =
+    [{"temperature": [[q, d], ...], "top_p": ...}] gives the line (median
+    over seeds) and its min-max bars; ``curves`` = {"temperature":
+    [(setting, quality, diversity)], "top_p": [...]} is this run, drawn as
+    hollow circles; ``greedy_point`` = (quality, diversity)."""
+    fig, axes = plt.subplots(1, 2, figsize=(6.0, 3.4), sharey=True)
     names = {"temperature": "T", "top_p": "p"}
     for ax, (key, points) in zip(axes, curves.items()):
-        xs = [d for _, _, d in points]
-        ys = [q for _, q, _ in points]
-        ax.plot(xs, ys, "o-", color="tab:blue", label="samples")
-        if seed_rows:
-            q = _spread(
-                [{"v": [v[0] for v in r[key]]} for r in seed_rows], "v"
-            )
-            d = _spread(
-                [{"v": [v[1] for v in r[key]]} for r in seed_rows], "v"
-            )
-            ax.errorbar(
-                [m for _, m, _ in d],
-                [m for _, m, _ in q],
-                xerr=[[m - lo for lo, m, _ in d], [hi - m for _, m, hi in d]],
-                yerr=[[m - lo for lo, m, _ in q], [hi - m for _, m, hi in q]],
-                fmt="none",
-                ecolor="tab:gray",
-                label="5 seeds: min-max",
-            )
-        for (s, q_, d_), i in zip(points, range(len(points))):
-            if i in (0, len(points) - 1) or s == 1.0:
+        q = _spread([{"v": [v[0] for v in r[key]]} for r in seed_rows], "v")
+        d = _spread([{"v": [v[1] for v in r[key]]} for r in seed_rows], "v")
+        xs, ys = [m for _, m, _ in d], [m for _, m, _ in q]
+        ax.errorbar(
+            xs,
+            ys,
+            xerr=[[m - lo for lo, m, _ in d], [hi - m for _, m, hi in d]],
+            yerr=[[m - lo for lo, m, _ in q], [hi - m for _, m, hi in q]],
+            fmt="o-",
+            color="tab:blue",
+            ecolor="tab:gray",
+            label="median, min-max of 5 seeds",
+        )
+        ax.plot(
+            [p[2] for p in points],
+            [p[1] for p in points],
+            "o",
+            mfc="none",
+            color="black",
+            label="this run",
+        )
+        for i, (s, _, _) in enumerate(points):
+            if i in (0, len(points) - 1):
                 ax.annotate(
                     f"{names[key]}={s:g}",
-                    (d_, q_),
+                    (xs[i], ys[i]),
                     textcoords="offset points",
-                    xytext=(4, 4),
+                    xytext=(6, -14 if i == 0 else 6),
                     fontsize=10,
                 )
         ax.plot(*greedy_point[::-1], "s", color="tab:orange", label="greedy")
@@ -162,8 +165,9 @@ def quality_diversity(curves, greedy_point, seed_rows=None):
         ax.set_title(f"sampling over {key.replace('_', '-')}", fontsize=11)
         ax.set_xlabel("distinct valid outputs per input", fontsize=10)
     axes[0].set_ylabel("share of samples valid", fontsize=10)
-    axes[1].legend(fontsize=10, loc="lower left")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=10)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
