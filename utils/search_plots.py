@@ -156,7 +156,8 @@ def quality_diversity(curves, greedy_point, seed_rows):
                     f"{names[key]}={s:g}",
                     (xs[i], ys[i]),
                     textcoords="offset points",
-                    xytext=(6, -14 if i == 0 else 6),
+                    xytext=(-6, 6) if i == 0 else (6, 6),
+                    ha="right" if i == 0 else "left",
                     fontsize=10,
                 )
         ax.plot(*greedy_point[::-1], "s", color="tab:orange", label="greedy")
