@@ -1,4 +1,4 @@
-"""Warm-up schedule, Adam settings, training step, evaluators, progress bar, translator."""
+"""Warm-up schedule, Adam settings, training step, evaluators, progress bar."""
 
 from __future__ import annotations
 
@@ -12,16 +12,12 @@ from utils.training import (
     Progress,
     evaluate_loss,
     evaluate_perplexity,
-    load_or_train_translator,
     noam_lr,
     noam_scheduler,
     paper_adam,
     train_step,
-    train_translator,
 )
 from utils.translation import encode_batch, source_vocab, target_vocab
-
-TINY = dict(d_model=16, num_heads=2, num_layers=1, d_ff=32, eval_every=3)
 
 
 @pytest.fixture(autouse=True)
@@ -75,12 +71,12 @@ def _batch(numbers=(5, 17, 305, 12305)):
 
 
 def _model(seed=0):
-    from utils.training import new_translator
+    from utils.model import Transformer
 
     torch.manual_seed(seed)
-    return new_translator(
-        source_vocab(),
-        target_vocab(),
+    return Transformer(
+        len(source_vocab()),
+        len(target_vocab()),
         d_model=16,
         num_heads=2,
         num_layers=1,
@@ -142,59 +138,6 @@ def test_train_step_lowers_the_loss_on_a_repeated_batch():
     assert evaluate_loss(model, [(src, tgt)]) < 0.5 * before
 
 
-def test_train_translator_is_deterministic_and_restores_threads():
-    torch.set_num_threads(2)
-    threads = torch.get_num_threads()
-    a = train_translator(steps=6, seed=0, progress=False, **TINY)
-    b = train_translator(steps=6, seed=0, progress=False, **TINY)
-    c = train_translator(steps=6, seed=1, progress=False, **TINY)
-    assert torch.get_num_threads() == threads
-    model, vs, vt, h = a
-    assert not model.training and len(vs) == 33 and len(vt) == 17
-    assert len(h["train_loss"]) == len(h["lr"]) == 6 and h["valid_step"] == [
-        3,
-        6,
-    ]
-    assert (
-        h["train_loss"] == b[3]["train_loss"]
-        and h["valid_loss"] == b[3]["valid_loss"]
-    )
-    assert h["train_loss"] != c[3]["train_loss"]
-    assert h["lr"] == [
-        noam_lr(s, 16, h["settings"]["warmup_steps"]) for s in range(1, 7)
-    ]
-    # greedy exact match on the validation set at every check: a share
-    assert len(h["valid_exact"]) == len(h["valid_step"])
-    assert all(0 <= x <= 1 for x in h["valid_exact"])
-    assert h["valid_exact"] == b[3]["valid_exact"]
-    for p, q in zip(a[0].parameters(), b[0].parameters()):
-        assert torch.equal(p, q)
-
-
-def test_load_or_train_translator_caches_by_settings(tmp_path):
-    m1, _, _, h1 = load_or_train_translator(
-        steps=3, progress=False, directory=tmp_path, **TINY
-    )
-    m2, _, _, h2 = load_or_train_translator(
-        steps=3, progress=False, directory=tmp_path, **TINY
-    )
-    assert (h1["cached"], h2["cached"]) == (False, True)
-    assert len(list(tmp_path.glob("translator-*.pt"))) == 1
-    for p, q in zip(m1.parameters(), m2.parameters()):
-        assert torch.equal(p, q)
-    assert h2["train_loss"] == h1["train_loss"] and not m2.training
-    load_or_train_translator(
-        steps=4, progress=False, directory=tmp_path, **TINY
-    )
-    assert (
-        len(list(tmp_path.glob("translator-*.pt"))) == 2
-    )  # other settings, other file
-    *_, h3 = load_or_train_translator(
-        steps=3, progress=False, directory=tmp_path, force=True, **TINY
-    )
-    assert h3["cached"] is False and h3["train_loss"] == h1["train_loss"]
-
-
 def test_progress_line_fits_79_columns_and_writes_nothing_when_disabled(
     capsys,
 ):
@@ -227,10 +170,6 @@ def test_bad_arguments():
             64,
             10,
         )
-    with pytest.raises(TypeError, match="unknown settings"):
-        train_translator(steps=1, progress=False, d_modle=8)
-    with pytest.raises(ValueError, match="steps"):
-        train_translator(steps=0, progress=False)
     with pytest.raises(TypeError, match="tgt must hold integer ids"):
         train_step(
             _model(),
@@ -248,36 +187,6 @@ def test_bad_arguments():
                 )
             ],
         )
-
-
-def test_the_cache_key_holds_the_numeric_mode_so_no_run_loads_another_modes_model(
-    tmp_path, monkeypatch
-):
-    import utils.training as training
-
-    load_or_train_translator(
-        steps=2, progress=False, directory=tmp_path, **TINY
-    )
-    # the same settings under another CPU code path (as natively vs portable)
-    real = training.numeric_fingerprint()
-    monkeypatch.setattr(
-        training,
-        "numeric_fingerprint",
-        lambda: {**real, "cpu_capability": "AVX512"},
-    )
-    *_, h = load_or_train_translator(
-        steps=2, progress=False, directory=tmp_path, **TINY
-    )
-    assert h["cached"] is False
-    assert len(list(tmp_path.glob("translator-*.pt"))) == 2
-    monkeypatch.setattr(
-        training, "numeric_fingerprint", lambda: {**real, "torch": "9.9.9"}
-    )
-    *_, h = load_or_train_translator(
-        steps=2, progress=False, directory=tmp_path, **TINY
-    )
-    assert h["cached"] is False
-    assert len(list(tmp_path.glob("translator-*.pt"))) == 3
 
 
 def test_numeric_fingerprint_names_torch_and_the_cpu_path(monkeypatch):

@@ -181,3 +181,33 @@ def test_use_chinese_font_both_paths(monkeypatch):
         ]
     assert set(PINYIN) == set("零一二三四五六七八九十百千万")
     assert all(name.isascii() for name in PINYIN.values())
+
+
+def test_read_english_and_size_classes_agree_with_the_generator():
+    from utils.translation import SIZE_CLASSES, read_english, size_class
+
+    for n in (1, 19, 99, 100, 999, 1000, 1005, 9999, 10000, 12305, 99999):
+        words = english_words(n)
+        assert read_english(words) == n
+        lo, hi = SIZE_CLASSES[size_class(words)]
+        assert lo <= n <= hi
+
+
+def test_balance_by_size_repeats_rare_sizes_only():
+    from collections import Counter
+
+    from utils.translation import balance_by_size, size_class
+
+    train = make_splits(seed=0)["train"]
+    assert balance_by_size(train, 0.0) == train
+    balanced = balance_by_size(train, 0.1)
+    before = Counter(size_class(s) for s, _ in train)
+    after = Counter(size_class(s) for s, _ in balanced)
+    assert before[0] < 0.01 * len(train)  # 1-99: rare before
+    for c in after:
+        assert after[c] >= 0.1 * len(train)  # every class filled
+        assert after[c] % before[c] == 0  # by whole repetitions
+    assert after[3] == before[3]  # the common class is not repeated
+    assert {(tuple(s), tuple(t)) for s, t in balanced} == {
+        (tuple(s), tuple(t)) for s, t in train
+    }  # the same numbers: the splits stay disjoint

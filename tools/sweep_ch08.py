@@ -16,6 +16,7 @@ re-trains seed 0 and checks it against its stored row.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import random
 import sys
@@ -40,11 +41,13 @@ from utils.decoding import (  # noqa: E402
 from utils.loss import masked_cross_entropy  # noqa: E402
 from utils.runtime import threads  # noqa: E402
 from utils.training import (  # noqa: E402
-    TRANSLATOR_DEFAULTS,
     evaluate_perplexity,
-    new_translator,
     noam_scheduler,
     paper_adam,
+)
+from utils.translator import (  # noqa: E402
+    TranslatorConfig,
+    build_translator,
     train_translator,
 )
 
@@ -287,12 +290,12 @@ def chapter9(seed: int, model, half, d: Decoder) -> dict:
     row["greedy_first_right"] = d.greedy(model, test[:1])[0] == test[0][1]
     # the one-pass (non-autoregressive) decoder, trained as in chapter 9
     torch.manual_seed(seed)
-    nar = new_translator(d.vs, d.vt)
+    cfg = TranslatorConfig(seed=seed)
+    nar = build_translator(cfg)
     opt = paper_adam(nar.parameters())
-    cfg = TRANSLATOR_DEFAULTS
-    sched = noam_scheduler(opt, cfg["d_model"], cfg["warmup_steps"])
+    sched = noam_scheduler(opt, cfg.d_model, cfg.warmup_steps)
     batches = tr.make_batches(
-        splits["train"], cfg["batch_size"], d.vs, d.vt, seed=seed
+        splits["train"], cfg.batch_size, d.vs, d.vt, seed=seed
     )
     for step in range(HALF_STEPS):
         src_b, tgt_b = batches[step % len(batches)]
@@ -323,11 +326,12 @@ def run_seed(seed: int, ch9: bool = True) -> dict:
     d = Decoder()
     with threads(1):
         start = time.perf_counter()
-        model, _, _, history = train_translator(seed=seed, progress=False)
+        cfg = TranslatorConfig(seed=seed)
+        model, history = train_translator(cfg, progress=False)
         row = {"seed": seed, **chapter8(seed, model, history, d)}
         if ch9:
-            half, *_ = train_translator(
-                steps=HALF_STEPS, seed=seed, progress=False
+            half, _ = train_translator(
+                dataclasses.replace(cfg, steps=HALF_STEPS), progress=False
             )
             row.update(chapter9(seed, model, half, d))
         row["seconds"] = round(time.perf_counter() - start, 1)
@@ -361,7 +365,7 @@ def main(seeds) -> None:
         "per seed",
         "torch": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "settings": TRANSLATOR_DEFAULTS,
+        "settings": dataclasses.asdict(TranslatorConfig()),
     }
     OUT.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}")

@@ -1,5 +1,5 @@
-"""Training helpers: the warm-up schedule, the paper's Adam, a generic loop,
-the translator.
+"""Training helpers any sequence-to-sequence model uses: the warm-up
+schedule, the paper's Adam, one training step, held-out scores, a progress bar.
 
 - ``noam_lr(step, d_model, warmup_steps, factor)``: the schedule of Vaswani et
   al. (2017), ``factor * d_model^-0.5 * min(step^-0.5, step *
@@ -12,18 +12,14 @@ the translator.
   train/eval mode they found).
 - ``Progress``: a progress bar that a notebook stores as one final line of at
   most 79 columns.
-- ``train_translator`` / ``load_or_train_translator``: chapter 8's model on the
-  number task of ``utils.translation``, trained deterministically, cached in a
-  file keyed by its settings.
+
+Chapter 8's translator (its config, model and training run) is built on these
+in ``utils.translator``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import math
-import pathlib
 import sys
 import time
 from typing import Iterable
@@ -32,19 +28,8 @@ import torch
 from torch import nn
 
 from .checks import check_int, check_number
-from .decoding import greedy_decode
 from .loss import masked_cross_entropy
-from .model import Transformer
-from .runtime import course_seed, evaluating, numeric_fingerprint, threads
-from .translation import (
-    Vocab,
-    encode_batch,
-    group_pairs,
-    make_batches,
-    make_splits,
-    source_vocab,
-    target_vocab,
-)
+from .runtime import evaluating
 
 __all__ = [
     "noam_lr",
@@ -54,10 +39,6 @@ __all__ = [
     "evaluate_loss",
     "evaluate_perplexity",
     "Progress",
-    "TRANSLATOR_DEFAULTS",
-    "new_translator",
-    "train_translator",
-    "load_or_train_translator",
 ]
 
 
@@ -289,240 +270,3 @@ class Progress:
             self._bar.close()
         elif self._handle is not None:
             self._handle.update(self._pretty(self.line()))
-
-
-# How many validation pairs the training loop decodes for its exact-match
-# curve.
-VALID_EXACT = 200
-
-# The settings of chapter 8's translator; every key is an argument of
-# train_translator.
-TRANSLATOR_DEFAULTS = dict(
-    steps=400,
-    batch_size=128,
-    d_model=64,
-    num_heads=4,
-    num_layers=2,
-    d_ff=128,
-    dropout=0.1,
-    label_smoothing=0.1,
-    warmup_steps=100,
-    factor=1.0,
-    eval_every=50,
-    max_train_words=6,
-    norm_first=False,
-)
-
-
-def new_translator(
-    vocab_src: Vocab,
-    vocab_tgt: Vocab,
-    d_model: int = 64,
-    num_heads: int = 4,
-    num_layers: int = 2,
-    d_ff: int = 128,
-    dropout: float = 0.1,
-    norm_first: bool = False,
-) -> Transformer:
-    """The chapter's model: a small ``utils.model.Transformer`` (random
-    weights)."""
-    return Transformer(
-        len(vocab_src),
-        len(vocab_tgt),
-        d_model=d_model,
-        num_heads=num_heads,
-        num_layers=num_layers,
-        d_ff=d_ff,
-        dropout=dropout,
-        pad_id=vocab_src.pad_id,
-        max_len=64,
-        norm_first=norm_first,
-    )
-
-
-def _translator_from(
-    cfg: dict, vocab_src: Vocab, vocab_tgt: Vocab
-) -> Transformer:
-    """``new_translator`` with the model settings of a training config."""
-    keys = (
-        "d_model",
-        "num_heads",
-        "num_layers",
-        "d_ff",
-        "dropout",
-        "norm_first",
-    )
-    return new_translator(vocab_src, vocab_tgt, *(cfg[k] for k in keys))
-
-
-def train_translator(
-    steps: int = TRANSLATOR_DEFAULTS["steps"],
-    seed: int = 0,
-    device: torch.device | str | None = None,
-    progress: bool = True,
-    **settings,
-) -> tuple[Transformer, Vocab, Vocab, dict]:
-    """Train the number translator of ``utils.translation`` from scratch,
-    deterministically.
-
-    ``settings`` override ``TRANSLATOR_DEFAULTS`` (batch_size, d_model,
-    num_heads, num_layers, d_ff, dropout, label_smoothing, warmup_steps,
-    factor, eval_every, max_train_words). Data: ``make_splits(seed)``; epochs
-    of length-bucketed batches, reshuffled per epoch. Optimiser: ``paper_adam``
-    with ``noam_scheduler``; loss: label-smoothed cross-entropy. On CPU the
-    loop uses one thread (tiny matrices; robust on a busy machine), restored
-    after.
-
-    Returns ``(model, vocab_src, vocab_tgt, history)``; the model is in eval
-    mode on ``device``. ``history`` holds per step ``"train_loss"`` and
-    ``"lr"``, every ``eval_every`` steps ``"valid_step"``, ``"valid_loss"``
-    (same smoothing) and ``"valid_exact"`` (greedy exact match on the first
-    ``VALID_EXACT`` validation pairs; decoding draws no random numbers, so it
-    leaves the training run unchanged), the ``"settings"`` used and the
-    wall-clock ``"seconds"`` (the only value that varies).
-    """
-    unknown = set(settings) - set(TRANSLATOR_DEFAULTS)
-    if unknown:
-        raise TypeError(
-            f"unknown settings {sorted(unknown)}; "
-            f"known: {sorted(TRANSLATOR_DEFAULTS)}"
-        )
-    cfg = {**TRANSLATOR_DEFAULTS, **settings, "steps": steps}
-    check_int(steps, "steps", 1)
-    check_int(seed, "seed", 0)
-    for key in ("batch_size", "warmup_steps", "eval_every"):
-        check_int(cfg[key], key, 1)
-    device = (
-        torch.device(device) if device is not None else torch.device("cpu")
-    )
-    vocab_src, vocab_tgt = source_vocab(), target_vocab()
-    splits = make_splits(seed, max_train_words=cfg["max_train_words"])
-    valid = make_batches(
-        splits["valid"], 500, vocab_src, vocab_tgt, seed=None, device=device
-    )
-    exact_pairs = splits["valid"][:VALID_EXACT]
-    exact_src, _ = encode_batch(exact_pairs, vocab_src, vocab_tgt, device)
-
-    one_thread = (
-        threads(1) if device.type == "cpu" else contextlib.nullcontext()
-    )
-    with one_thread:
-        torch.manual_seed(seed)
-        model = _translator_from(cfg, vocab_src, vocab_tgt).to(device)
-        optimizer = paper_adam(model.parameters())
-        scheduler = noam_scheduler(
-            optimizer, cfg["d_model"], cfg["warmup_steps"], cfg["factor"]
-        )
-        history = {
-            "train_loss": [],
-            "lr": [],
-            "valid_step": [],
-            "valid_loss": [],
-            "valid_exact": [],
-            "settings": {**cfg, "seed": seed},
-        }
-        bar = Progress(steps, "training", enabled=progress)
-        start, epoch, batches = time.perf_counter(), 0, []
-        for step in range(1, steps + 1):
-            if not batches:
-                batches = group_pairs(
-                    splits["train"],
-                    cfg["batch_size"],
-                    seed=seed * 1000 + epoch,
-                )[::-1]
-                epoch += 1
-            src, tgt = encode_batch(
-                batches.pop(), vocab_src, vocab_tgt, device
-            )
-            history["lr"].append(optimizer.param_groups[0]["lr"])
-            history["train_loss"].append(
-                train_step(
-                    model,
-                    src,
-                    tgt,
-                    optimizer,
-                    scheduler,
-                    cfg["label_smoothing"],
-                    vocab_tgt.pad_id,
-                )
-            )
-            if step % cfg["eval_every"] == 0 or step == steps:
-                history["valid_step"].append(step)
-                history["valid_loss"].append(
-                    evaluate_loss(
-                        model, valid, cfg["label_smoothing"], vocab_tgt.pad_id
-                    )
-                )
-                out = greedy_decode(
-                    model,
-                    exact_src,
-                    12,  # the longest target has 9 characters, plus EOS
-                    vocab_tgt.bos_id,
-                    vocab_tgt.eos_id,
-                    pad_id=vocab_tgt.pad_id,
-                )
-                right = sum(
-                    vocab_tgt.decode(row) == list(tgt)
-                    for row, (_, tgt) in zip(out.cpu(), exact_pairs)
-                )
-                history["valid_exact"].append(right / len(exact_pairs))
-            bar.update()
-        bar.close()
-        history["seconds"] = time.perf_counter() - start
-    model.eval()
-    return model, vocab_src, vocab_tgt, history
-
-
-def _cache_path(
-    directory, steps: int, seed: int, settings: dict, device=None
-) -> pathlib.Path:
-    cfg = {**TRANSLATOR_DEFAULTS, **settings, "steps": steps, "seed": seed}
-    cfg["numeric"] = numeric_fingerprint()
-    cfg["device"] = torch.device(device if device is not None else "cpu").type
-    key = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[
-        :12
-    ]
-    return pathlib.Path(directory) / f"translator-{key}.pt"
-
-
-def load_or_train_translator(
-    steps: int = TRANSLATOR_DEFAULTS["steps"],
-    seed: int | None = None,
-    device: torch.device | str | None = None,
-    progress: bool = True,
-    directory: str | pathlib.Path = ".",
-    force: bool = False,
-    **settings,
-) -> tuple[Transformer, Vocab, Vocab, dict]:
-    """``train_translator(...)``, cached: the weights and history are saved to
-    ``directory/translator-<hash>.pt`` and loaded from there next time.
-
-    The hash covers the settings, the seed (``None``: ``course_seed()``), the
-    device type and ``numeric_fingerprint()`` (torch version, CPU code path,
-    MKL branch, threads): same key, same file, so chapter 9 reuses chapter 8's
-    run in one checkout and numeric mode, and retrains (deterministically) when
-    it runs alone or in another mode. ``force=True`` trains (and rewrites the
-    file) even when a cached run exists. ``history["cached"]`` says which
-    happened.
-    """
-    seed = course_seed() if seed is None else seed
-    path = _cache_path(directory, steps, seed, settings, device)
-    if path.is_file() and not force:
-        saved = torch.load(path, map_location="cpu", weights_only=False)
-        cfg = saved["history"]["settings"]
-        vocab_src, vocab_tgt = source_vocab(), target_vocab()
-        model = _translator_from(cfg, vocab_src, vocab_tgt)
-        model.load_state_dict(saved["state_dict"])
-        model.to(device if device is not None else "cpu").eval()
-        return (
-            model,
-            vocab_src,
-            vocab_tgt,
-            {**saved["history"], "cached": True},
-        )
-    model, vocab_src, vocab_tgt, history = train_translator(
-        steps, seed, device, progress, **settings
-    )
-    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    torch.save({"state_dict": state, "history": history}, path)
-    return model, vocab_src, vocab_tgt, {**history, "cached": False}

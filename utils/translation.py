@@ -14,6 +14,7 @@ shifted right).
 from __future__ import annotations
 
 import functools
+import math
 import random
 from typing import Iterable, Sequence
 
@@ -30,6 +31,10 @@ from .numerals import (
 
 __all__ = [
     "make_splits",
+    "SIZE_CLASSES",
+    "read_english",
+    "size_class",
+    "balance_by_size",
     "Vocab",
     "source_vocab",
     "target_vocab",
@@ -90,6 +95,56 @@ def make_splits(
         "test": short[n_valid : n_valid + n_test],
         "long": long,
     }
+
+
+# Number sizes, by digits: accuracy is reported per class, and training can
+# be balanced over them (numbers below 1,000 are 1% of 1..99,999).
+SIZE_CLASSES = ((1, 99), (100, 999), (1000, 9999), (10000, 99999))
+
+_WORD_VALUE = {
+    **{w: i for i, w in enumerate(SOURCE_WORDS[:19], 1)},  # one..nineteen
+    **{w: 10 * i for i, w in enumerate(SOURCE_WORDS[19:27], 2)},  # twenty..
+}
+
+
+def read_english(words: Sequence[str]) -> int:
+    """English number words -> int, read independently of the generator:
+    ``["twelve", "thousand", "and", "five"]`` -> 12005."""
+    total = current = 0
+    for w in words:
+        if w == "hundred":
+            current *= 100
+        elif w == "thousand":
+            total, current = total + current * 1000, 0
+        elif w != "and":
+            current += _WORD_VALUE[w]
+    return total + current
+
+
+def size_class(words: Sequence[str]) -> int:
+    """Index into ``SIZE_CLASSES`` of the number that ``words`` name."""
+    return max(len(str(read_english(words))), 2) - 2  # digits 1-2 -> 0
+
+
+def balance_by_size(pairs: Sequence[Pair], min_share: float) -> list[Pair]:
+    """``pairs`` with the pairs of rare number sizes repeated, so that each
+    size class present makes up at least about ``min_share`` of the result.
+
+    A class of ``n`` pairs in ``len(pairs)`` is repeated ``ceil(min_share *
+    len(pairs) / n)`` times when that is more than once; the others appear
+    once. ``min_share=0`` returns the pairs unchanged. The order is by
+    class; ``group_pairs`` shuffles.
+    """
+    if min_share == 0:
+        return list(pairs)
+    by_class: dict[int, list[Pair]] = {}
+    for pair in pairs:
+        by_class.setdefault(size_class(pair[0]), []).append(pair)
+    out = []
+    for _, group in sorted(by_class.items()):
+        times = max(1, math.ceil(min_share * len(pairs) / len(group)))
+        out += group * times
+    return out
 
 
 class Vocab:
