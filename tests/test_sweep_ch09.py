@@ -51,3 +51,28 @@ def test_seed_0_retrained_matches_its_stored_row():
     kinds = sweep_ch09.error_kinds(model, src, greedy, data["test"])
     assert abs(kinds["search"] - stored["ar"]["search"]) <= 5
     assert abs(kinds["model"] - stored["ar"]["model"]) <= 10
+
+
+def test_the_loop_is_train_translators_on_the_same_data():
+    """``sweep_ch09.train`` adds curves and a snapshot to chapter 8's loop,
+    and changes nothing else: same config and data, same weights."""
+    import dataclasses
+
+    import torch
+
+    from utils.translator import train_translator
+
+    data = sweep_ch09.task(0)
+    splits = {"train": data["train"], "valid": data["train"][:50]}
+    cfg = dataclasses.replace(sweep_ch09.RECIPE, steps=30, eval_every=30)
+    theirs, _ = train_translator(
+        cfg,
+        splits,
+        progress=False,
+        vocabs=(sweep_ch09.VOCAB_SRC, sweep_ch09.VOCAB_TGT),
+    )
+    ours, _, _ = sweep_ch09.train(0, steps=30, data=data)
+    for (name, a), b in zip(
+        theirs.state_dict().items(), ours.state_dict().values()
+    ):
+        assert torch.equal(a, b), name

@@ -39,13 +39,12 @@ from utils.decoding import (  # noqa: E402
 from utils.loss import masked_cross_entropy  # noqa: E402
 from utils.runtime import threads  # noqa: E402
 from utils.training import (  # noqa: E402
-    TRANSLATOR_DEFAULTS,
     evaluate_perplexity,
-    new_translator,
     noam_scheduler,
     paper_adam,
     train_step,
 )
+from utils.translator import TranslatorConfig, build_translator  # noqa: E402
 from utils.translation import (  # noqa: E402
     Vocab,
     encode_batch,
@@ -68,7 +67,8 @@ TEMPERATURES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 TOP_PS = (0.3, 0.5, 0.7, 0.9, 1.0)
 N_SAMPLES = 8  # samples per source in the quality/diversity curves
 N_SAMPLED = 60  # sources in the quality/diversity curves
-RECIPE = TRANSLATOR_DEFAULTS  # chapter 8's recipe, label smoothing included
+# chapter 8's model and recipe (label smoothing included), for fewer steps
+RECIPE = TranslatorConfig(steps=STEPS)
 
 VOCAB_SRC, VOCAB_TGT = source_vocab(), Vocab(nm.AMBIGUOUS_CHARS)
 BOS, EOS, PAD = VOCAB_TGT.bos_id, VOCAB_TGT.eos_id, VOCAB_TGT.pad_id
@@ -124,22 +124,28 @@ def valid_rate(outputs, numbered) -> float:
 
 def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
     """Chapter 8's recipe (Adam with the Noam schedule, label smoothing
-    0.1, dropout 0.1) on the mixed targets -> ``(model, curve, early)``:
-    ``curve`` lists (step, share of validation numbers decoded validly),
-    ``early`` the weights after ``EARLY_STEPS`` steps."""
+    0.1, dropout 0.1) on the mixed targets: the loop of
+    ``utils.translator.train_translator`` (same seeding, batches and
+    steps), plus what it does not offer: the one-pass decoder, a
+    valid-rate curve and the weights at ``EARLY_STEPS``. Returns
+    ``(model, curve, early)``: ``curve`` lists (step, share of validation
+    numbers decoded validly), ``early`` the weights after ``EARLY_STEPS``
+    steps."""
     data = task(seed) if data is None else data
     valid_src = sources(data["valid"])
     decode = one_pass_decode if one_pass else greedy
     curve, early, epoch, batches = [], None, 0, []
     with threads(1):
         torch.manual_seed(seed)
-        model = new_translator(VOCAB_SRC, VOCAB_TGT)
+        model = build_translator(RECIPE, VOCAB_SRC, VOCAB_TGT)
         opt = paper_adam(model.parameters())
-        sched = noam_scheduler(opt, RECIPE["d_model"], RECIPE["warmup_steps"])
+        sched = noam_scheduler(
+            opt, RECIPE.d_model, RECIPE.warmup_steps, RECIPE.factor
+        )
         for step in range(1, steps + 1):
             if not batches:  # a new epoch, reshuffled
                 batches = group_pairs(
-                    data["train"], RECIPE["batch_size"], seed * 1000 + epoch
+                    data["train"], RECIPE.batch_size, seed * 1000 + epoch
                 )[::-1]
                 epoch += 1
             src, tgt = encode_batch(batches.pop(), VOCAB_SRC, VOCAB_TGT)
@@ -149,7 +155,7 @@ def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
                 target[:, : tgt.size(1) - 1] = tgt[:, 1:]
                 logits = model(src, queries(src.size(0)))  # (B, L, V)
                 loss = masked_cross_entropy(
-                    logits, target, target != PAD, RECIPE["label_smoothing"]
+                    logits, target, target != PAD, RECIPE.label_smoothing
                 )
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -157,7 +163,7 @@ def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
                 sched.step()
             else:
                 train_step(
-                    model, src, tgt, opt, sched, RECIPE["label_smoothing"], PAD
+                    model, src, tgt, opt, sched, RECIPE.label_smoothing, PAD
                 )
             if step % EVAL_EVERY == 0:
                 model.eval()
@@ -266,7 +272,7 @@ def measure(seed: int) -> dict:
     # the one-pass decoder again on one convention only (no ambiguity)
     single = {**data, "train": make_splits(seed)["train"]}
     nar1, nar1_curve, _ = train(seed, one_pass=True, data=single)
-    early = new_translator(VOCAB_SRC, VOCAB_TGT)
+    early = build_translator(RECIPE, VOCAB_SRC, VOCAB_TGT)
     early.load_state_dict(early_state)
     early.eval()
     test, refs = data["test"], references(data["test"])
