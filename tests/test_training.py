@@ -63,6 +63,22 @@ def test_noam_scheduler_sets_exactly_the_formula_and_adam_has_the_paper_settings
     assert all(math.isclose(a, b) for a, b in zip(seen, expected))
 
 
+def test_without_warmup_the_rate_starts_at_the_peak_and_decays_the_same():
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = paper_adam([p])
+    sched = noam_scheduler(opt, d_model=64, warmup_steps=10, warmup=False)
+    seen = []
+    for _ in range(30):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    peak = 1 / math.sqrt(64 * 10)  # by hand: the formula's peak
+    assert all(math.isclose(r, peak) for r in seen[:10])  # flat, no ramp
+    assert math.isclose(seen[29], peak * math.sqrt(10 / 30))  # then decay
+    with pytest.raises(TypeError, match="warmup"):
+        noam_scheduler(opt, 64, 10, warmup=1)
+
+
 def _batch(numbers=(5, 17, 305, 12305)):
     from utils.numerals import chinese_numerals, english_words
 

@@ -54,7 +54,8 @@ def test_train_translator_is_deterministic_and_restores_threads():
     assert h["train_loss"] == b[1]["train_loss"]
     assert h["valid_loss"] == b[1]["valid_loss"]
     assert h["train_loss"] != c[1]["train_loss"]
-    assert h["lr"] == [noam_lr(s, 16, TINY.warmup_steps) for s in range(1, 7)]
+    w, f = TINY.warmup_steps, TINY.factor
+    assert h["lr"] == [noam_lr(s, 16, w, f) for s in range(1, 7)]
     assert h["config"] == dataclasses.asdict(TINY)
     # greedy exact match on the validation set at every check: a share
     assert len(h["valid_exact"]) == len(h["valid_step"])

@@ -1,16 +1,20 @@
-"""The seed sweep behind chapters 8 and 9: every training claim, measured on
+"""The seed sweeps behind chapters 8 and 9: every training claim, measured on
 five seeds.
 
-    python -m tools.sweep_ch08 [SEED ...]   (default: seeds 0 to 4; 2 min each)
+    python -m tools.sweep_ch08 [SEED ...]   (default: seeds 0 to 4; 1 min each)
+    python -m tools.sweep_ch08 --ablations [NAME ...] [SEED ...]
 
-Training the translator takes most of chapter 8's 60 s budget, so the chapters
-train one seed (``utils.training.course_seed()``) and load the spread over
+Training the translator takes half of chapter 8's 60 s budget, so the chapters
+train one seed (``utils.runtime.course_seed()``) and load the spread over
 seeds from ``book/data/ch08_sweep.json``, which this script writes. For every
-seed it trains the chapter's model (400 steps) and the half-trained one (150
-steps) exactly as the chapters do, plus chapter 9's one-pass decoder, and
-records each number a claim rests on. It runs in the portable numeric mode (it
-sets it itself), like the stored outputs. ``tests/test_sweep_ch08.py``
-re-trains seed 0 and checks it against its stored row.
+seed it trains the chapter's model (``TranslatorConfig()``) and the
+half-trained one (``HALF_STEPS`` steps) exactly as the chapters do, plus
+chapter 9's one-pass decoder, and records each number a claim rests on.
+``--ablations`` trains the config with one ingredient changed
+(``ABLATIONS``) on each seed and writes ``book/data/ch08_ablations.json``.
+It runs in the portable numeric mode (it sets it itself), like the stored
+outputs. ``tests/test_sweep_ch08.py`` re-trains seed 0 and one ablation and
+checks them against their stored rows.
 """
 
 from __future__ import annotations
@@ -52,11 +56,11 @@ from utils.translator import (  # noqa: E402
 )
 
 OUT = ROOT / "book" / "data" / "ch08_sweep.json"
+ABLATION_OUT = ROOT / "book" / "data" / "ch08_ablations.json"
 SEEDS = (0, 1, 2, 3, 4)
 MAX_LEN = 12
 HALF_STEPS = 150
 NAR_LEN = 10
-SIZES = ((1, 999), (1000, 9999), (10000, 99999))  # number-size buckets
 MINE = (2024, 10203, 90009, 45678)  # chapter 8's exercise 3, and its hint
 
 
@@ -153,59 +157,94 @@ def repeat_rate(outputs) -> float:
     return sum(a == b for o in outputs for a, b in zip(o, o[1:])) / pairs
 
 
+def diagonal_hits(words, chars, where) -> tuple[int, int]:
+    """A monotonic baseline: the row emitting character t of T looks at
+    source word floor((t + 0.5) * S / T) of S. Returns (hits, digits)."""
+    unit_place = {"十": 1, "百": 2, "千": 3, "万": 4}
+    hits = total = 0
+    for t, c in enumerate(chars):
+        if c in "一二三四五六七八九":
+            nxt = chars[t + 1] if t + 1 < len(chars) else None
+            diag = int((t + 0.5) * len(words) / len(chars))
+            hits += diag == where[unit_place.get(nxt, 0)]
+            total += 1
+    return hits, total
+
+
+def first_mistake(ref, hyp) -> int:
+    padded = hyp + [None] * (len(ref) + 1 - len(hyp))
+    return next(
+        i for i, (a, b) in enumerate(zip(ref + [None], padded)) if a != b
+    )
+
+
+def shares(flags_by_key: dict) -> tuple[dict, dict]:
+    """{key: [bool]} -> ({key: share true}, {key: count}), keys sorted."""
+    keys = sorted(flags_by_key)
+    return (
+        {k: sum(flags_by_key[k]) / len(flags_by_key[k]) for k in keys},
+        {k: len(flags_by_key[k]) for k in keys},
+    )
+
+
 def chapter8(seed: int, model, history, d: Decoder) -> dict:
     splits = tr.make_splits(seed)
     test = splits["test"]
     hyps = d.greedy(model, test)
     refs = [t for _, t in test]
+    batches = tr.make_batches(test, 500, d.vs, d.vt, seed=None)
     row = {
         "valid_first": history["valid_loss"][0],
         "valid_last": history["valid_loss"][-1],
         "train_last50": sum(history["train_loss"][-50:]) / 50,
+        "valid_step": history["valid_step"],
+        "valid_loss": history["valid_loss"],
+        "valid_exact": history["valid_exact"],
         "exact": exact(hyps, test),
         "bleu": corpus_bleu(hyps, [[r] for r in refs]),
+        "ppl": evaluate_perplexity(model, batches),
+        "errors": sum(h != r for h, r in zip(hyps, refs)),
     }
-    # errors by number size
-    for lo, hi in SIZES:
-        inside = [
-            h == r for h, r in zip(hyps, refs) if lo <= read_chinese(r) <= hi
-        ]
-        row[f"n_{lo}"] = len(inside)
-        row[f"errors_{lo}"] = len(inside) - sum(inside)
-    row["errors"] = sum(h != r for h, r in zip(hyps, refs))
-    # accuracy by source length, test + 2,000 long numbers
+    # exact match by number size
+    by_size = collections.defaultdict(list)
+    for (s, r), h in zip(test, hyps):
+        by_size[tr.size_class(s)].append(h == r)
+    row["by_size"], row["n_by_size"] = shares(by_size)
+    # by source length, test + 2,000 long numbers; and by target length
     long_sample = random.Random(0).sample(splits["long"], 2000)
     long_hyps = d.greedy(model, long_sample)
     by_length = collections.defaultdict(list)
     for (s, r), h in zip(test + long_sample, hyps + long_hyps):
         by_length[len(s)].append(h == r)
-    row["by_length"] = {
-        n: sum(v) / len(v) for n, v in sorted(by_length.items())
-    }
-    row["n_by_length"] = {n: len(v) for n, v in sorted(by_length.items())}
+    row["by_length"], row["n_by_length"] = shares(by_length)
+    for name, pairs, outs in (
+        ("test", test, hyps),
+        ("long", long_sample, long_hyps),
+    ):
+        by_chars = collections.defaultdict(list)
+        for (_, r), h in zip(pairs, outs):
+            by_chars[len(r)].append(h == r)
+        row[f"{name}_by_chars"], row[f"{name}_n_by_chars"] = shares(by_chars)
     wrong = [(r, h) for (_, r), h in zip(long_sample, long_hyps) if h != r]
-
-    def first_mistake(ref, hyp):
-        padded = hyp + [None] * (len(ref) + 1 - len(hyp))
-        return next(
-            i for i, (a, b) in enumerate(zip(ref + [None], padded)) if a != b
-        )
-
+    row["n_long_wrong"] = len(wrong)
     row["at_end"] = sum(
         first_mistake(r, h) >= len(r) - 2 for r, h in wrong
     ) / max(len(wrong), 1)
+    row["at_end_chance"] = sum(3 / (len(r) + 1) for r, _ in wrong) / max(
+        len(wrong), 1
+    )
     # cross-attention alignment of digits, on correctly translated numbers
     correct = [p for p, h in zip(test, hyps) if h == p[1]][:500]
-    if not correct:  # an untrained model (a smoke test)
-        correct = test[:1]
+    correct = correct or test[:1]  # an untrained model (a smoke test)
     src, tgt = tr.encode_batch(correct, d.vs, d.vt)
     with torch.no_grad():
         model(src, tgt[:, :-1])
     weights = model.decoder.layers[-1].cross_weights.mean(1)
     unit_place = {"十": 1, "百": 2, "千": 3, "万": 4}
-    hits = total = chance = 0
+    hits = total = chance = diag = 0
     for b, (words, chars) in enumerate(correct):
         where = digit_word(read_chinese(chars))
+        diag += diagonal_hits(words, chars, where)[0]
         for t, c in enumerate(chars):
             if c in "一二三四五六七八九":
                 nxt = chars[t + 1] if t + 1 < len(chars) else None
@@ -215,6 +254,7 @@ def chapter8(seed: int, model, history, d: Decoder) -> dict:
                 chance += 1 / (len(words) + 1)
     total = max(total, 1)
     row["align_rate"], row["align_chance"] = hits / total, chance / total
+    row["align_diagonal"] = diag / total
     # the reordering of "X-teen thousand ...": 一 and the digit after 万
     # both look at the teen word (index 0)
     teens = [
@@ -338,12 +378,80 @@ def run_seed(seed: int, ch9: bool = True) -> dict:
     return row
 
 
+# The ablations: the chapter's config with one ingredient changed.
+ABLATIONS = {
+    "no_warmup": dict(warmup=False),  # same peak rate, from step 1
+    "no_smoothing": dict(label_smoothing=0.0),
+    "unbalanced": dict(min_size_share=0.0),  # sizes as they come
+    "two_layers": dict(num_layers=2),  # twice the cost per step
+    "high_rate": dict(factor=1.0),  # twice the peak rate
+    "high_rate_no_warmup": dict(factor=1.0, warmup=False),
+}
+
+
+def run_ablation(seed: int, name: str) -> dict:
+    """The chapter's config with ``ABLATIONS[name]``, trained on ``seed``:
+    exact match overall and by size, test perplexity, the curves."""
+    d = Decoder()
+    cfg = dataclasses.replace(TranslatorConfig(seed=seed), **ABLATIONS[name])
+    with threads(1):
+        start = time.perf_counter()
+        model, history = train_translator(cfg, progress=False)
+        test = tr.make_splits(seed)["test"]
+        hyps = d.greedy(model, test)
+        by_size = collections.defaultdict(list)
+        for (s, r), h in zip(test, hyps):
+            by_size[tr.size_class(s)].append(h == r)
+        batches = tr.make_batches(test, 500, d.vs, d.vt, seed=None)
+        row = {
+            "ablation": name,
+            "seed": seed,
+            "exact": exact(hyps, test),
+            "by_size": shares(by_size)[0],
+            "ppl": evaluate_perplexity(model, batches),
+            "valid_step": history["valid_step"],
+            "valid_exact": history["valid_exact"],
+            "train_loss_first50": sum(history["train_loss"][:50]) / 50,
+            "seconds": round(time.perf_counter() - start, 1),
+        }
+    return row
+
+
 def _round(x):
     if isinstance(x, float):
         return round(x, 6)
     if isinstance(x, dict):
         return {k: _round(v) for k, v in x.items()}
     return x
+
+
+def ablations(seeds, names) -> None:
+    rows = []
+    if ABLATION_OUT.is_file():  # keep the runs not redone
+        rows = [
+            r
+            for r in json.loads(ABLATION_OUT.read_text())["rows"]
+            if (r["ablation"], r["seed"])
+            not in {(n, s) for n in names for s in seeds}
+        ]
+    for name in names:
+        for seed in seeds:
+            row = _round(run_ablation(seed, name))
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    rows.sort(key=lambda r: (r["ablation"], r["seed"]))
+    meta = {
+        "what": "tools/sweep_ch08.py --ablations: chapter 8's config with "
+        "one ingredient changed, per seed",
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "config": dataclasses.asdict(TranslatorConfig()),
+        "ablations": ABLATIONS,
+    }
+    ABLATION_OUT.write_text(
+        json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n"
+    )
+    print(f"wrote {ABLATION_OUT.relative_to(ROOT)}")
 
 
 def main(seeds) -> None:
@@ -372,4 +480,10 @@ def main(seeds) -> None:
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or list(SEEDS))
+    args = sys.argv[1:]
+    if args and args[0] == "--ablations":
+        names = [a for a in args[1:] if a in ABLATIONS] or list(ABLATIONS)
+        chosen = [int(a) for a in args[1:] if a.isdigit()]
+        ablations(chosen or list(SEEDS), names)
+    else:
+        main([int(a) for a in args] or list(SEEDS))

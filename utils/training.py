@@ -27,7 +27,7 @@ from typing import Iterable
 import torch
 from torch import nn
 
-from .checks import check_int, check_number
+from .checks import check_bool, check_int, check_number
 from .loss import masked_cross_entropy
 from .runtime import evaluating
 
@@ -66,6 +66,7 @@ def noam_scheduler(
     d_model: int,
     warmup_steps: int,
     factor: float = 1.0,
+    warmup: bool = True,
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """A ``LambdaLR`` that sets every group's learning rate to ``noam_lr``
     exactly.
@@ -73,11 +74,13 @@ def noam_scheduler(
     ``LambdaLR`` multiplies each group's initial lr by the lambda and counts
     from 0, so the lambda divides by that initial lr and shifts the count by
     one (the formula starts at 1). Call ``scheduler.step()`` after each
-    ``optimizer.step()``.
+    ``optimizer.step()``. ``warmup=False`` (for an ablation) starts at the
+    peak and keeps it until ``warmup_steps``: the same peak and decay,
+    without the ramp.
     """
-    noam_lr(
-        1, d_model, warmup_steps, factor
-    )  # validate now, not at the first step
+    noam_lr(1, d_model, warmup_steps, factor)  # validate now, not later
+    check_bool(warmup, "warmup")
+    first = 1 if warmup else warmup_steps
     lambdas = []
     for group in optimizer.param_groups:
         base = group["lr"]
@@ -88,7 +91,8 @@ def noam_scheduler(
             )
         lambdas.append(
             lambda i, base=base: (
-                noam_lr(i + 1, d_model, warmup_steps, factor) / base
+                noam_lr(max(i + 1, first), d_model, warmup_steps, factor)
+                / base
             )
         )
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)

@@ -61,7 +61,7 @@ class TranslatorConfig:
     # the model: a small Post-Norm Transformer
     d_model: int = 64
     num_heads: int = 4
-    num_layers: int = 2
+    num_layers: int = 1
     d_ff: int = 128
     dropout: float = 0.1
     norm_first: bool = False
@@ -70,13 +70,15 @@ class TranslatorConfig:
     # each number size (1-99, 100-999, 1,000-9,999, 10,000+) fills at least
     # min_size_share of an epoch, by repetition
     max_train_words: int = 6
-    min_size_share: float = 0.0
+    min_size_share: float = 0.1
     # the recipe: label-smoothed loss, paper_adam, the warm-up schedule
+    # (warmup=False: the same peak and decay, without the ramp)
     label_smoothing: float = 0.1
     warmup_steps: int = 100
-    factor: float = 1.0
+    warmup: bool = True
+    factor: float = 0.5
     batch_size: int = 128
-    steps: int = 400
+    steps: int = 600
     seed: int = 0
     # every eval_every steps: validation loss, and greedy exact match on
     # the first n_valid_exact validation pairs
@@ -92,6 +94,7 @@ class TranslatorConfig:
             check_int(getattr(self, name), name, 1)
         check_int(self.seed, "seed", 0)
         check_bool(self.norm_first, "norm_first")
+        check_bool(self.warmup, "warmup")
         check_probability(self.dropout, "dropout")
         check_probability(self.label_smoothing, "label_smoothing")
         check_number(self.min_size_share, "min_size_share", 0.0, 0.25)
@@ -193,7 +196,7 @@ def train_translator(
         model = build_translator(cfg, vocab_src, vocab_tgt).to(device)
         optimizer = paper_adam(model.parameters())
         scheduler = noam_scheduler(
-            optimizer, cfg.d_model, cfg.warmup_steps, cfg.factor
+            optimizer, cfg.d_model, cfg.warmup_steps, cfg.factor, cfg.warmup
         )
         history = {
             "train_loss": [],
