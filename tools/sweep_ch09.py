@@ -47,6 +47,7 @@ from utils.training import (  # noqa: E402
 from utils.translator import TranslatorConfig, build_translator  # noqa: E402
 from utils.translation import (  # noqa: E402
     Vocab,
+    balance_by_size,
     encode_batch,
     group_pairs,
     make_batches,
@@ -56,8 +57,8 @@ from utils.translation import (  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "ch09_sweep.json"
 SEEDS = (0, 1, 2, 3, 4)
-STEPS = 300  # both decoders, the same recipe and the same steps
-EARLY_STEPS = 200  # the checkpoint kept as the "early" model
+STEPS = 500  # both decoders, the same recipe and the same steps
+EARLY_STEPS = 150  # the checkpoint kept as the "early" model
 EVAL_EVERY = 50
 N_CURVE = 100  # validation numbers decoded for the learning curves
 N_TEST = 300  # test numbers the chapter decodes
@@ -135,17 +136,22 @@ def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
     valid_src = sources(data["valid"])
     decode = one_pass_decode if one_pass else greedy
     curve, early, epoch, batches = [], None, 0, []
+    train_pairs = balance_by_size(data["train"], RECIPE.min_size_share)
     with threads(1):
         torch.manual_seed(seed)
         model = build_translator(RECIPE, VOCAB_SRC, VOCAB_TGT)
         opt = paper_adam(model.parameters())
         sched = noam_scheduler(
-            opt, RECIPE.d_model, RECIPE.warmup_steps, RECIPE.factor
+            opt,
+            RECIPE.d_model,
+            RECIPE.warmup_steps,
+            RECIPE.factor,
+            RECIPE.warmup,
         )
         for step in range(1, steps + 1):
             if not batches:  # a new epoch, reshuffled
                 batches = group_pairs(
-                    data["train"], RECIPE.batch_size, seed * 1000 + epoch
+                    train_pairs, RECIPE.batch_size, seed * 1000 + epoch
                 )[::-1]
                 epoch += 1
             src, tgt = encode_batch(batches.pop(), VOCAB_SRC, VOCAB_TGT)
