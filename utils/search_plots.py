@@ -156,13 +156,13 @@ def quality_diversity(curves, greedy_point, seed_rows):
                     f"{names[key]}={s:g}",
                     (xs[i], ys[i]),
                     textcoords="offset points",
-                    xytext=(-6, 6) if i == 0 else (6, 6),
+                    xytext=(-8, -16) if i == 0 else (6, 6),
                     ha="right" if i == 0 else "left",
                     fontsize=10,
                 )
         ax.plot(*greedy_point[::-1], "s", color="tab:orange", label="greedy")
         ax.set_xlim(0, 2.2)
-        ax.set_ylim(0, 1.05)
+        ax.set_ylim(0, 1.1)
         ax.set_title(f"sampling over {key.replace('_', '-')}", fontsize=11)
         ax.set_xlabel("distinct valid outputs per input", fontsize=10)
     axes[0].set_ylabel("share of samples valid", fontsize=10)
@@ -176,7 +176,7 @@ def learning_curves(curves, seed_rows=None):
     """Share of validation numbers decoded validly against training step,
     one line per decoder; ``curves`` = {label: [(step, rate)]};
     ``seed_rows`` = {label: [[(step, rate)], ...]} adds a min-max band."""
-    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    fig, ax = plt.subplots(figsize=(6.0, 3.6))
     for label, points in curves.items():
         steps = [s for s, _ in points]
         line = ax.plot(steps, [r for _, r in points], "o-", label=label)
@@ -193,6 +193,6 @@ def learning_curves(curves, seed_rows=None):
     ax.set_title("Valid outputs during training (band: 5 seeds)", fontsize=11)
     ax.set_xlabel("training step", fontsize=10)
     ax.set_ylabel("share valid", fontsize=10)
-    ax.legend(fontsize=10)
-    fig.tight_layout()
+    fig.legend(loc="lower center", ncol=len(curves), fontsize=10)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
