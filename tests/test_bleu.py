@@ -40,7 +40,8 @@ def test_clipping_uses_the_largest_count_in_any_single_reference():
 
 def test_hand_computed_precisions_and_scores():
     # unigrams: the x2, cat, on, mat match; sat does not -> 5/6
-    # bigrams: "the cat", "on the", "the mat" match -> 3/5; trigrams: only "on the mat" -> 1/4
+    # bigrams: "the cat", "on the", "the mat" match -> 3/5;
+    # trigrams: only "on the mat" -> 1/4
     assert [modified_precision(CAT, [CAT_REF], n) for n in (1, 2, 3, 4)] == [
         (5, 6),
         (3, 5),
@@ -57,7 +58,8 @@ def test_hand_computed_precisions_and_scores():
 
 
 def test_weights_are_not_raised_to_an_extra_power():
-    # the formula with an extra ^(1/N) would give sqrt(sqrt(1/2)) = 0.84 here instead of 0.71
+    # the formula with an extra ^(1/N) would give sqrt(sqrt(1/2)) = 0.84
+    # here instead of 0.71
     assert not math.isclose(
         sentence_bleu(CAT, [CAT_REF], max_n=2), math.sqrt(0.5) ** 0.5
     )
@@ -90,7 +92,8 @@ def test_closest_reference_length_prefers_the_shorter_on_a_tie():
 def test_corpus_bleu_pools_counts_before_dividing():
     cands = [CAT, "Thank you".split()]
     refs = [[CAT_REF], [REF]]
-    # unigrams (5 + 2) / (6 + 2), bigrams (3 + 1) / (5 + 1), lengths c = 8, r = 13
+    # unigrams (5 + 2) / (6 + 2), bigrams (3 + 1) / (5 + 1),
+    # lengths c = 8, r = 13
     expected = math.exp(1 - 13 / 8) * math.sqrt(7 / 8 * 4 / 6)
     assert math.isclose(corpus_bleu(cands, refs, max_n=2), expected)
     mean_of_sentences = (

@@ -1,4 +1,5 @@
-"""Greedy decoding and beam search, on a hand-made model whose answers are known and on a tiny Transformer."""
+"""Greedy decoding and beam search, on a hand-made model whose answers are
+known and on a tiny Transformer."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ PAD, BOS, EOS, A, B, C, D = range(7)
 
 
 def bigram(table: dict[int, dict[int, float]]) -> BigramModel:
-    """A BigramModel from {last token: {next token: probability}}; unlisted pairs get ~0."""
+    """A BigramModel from {last token: {next token: probability}}; unlisted
+    pairs get ~0."""
     p = torch.full((7, 7), 1e-12)
     for last, row in table.items():
         for nxt, prob in row.items():
@@ -30,7 +32,8 @@ def bigram(table: dict[int, dict[int, float]]) -> BigramModel:
     return BigramModel((p / p.sum(1, keepdim=True)).log())
 
 
-# greedy takes A (0.6) and ends with 0.6 * 0.4 = 0.24; B then EOS scores 0.4 * 0.9 = 0.36
+# greedy takes A (0.6) and ends with 0.6 * 0.4 = 0.24;
+# B then EOS scores 0.4 * 0.9 = 0.36
 MYOPIC = {
     BOS: {A: 0.6, B: 0.4},
     A: {EOS: 0.4, C: 0.3, D: 0.3},
@@ -42,7 +45,8 @@ SRC = torch.zeros(1, 2, dtype=torch.long)
 
 
 def all_scores(model, max_len=4):
-    """Brute force: the probability of every sequence that ends with EOS within max_len tokens."""
+    """Brute force: the probability of every sequence that ends with EOS
+    within max_len tokens."""
     out = {}
     for n in range(1, max_len + 1):
         for body in itertools.product([A, B, C, D], repeat=n - 1):
@@ -128,7 +132,8 @@ def test_wide_beam_finds_the_exact_best_of_a_small_model():
 
 
 def test_length_normalisation_changes_the_winner():
-    # "EOS" at once: 0.4 (log -0.92, 1 token); "A B C EOS": 0.6*0.8*0.8*0.9 = 0.3456 (log -1.06, 4 tokens)
+    # "EOS" at once: 0.4 (log -0.92, 1 token);
+    # "A B C EOS": 0.6*0.8*0.8*0.9 = 0.3456 (log -1.06, 4 tokens)
     model = bigram(
         {
             BOS: {EOS: 0.4, A: 0.6},

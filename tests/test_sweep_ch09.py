@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tools import sweep_ch09
+from utils import ambiguous as amb
 
 
 def _rows():
@@ -26,35 +27,32 @@ def test_the_sweep_has_five_seeds_and_every_number_the_chapter_reads():
         for part in ("ar", "early"):
             for key in ("g_valid", "b_valid", "search", "model", "too_long"):
                 assert key in r[part], (part, key)
-        assert len(r["temperature"]) == len(sweep_ch09.TEMPERATURES)
-        assert len(r["top_p"]) == len(sweep_ch09.TOP_PS)
+        assert len(r["temperature"]) == len(amb.TEMPERATURES)
+        assert len(r["top_p"]) == len(amb.TOP_PS)
         assert {"valid", "mixed", "bleu"} <= set(r["nar"])
 
 
 @pytest.mark.slow
 def test_seed_0_retrained_matches_its_stored_row():
     stored = _rows()[0]
-    data = sweep_ch09.task(0)
-    model, curve, _ = sweep_ch09.train(0, data=data)
+    data = amb.task(0)
+    model, curve, _ = amb.train(0, data=data)
     assert [s for s, _ in curve] == [s for s, _ in stored["ar_curve"]]
     for (_, got), (_, want) in zip(curve, stored["ar_curve"]):
         assert abs(got - want) < 0.05
-    src = sweep_ch09.sources(data["test"])
-    greedy = sweep_ch09.greedy(model, src)
+    src = amb.sources(data["test"])
+    greedy = amb.greedy(model, src)
     assert (
-        abs(
-            sweep_ch09.valid_rate(greedy, data["test"])
-            - stored["ar"]["g_valid"]
-        )
+        abs(amb.valid_rate(greedy, data["test"]) - stored["ar"]["g_valid"])
         < 0.03
     )
-    kinds = sweep_ch09.error_kinds(model, src, greedy, data["test"])
+    kinds = amb.error_kinds(model, src, greedy, data["test"])
     assert abs(kinds["search"] - stored["ar"]["search"]) <= 5
     assert abs(kinds["model"] - stored["ar"]["model"]) <= 10
 
 
 def test_the_loop_is_train_translators_on_the_same_data():
-    """``sweep_ch09.train`` adds curves and a snapshot to chapter 8's loop,
+    """``amb.train`` adds curves and a snapshot to chapter 8's loop,
     and changes nothing else: same config and data, same weights."""
     import dataclasses
 
@@ -62,16 +60,16 @@ def test_the_loop_is_train_translators_on_the_same_data():
 
     from utils.translator import train_translator
 
-    data = sweep_ch09.task(0)
+    data = amb.task(0)
     splits = {"train": data["train"], "valid": data["train"][:50]}
-    cfg = dataclasses.replace(sweep_ch09.RECIPE, steps=30, eval_every=30)
+    cfg = dataclasses.replace(amb.RECIPE, steps=30, eval_every=30)
     theirs, _ = train_translator(
         cfg,
         splits,
         progress=False,
-        vocabs=(sweep_ch09.VOCAB_SRC, sweep_ch09.VOCAB_TGT),
+        vocabs=(amb.VOCAB_SRC, amb.VOCAB_TGT),
     )
-    ours, _, _ = sweep_ch09.train(0, steps=30, data=data)
+    ours, _, _ = amb.train(0, steps=30, data=data)
     for (name, a), b in zip(
         theirs.state_dict().items(), ours.state_dict().values()
     ):

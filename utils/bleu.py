@@ -15,7 +15,7 @@ import math
 from collections import Counter
 from typing import Sequence
 
-from .checks import check_int
+from .checks import check_instance, check_int
 
 __all__ = [
     "ngrams",
@@ -30,22 +30,17 @@ Tokens = Sequence  # a sentence: a list (or tuple) of tokens, e.g. words or ids
 
 
 def _check_tokens(name: str, tokens) -> list:
-    if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)):
-        raise TypeError(
-            f"{name} must be a list of tokens (split the sentence first), "
-            f"got {type(tokens).__name__}"
-        )
-    return list(tokens)
+    if isinstance(tokens, str):
+        raise TypeError(f"{name} must be a list of tokens: split it first")
+    return list(
+        check_instance(tokens, name, (list, tuple), "a list of tokens")
+    )
 
 
 def _check_sentences(name: str, sentences) -> None:
-    """A non-empty list (or tuple) of sentences: TypeError for another kind
-    of thing, ValueError for an empty one."""
-    if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)):
-        raise TypeError(
-            f"{name} must be a list of token lists, "
-            f"got {type(sentences).__name__}"
-        )
+    """A non-empty list (or tuple) of sentences."""
+    what = "a list of token lists"
+    check_instance(sentences, name, (list, tuple), what)
     if not sentences:
         raise ValueError(f"{name} must not be empty")
 

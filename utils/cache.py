@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 
 from .attention import AttentionCache
-from .checks import check_ids, check_int
+from .checks import check_ids, check_int, check_tensor
 
 __all__ = ["KVCache"]
 
@@ -54,12 +54,10 @@ class KVCache:
         self-attention mask ``(B, 1, n, length)`` of their queries: causal
         (position ``p`` sees keys ``<= p``) and never a padded key."""
         check_ids(tokens, "tokens", ndim=2)
+        if self.keep is not None:
+            rows = (self.keep.size(0), "length")  # the cache's batch
+            check_tensor(tokens, "tokens (the cache's batch)", shape=rows)
         b, n = tokens.shape
-        if self.keep is not None and b != self.keep.size(0):
-            raise ValueError(
-                f"tokens batch size {b} differs from the cache's "
-                f"{self.keep.size(0)}"
-            )
         t0 = self.length
         new = tokens != pad_id  # (B, n)
         self.keep = (

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_ids, check_int, check_number
+from .checks import check_at_most, check_ids, check_int, check_number
 from .model import Transformer
 from .runtime import evaluating
 from .sampling import sample
@@ -41,38 +41,37 @@ def _vocab_size(model) -> int | None:
 
 
 def _check(model, src, max_len, bos_id, eos_id, pad_id) -> int:
-    for attr in ("encode", "decode", "generator"):
-        if not hasattr(model, attr):
-            raise TypeError(
-                f"model must have encode/decode/generator, "
-                f"{type(model).__name__} has no {attr!r}"
-            )
+    # Any model with the Transformer's three calls (BigramModel too).
+    missing = [
+        a for a in ("encode", "decode", "generator") if not hasattr(model, a)
+    ]
+    if missing:
+        kind = type(model).__name__
+        raise TypeError(
+            f"model must have encode/decode/generator, {kind} lacks {missing}"
+        )
     check_ids(src, "src", ndim=2)
-    max_len = check_int(max_len, "max_len", 1)
     vocab = _vocab_size(model)
-    ids = {}
     for name, value in (
         ("bos_id", bos_id),
         ("eos_id", eos_id),
         ("pad_id", pad_id),
     ):
-        ids[name] = check_int(value, name, 0)
-        if vocab is not None and ids[name] >= vocab:
+        check_int(value, name, 0)
+        if vocab is not None and value >= vocab:
             raise ValueError(
-                f"{name}={value} is outside the model's vocabulary "
-                f"[0, {vocab})"
+                f"{name}={value} is outside the vocabulary [0, {vocab})"
             )
     if bos_id == eos_id:
         raise ValueError(
             f"bos_id and eos_id must differ, got {bos_id} for both"
         )
-    for name in ("bos_id", "eos_id"):
-        if ids[name] == ids["pad_id"]:
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
+        if value == pad_id:  # PAD fills finished rows and is never generated
             raise ValueError(
-                f"pad_id must differ from {name}, got {pad_id} for both: "
-                f"PAD fills finished rows and is never generated"
+                f"pad_id must differ from {name}, got {pad_id} for both"
             )
-    return max_len
+    return check_int(max_len, "max_len", 1)
 
 
 class _Stepper:
@@ -237,10 +236,7 @@ def beam_search(
     max_len = _check(model, src, max_len, bos_id, eos_id, pad_id)
     k = check_int(beam_size, "beam_size", 1)
     num_return = check_int(num_return, "num_return", 1)
-    if num_return > k:
-        raise ValueError(
-            f"num_return={num_return} cannot exceed beam_size={beam_size}"
-        )
+    check_at_most(num_return, "num_return", k, f"beam_size={beam_size}")
     alpha = check_number(alpha, "alpha", 0.0, finite=True)
     b, dev = src.size(0), src.device
     with evaluating(model):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_int, check_number
+from .checks import check_instance, check_int, check_number, check_tensor
 
 __all__ = [
     "apply_temperature",
@@ -24,17 +24,8 @@ __all__ = [
 
 
 def _check_logits(logits) -> None:
-    if not isinstance(logits, torch.Tensor):
-        raise TypeError(
-            f"logits must be a tensor (..., V), got {type(logits).__name__}"
-        )
-    if not logits.is_floating_point():
-        raise TypeError(f"logits must be floating point, got {logits.dtype}")
-    if logits.dim() < 1 or logits.size(-1) < 1:
-        raise ValueError(
-            f"logits must have a vocabulary dim (..., V >= 1), "
-            f"got shape {tuple(logits.shape)}"
-        )
+    check_tensor(logits, "logits", floating=True, min_ndim=1)
+    check_int(logits.size(-1), "the vocabulary size V of logits", 1)
 
 
 def apply_temperature(
@@ -123,11 +114,8 @@ def sample(
     independently of the global random state. ``temperature=0`` returns
     the argmax without drawing.
     """
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator, "
-            f"got {type(generator).__name__}"
-        )
+    if generator is not None:
+        check_instance(generator, "generator", torch.Generator)
     probs = next_token_probs(logits, temperature, top_k, top_p)
     if temperature == 0:  # greedy: no random draw, the generator is untouched
         return probs.argmax(dim=-1)

@@ -1,0 +1,249 @@
+"""Chapter 9's experiment: the ambiguous translation task, trained and
+measured.
+
+Every training target is drawn from a number's everyday and financial
+writings (``utils.numerals.mixed_targets``), so an input has two right
+answers. ``train`` is chapter 8's loop (``utils.translator``: the same
+recipe, seeding and batches) plus what chapter 9 needs: a one-pass decoder
+(every position at once, from BOS queries), a learning curve of valid outputs
+and the weights after ``EARLY_STEPS`` steps. The rest scores outputs against
+every valid writing: valid rate, search vs model errors, beam, sampling.
+``tools/sweep_ch09.py`` runs it on five seeds.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+from . import numerals as nm
+from .decoding import (
+    beam_search,
+    greedy_decode,
+    sample_decode,
+    sequence_log_prob,
+)
+from .loss import masked_cross_entropy
+from .runtime import threads
+from .training import noam_scheduler, paper_adam, train_step
+from .translation import (
+    Vocab,
+    balance_by_size,
+    encode_batch,
+    group_pairs,
+    make_splits,
+    source_vocab,
+)
+from .translator import TranslatorConfig, build_translator
+
+STEPS = 500  # both decoders, the same recipe and the same steps
+EARLY_STEPS = 150  # the checkpoint kept as the "early" model
+EVAL_EVERY = 50
+N_CURVE = 100  # validation numbers decoded for the learning curves
+N_TEST = 300  # test numbers the chapter decodes
+MAX_LEN = 12  # the longest target has 9 characters, plus EOS
+NAR_LEN = 10
+TEMPERATURES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+TOP_PS = (0.3, 0.5, 0.7, 0.9, 1.0)
+N_SAMPLES = 8  # samples per source in the quality/diversity curves
+N_SAMPLED = 60  # sources in the quality/diversity curves
+# chapter 8's model and recipe (label smoothing included), for fewer steps
+RECIPE = TranslatorConfig(steps=STEPS)
+
+VOCAB_SRC, VOCAB_TGT = source_vocab(), Vocab(nm.AMBIGUOUS_CHARS)
+BOS, EOS, PAD = VOCAB_TGT.bos_id, VOCAB_TGT.eos_id, VOCAB_TGT.pad_id
+
+
+def task(seed: int) -> dict:
+    """Chapter 8's splits with mixed training targets; the evaluation
+    splits keep the number (``(words, n)``), scored against every valid
+    writing."""
+    splits = make_splits(seed)
+
+    def numbered(pairs):
+        return [(w, nm.read_numeral(t)) for w, t in pairs]
+
+    return {
+        "train": nm.mixed_targets(splits["train"], seed),
+        "valid": numbered(splits["valid"][:N_CURVE]),
+        "test": numbered(splits["test"][:N_TEST]),
+    }
+
+
+def mixed_test(seed: int) -> list:
+    """The whole test split with mixed targets (for perplexity)."""
+    return nm.mixed_targets(make_splits(seed)["test"], seed + 1)
+
+
+def sources(numbered) -> torch.Tensor:
+    pairs = [(w, nm.chinese_numerals(n)) for w, n in numbered]
+    return encode_batch(pairs, VOCAB_SRC, VOCAB_TGT)[0]  # (B, S)
+
+
+def queries(batch_size: int) -> torch.Tensor:
+    """The one-pass decoder's input: BOS at every position (B, NAR_LEN)."""
+    return torch.full((batch_size, NAR_LEN), BOS)
+
+
+def one_pass_decode(model, src) -> list[list[str]]:
+    with torch.no_grad():
+        logits = model(src, queries(src.size(0)))  # (B, L, V): one pass
+    logits[..., PAD] = float("-inf")
+    return [VOCAB_TGT.decode(row) for row in logits.argmax(-1)]
+
+
+def greedy(model, src) -> list[list[str]]:
+    out = greedy_decode(model, src, MAX_LEN, BOS, EOS, PAD)
+    return [VOCAB_TGT.decode(row) for row in out]
+
+
+def valid_rate(outputs, numbered) -> float:
+    ok = sum(nm.is_valid_writing(o, n) for o, (_, n) in zip(outputs, numbered))
+    return ok / len(numbered)
+
+
+def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
+    """Chapter 8's recipe (Adam with the Noam schedule, label smoothing
+    0.1, dropout 0.1) on the mixed targets: the loop of
+    ``utils.translator.train_translator`` (same seeding, batches and
+    steps), plus what it does not offer: the one-pass decoder, a
+    valid-rate curve and the weights at ``EARLY_STEPS``. Returns
+    ``(model, curve, early)``: ``curve`` lists (step, share of validation
+    numbers decoded validly), ``early`` the weights after ``EARLY_STEPS``
+    steps."""
+    data = task(seed) if data is None else data
+    valid_src = sources(data["valid"])
+    decode = one_pass_decode if one_pass else greedy
+    curve, early, epoch, batches = [], None, 0, []
+    train_pairs = balance_by_size(data["train"], RECIPE.min_size_share)
+    with threads(1):
+        torch.manual_seed(seed)
+        model = build_translator(RECIPE, VOCAB_SRC, VOCAB_TGT)
+        opt = paper_adam(model.parameters())
+        sched = noam_scheduler(
+            opt,
+            RECIPE.d_model,
+            RECIPE.warmup_steps,
+            RECIPE.factor,
+            RECIPE.warmup,
+        )
+        for step in range(1, steps + 1):
+            if not batches:  # a new epoch, reshuffled
+                batches = group_pairs(
+                    train_pairs, RECIPE.batch_size, seed * 1000 + epoch
+                )[::-1]
+                epoch += 1
+            src, tgt = encode_batch(batches.pop(), VOCAB_SRC, VOCAB_TGT)
+            if one_pass:  # every position at once, from BOS queries
+                model.train()
+                target = torch.full((src.size(0), NAR_LEN), PAD)
+                target[:, : tgt.size(1) - 1] = tgt[:, 1:]
+                logits = model(src, queries(src.size(0)))  # (B, L, V)
+                loss = masked_cross_entropy(
+                    logits, target, target != PAD, RECIPE.label_smoothing
+                )
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                sched.step()
+            else:
+                train_step(
+                    model, src, tgt, opt, sched, RECIPE.label_smoothing, PAD
+                )
+            if step % EVAL_EVERY == 0:
+                model.eval()
+                rate = valid_rate(decode(model, valid_src), data["valid"])
+                curve.append((step, round(rate, 4)))
+            if step == EARLY_STEPS:
+                early = copy.deepcopy(model.state_dict())
+    model.eval()
+    return model, curve, early
+
+
+def references(numbered):
+    return [nm.valid_writings(n) for _, n in numbered]
+
+
+def token_ids(outputs) -> torch.Tensor:
+    """Character lists -> (B, T) ids: BOS, characters, EOS, PAD..."""
+    rows = [VOCAB_TGT.encode(o, bos=True) for o in outputs]
+    ids = torch.full((len(rows), max(map(len, rows))), PAD)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r)
+    return ids
+
+
+def error_kinds(model, src, outputs, numbered) -> dict:
+    """Greedy's invalid outputs, split: a search error when some valid
+    writing scores higher under the model than the output, else a model
+    error."""
+    wrong = [
+        i
+        for i, (o, (_, n)) in enumerate(zip(outputs, numbered))
+        if not nm.is_valid_writing(o, n)
+    ]
+    if not wrong:
+        return {"search": 0, "model": 0, "wrong": []}
+    rows = src[wrong]
+    out_lp = sequence_log_prob(
+        model, rows, token_ids([outputs[i] for i in wrong]), EOS, PAD
+    )
+    best_ref = torch.stack(
+        [
+            sequence_log_prob(
+                model,
+                rows,
+                token_ids(
+                    [nm.valid_writings(numbered[i][1])[c] for i in wrong]
+                ),
+                EOS,
+                PAD,
+            )
+            for c in (0, 1)
+        ]
+    ).amax(0)
+    search = (best_ref > out_lp).tolist()
+    return {
+        "search": sum(search),
+        "model": len(wrong) - sum(search),
+        "wrong": wrong,
+        "is_search": search,
+    }
+
+
+def beam(model, src, k=4, alpha=0.0) -> list[list[str]]:
+    hyps = beam_search(
+        model, src, MAX_LEN, BOS, EOS, beam_size=k, alpha=alpha, pad_id=PAD
+    )
+    return [VOCAB_TGT.decode(h[0][0]) for h in hyps]
+
+
+def quality_diversity(model, numbered, seed: int, **filters) -> tuple:
+    """Sample N_SAMPLES outputs per source -> (share valid, mean distinct
+    valid outputs per source)."""
+    src = sources(numbered).repeat_interleave(N_SAMPLES, 0)
+    gen = torch.Generator().manual_seed(seed)
+    out = sample_decode(
+        model, src, MAX_LEN, BOS, EOS, PAD, generator=gen, **filters
+    )
+    texts = [VOCAB_TGT.decode(r) for r in out]
+    valid, distinct = 0, 0
+    for i, (_, n) in enumerate(numbered):
+        mine = texts[i * N_SAMPLES : (i + 1) * N_SAMPLES]
+        ok = [tuple(t) for t in mine if nm.is_valid_writing(t, n)]
+        valid += len(ok)
+        distinct += len(set(ok))
+    return valid / len(src), distinct / len(numbered)
+
+
+def mean_len(outputs) -> float:
+    return sum(map(len, outputs)) / len(outputs)
+
+
+def closest_ref_len(outputs, numbered) -> float:
+    """Mean length of the valid writing closest in length to each output."""
+    return sum(
+        min((abs(len(w) - len(o)), len(w)) for w in nm.valid_writings(n))[1]
+        for o, (_, n) in zip(outputs, numbered)
+    ) / len(outputs)
