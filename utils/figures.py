@@ -1,0 +1,268 @@
+"""The one funnel every figure a notebook shows passes through.
+
+``plotting.use_course_style`` (called by ``utils.setup``) installs it in
+IPython. Before a figure is shown, ``finish`` translates its text (Chinese
+mode, ``utils.labels``), draws it and checks it:
+
+- **legible**: its smallest text is at least ``MIN_CSS_PX`` CSS pixels on a
+  390 px phone, where the figure is shrunk to the content column
+  (``COLUMN_PX``, measured in Chromium);
+- **no overlaps**: no two texts (tick labels, titles, axis labels, legends,
+  annotations, diagram labels) cover each other.
+
+A failure raises ``FigureError`` in the cell, naming the figure and the
+texts. Figures are then encoded once: SVG with text as paths (line plots,
+diagrams) or a palette PNG (figures holding images, such as heatmaps), with
+the smallest font and the width recorded in the file for the browser test.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+
+import matplotlib.pyplot as plt
+from matplotlib._pylab_helpers import Gcf
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+from matplotlib.text import Text
+
+from . import labels
+
+# The text column of a chapter page in a 390 px wide window (Chromium,
+# sphinx-book-theme 1.3): a figure wider than this is shrunk to it.
+COLUMN_PX = 358
+MIN_CSS_PX = 8.0
+OVERLAP_PX = 1.0  # texts may touch by this much (at 100 dpi)
+PAD_IN = 0.1  # bbox_inches="tight" padding
+PNG_SCALE = 2  # pixels per CSS pixel in a PNG (sharp on 2x screens)
+# The record the browser test reads back from each image file.
+RECORD = "course-figure min-font-pt={pt:.2f} width-in={width:.3f}"
+RECORD_RE = re.compile(r"course-figure min-font-pt=([\d.]+) width-in=([\d.]+)")
+
+
+class FigureError(AssertionError):
+    """A figure is illegible on a phone or has overlapping texts."""
+
+
+def _name(fig: Figure) -> str:
+    titles = [t.get_text() for t in fig.findobj(Text) if t.get_text()]
+    suptitle = getattr(fig, "_suptitle", None)
+    if suptitle is not None and suptitle.get_text():
+        return repr(suptitle.get_text())
+    for ax in fig.axes:
+        if ax.get_title():
+            return repr(ax.get_title())
+    return repr(titles[0]) if titles else f"figure {fig.number}"
+
+
+def texts(fig: Figure) -> list[Text]:
+    """The texts a draw of ``fig`` shows: visible, non-empty, with only the
+    tick labels of drawn ticks (call after ``fig.canvas.draw()``)."""
+    ticks, drawn = set(), []
+    for ax in fig.axes:
+        for axis in ax._axis_map.values():
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ticks.update({id(tick.label1), id(tick.label2)})
+            for tick in axis._update_ticks():
+                drawn += [lab for lab in (tick.label1, tick.label2)]
+    found = [t for t in fig.findobj(Text) if id(t) not in ticks] + drawn
+    return [
+        t
+        for t in found
+        if t.get_visible() and t.get_text().strip() and _shown(t)
+    ]
+
+
+def _shown(t: Text) -> bool:
+    """False for texts of a hidden axes."""
+    return t.axes is None or t.axes.get_visible()
+
+
+def width_in(fig: Figure) -> float:
+    """The width of the saved figure (``bbox_inches="tight"``), inches."""
+    renderer = fig.canvas.get_renderer()
+    box = fig.get_tightbbox(renderer)
+    return box.width + 2 * PAD_IN
+
+
+def css_px(pt: float, width: float, column: float = COLUMN_PX) -> float:
+    """Size in CSS px of ``pt``-point text in a figure ``width`` inches wide
+    (shown at 96 px per inch) on a phone whose column is ``column`` px."""
+    return pt * min(96 / 72, column / (72 * width))
+
+
+def smallest(fig: Figure) -> tuple[float, str]:
+    """The smallest font size (points) among the drawn texts, and one text
+    of that size."""
+    sizes = [(t.get_fontsize(), t.get_text()) for t in texts(fig)]
+    return min(sizes) if sizes else (12.0, "")
+
+
+def check_legible(fig: Figure) -> None:
+    """Raise ``FigureError`` if the smallest text is under ``MIN_CSS_PX``
+    CSS px on a 390 px phone (call after ``fig.canvas.draw()``)."""
+    width = width_in(fig)
+    pt, text = smallest(fig)
+    px = css_px(pt, width)
+    if px < MIN_CSS_PX:
+        small = sorted(
+            {t.get_text() for t in texts(fig) if t.get_fontsize() == pt}
+        )[:5]
+        need = MIN_CSS_PX * 72 * width / COLUMN_PX
+        raise FigureError(
+            f"figure {_name(fig)}: text of {pt:g} pt in a {width:.2f} in "
+            f"wide figure shows at {px:.1f} CSS px on a 390 px phone (< "
+            f"{MIN_CSS_PX:g}); texts {small}: use >= {need:.1f} pt or a "
+            "narrower figure"
+        )
+
+
+def overlaps(fig: Figure) -> list[tuple[str, str]]:
+    """Pairs of drawn texts whose boxes overlap by more than
+    ``OVERLAP_PX`` (call after ``fig.canvas.draw()``)."""
+    renderer = fig.canvas.get_renderer()
+    shrink = OVERLAP_PX * fig.dpi / 100
+    boxes = []
+    for t in texts(fig):
+        b = t.get_window_extent(renderer)
+        boxes.append((t.get_text(), b.x0, b.y0, b.x1, b.y1))
+    found = []
+    for i, (a, ax0, ay0, ax1, ay1) in enumerate(boxes):
+        for b, bx0, by0, bx1, by1 in boxes[i + 1 :]:
+            dx = min(ax1, bx1) - max(ax0, bx0)
+            dy = min(ay1, by1) - max(ay0, by0)
+            if dx > shrink and dy > shrink:
+                found.append((a, b))
+    return found
+
+
+def check_overlaps(fig: Figure) -> None:
+    """Raise ``FigureError`` naming the texts that cover each other."""
+    found = overlaps(fig)
+    if found:
+        pairs = "; ".join(f"{a!r} / {b!r}" for a, b in found[:6])
+        raise FigureError(
+            f"figure {_name(fig)}: {len(found)} overlapping text pair(s): "
+            f"{pairs}"
+        )
+
+
+def finish(fig: Figure) -> None:
+    """Translate (Chinese mode), draw and check ``fig``, once."""
+    if getattr(fig, "_course_finished", False):
+        return
+    fig._course_finished = True
+    labels.translate_figure(fig)
+    fig.canvas.draw()
+    check_legible(fig)
+    check_overlaps(fig)
+
+
+def is_raster(fig: Figure) -> bool:
+    """Figures holding images (heatmaps) are PNG; the rest SVG."""
+    return any(isinstance(a, AxesImage) for ax in fig.axes for a in ax.images)
+
+
+def encode(fig: Figure) -> tuple[dict, dict]:
+    """The figure as a display bundle: SVG (text as paths) or palette PNG,
+    with the smallest font and the width recorded in the file."""
+    fig.canvas.draw()
+    width = width_in(fig)
+    record = RECORD.format(pt=smallest(fig)[0], width=width)
+    buf = io.BytesIO()
+    common = {"bbox_inches": "tight", "pad_inches": PAD_IN}
+    if not is_raster(fig):
+        with plt.rc_context({"svg.fonttype": "path"}):
+            fig.savefig(
+                buf,
+                format="svg",
+                metadata={"Date": None, "Description": record},
+                **common,
+            )
+        return {"image/svg+xml": buf.getvalue().decode()}, {}
+    fig.savefig(buf, format="png", dpi=96 * PNG_SCALE, **common)
+    from base64 import b64encode
+
+    from PIL import Image, PngImagePlugin
+
+    image = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    small = image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=0)
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Description", record)
+    out = io.BytesIO()
+    small.save(out, format="png", optimize=True, pnginfo=info)
+    size = {"width": image.width // PNG_SCALE}
+    size["height"] = image.height // PNG_SCALE
+    return {"image/png": b64encode(out.getvalue()).decode()}, {
+        "image/png": size
+    }
+
+
+_errors: list[BaseException] = []
+
+
+def _drop_inline_formatters(ip) -> None:
+    """Remove the inline backend's own figure formatters (it registers them
+    when it is first loaded, possibly after ``install``)."""
+    formatters = ip.display_formatter.formatters
+    for mime in (
+        "image/png",
+        "image/svg+xml",
+        "image/jpeg",
+        "application/pdf",
+    ):
+        formatters[mime].pop(Figure, None)
+
+
+def _bundle(fig: Figure):
+    """IPython's display formatter for figures: finish, then encode."""
+    from IPython import get_ipython
+
+    _drop_inline_formatters(get_ipython())
+    try:
+        finish(fig)
+    except FigureError as error:
+        _errors.append(error)  # raised at the end of the cell (_cell_end)
+    return encode(fig)
+
+
+def _cell_end(value=None):
+    """Run at the end of every cell: finish the figures still open (the
+    inline backend shows them after the cell), raise any figure error."""
+    for manager in Gcf.get_all_fig_managers():
+        try:
+            finish(manager.canvas.figure)
+        except FigureError as error:
+            _errors.append(error)
+    if _errors:
+        errors = list(_errors)
+        _errors.clear()
+        raise FigureError("\n".join(str(e) for e in errors))
+    return value
+
+
+class _AtCellEnd(ast.NodeTransformer):
+    """Appends ``_cell_end()`` to a cell, wrapping its last expression so
+    its value is still displayed."""
+
+    def visit_Module(self, node):
+        call = ast.Name("__course_cell_end__", ast.Load())
+        last = node.body[-1] if node.body else None
+        if isinstance(last, ast.Expr):
+            last.value = ast.Call(call, [last.value], [])
+        else:
+            node.body.append(ast.Expr(ast.Call(call, [], [])))
+        return ast.fix_missing_locations(node)
+
+
+def install(ip) -> None:
+    """Route every figure ``ip`` displays through the funnel."""
+    plt.get_backend()  # loads the inline backend, which adds formatters
+    _drop_inline_formatters(ip)
+    ip.display_formatter.mimebundle_formatter.for_type(Figure, _bundle)
+    ip.user_ns["__course_cell_end__"] = _cell_end
+    if not any(isinstance(t, _AtCellEnd) for t in ip.ast_transformers):
+        ip.ast_transformers.append(_AtCellEnd())
+        ip.events.register("pre_run_cell", lambda *_: _errors.clear())
