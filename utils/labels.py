@@ -122,19 +122,34 @@ def used() -> set[str]:
     return set(_state["used"])
 
 
-def translate_figure(fig: Figure) -> None:
+def translate_figure(fig: Figure, strict: bool = True) -> list[str]:
     """In Chinese mode, replace every text of ``fig`` by its translation and
-    give it the CJK font (DejaVu Sans first, for Latin and symbols)."""
+    give it the CJK font (DejaVu Sans first, for Latin and symbols).
+
+    ``strict=False`` keeps a text with no entry and returns those texts
+    instead of raising."""
+    missing: list[str] = []
     if _state["language"] != "zh":
-        return
+        return missing
+
+    def lookup(text: str) -> str:
+        try:
+            return translate(text)
+        except KeyError:
+            if strict:
+                raise
+            missing.append(text)
+            return text
+
     family = ["DejaVu Sans", cjk_font()]
     for ax in fig.axes:
         for axis in ax._axis_map.values():
             formatter = axis.get_major_formatter()
             if hasattr(formatter, "seq"):  # FixedFormatter: word ticks
-                formatter.seq = [translate(str(s)) for s in formatter.seq]
+                formatter.seq = [lookup(str(s)) for s in formatter.seq]
     for t in fig.findobj(Text):
         text = t.get_text()
         if text:
-            t.set_text(translate(text))
+            t.set_text(lookup(text))
         t.set_fontfamily(family)
+    return missing
