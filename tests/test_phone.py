@@ -128,8 +128,9 @@ def _is_chapter(page: str) -> bool:
     return bool(re.match(r"(zh/)?book/\d\d_", page))
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p.endswith("search")
-                                  is False])
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if p.endswith("search") is False]
+)
 def test_page_is_light_and_legible(phone, site_url, page):  # noqa: F811
     m = measure(phone, site_url, page)
     total = m["html"] + m["images"]
@@ -178,8 +179,11 @@ def main() -> None:
                 f"{name} | {m['html']:.0f} | {m['images']:.0f} | "
                 f"{m['html'] + m['images']:.0f} | {small} | "
                 f"col {m['column']:.0f} | first {m['first']:.0f}"
-                + (f" | {len(m['unrecorded'])} unrecorded"
-                   if m["unrecorded"] else "")
+                + (
+                    f" | {len(m['unrecorded'])} unrecorded"
+                    if m["unrecorded"]
+                    else ""
+                )
             )
         chromium.close()
     server.shutdown()

@@ -122,6 +122,18 @@ def used() -> set[str]:
     return set(_state["used"])
 
 
+def _translate_ticks(formatter, lookup) -> None:
+    """Word tick labels live in the formatter: a FixedFormatter's ``seq``,
+    or the dict of ``set_xticks(ticks, labels)`` (a FuncFormatter)."""
+    if hasattr(formatter, "seq"):
+        formatter.seq = [lookup(str(s)) for s in formatter.seq]
+    args = getattr(getattr(formatter, "func", None), "args", ())
+    for mapping in args:
+        if isinstance(mapping, dict):
+            for key, value in mapping.items():
+                mapping[key] = lookup(str(value))
+
+
 def translate_figure(fig: Figure, strict: bool = True) -> list[str]:
     """In Chinese mode, replace every text of ``fig`` by its translation and
     give it the CJK font (DejaVu Sans first, for Latin and symbols).
@@ -144,9 +156,8 @@ def translate_figure(fig: Figure, strict: bool = True) -> list[str]:
     family = ["DejaVu Sans", cjk_font()]
     for ax in fig.axes:
         for axis in ax._axis_map.values():
-            formatter = axis.get_major_formatter()
-            if hasattr(formatter, "seq"):  # FixedFormatter: word ticks
-                formatter.seq = [lookup(str(s)) for s in formatter.seq]
+            _translate_ticks(axis.get_major_formatter(), lookup)
+            _translate_ticks(axis.get_minor_formatter(), lookup)
     for t in fig.findobj(Text):
         text = t.get_text()
         if text:
