@@ -25,6 +25,7 @@ import os
 import re
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib._pylab_helpers import Gcf
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
@@ -125,21 +126,56 @@ def check_legible(fig: Figure) -> None:
         )
 
 
+def _corners(t: Text, renderer) -> np.ndarray:
+    """The four corners (display pixels) of a text's rotated rectangle: its
+    upright size turned by its angle about the centre of its window box."""
+    box = t.get_window_extent(renderer)
+    angle = t.get_rotation()
+    if angle % 90 == 0:
+        return np.array(
+            [
+                [box.x0, box.y0],
+                [box.x1, box.y0],
+                [box.x1, box.y1],
+                [box.x0, box.y1],
+            ]
+        )
+    t.set_rotation(0)
+    upright = t.get_window_extent(renderer)
+    t.set_rotation(angle)
+    w, h = upright.width / 2, upright.height / 2
+    c, s = np.cos(np.radians(angle)), np.sin(np.radians(angle))
+    half = np.array([[-w, -h], [w, -h], [w, h], [-w, h]])
+    turned = half @ np.array([[c, s], [-s, c]])
+    return turned + [(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2]
+
+
+def _apart(a: np.ndarray, b: np.ndarray, margin: float) -> bool:
+    """True if two convex quadrilaterals are separated along an edge normal
+    (or overlap by at most ``margin`` pixels)."""
+    for quad in (a, b):
+        for i in range(4):
+            edge = quad[(i + 1) % 4] - quad[i]
+            normal = np.array([-edge[1], edge[0]])
+            norm = np.hypot(*normal)
+            if norm == 0:
+                continue
+            pa, pb = a @ normal / norm, b @ normal / norm
+            if min(pa.max(), pb.max()) - max(pa.min(), pb.min()) <= margin:
+                return True
+    return False
+
+
 def overlaps(fig: Figure) -> list[tuple[str, str]]:
-    """Pairs of drawn texts whose boxes overlap by more than
+    """Pairs of drawn texts whose rectangles overlap by more than
     ``OVERLAP_PX`` (call after ``fig.canvas.draw()``)."""
     renderer = fig.canvas.get_renderer()
-    shrink = OVERLAP_PX * fig.dpi / 100
-    boxes = []
-    for t in texts(fig):
-        b = t.get_window_extent(renderer)
-        boxes.append((t.get_text(), b.x0, b.y0, b.x1, b.y1))
+    margin = OVERLAP_PX * fig.dpi / 100
+    shown = [(t.get_text(), _corners(t, renderer)) for t in texts(fig)]
     found = []
-    for i, (a, ax0, ay0, ax1, ay1) in enumerate(boxes):
-        for b, bx0, by0, bx1, by1 in boxes[i + 1 :]:
-            dx = min(ax1, bx1) - max(ax0, bx0)
-            dy = min(ay1, by1) - max(ay0, by0)
-            if dx > shrink and dy > shrink:
+    for i, (a, qa) in enumerate(shown):
+        for b, qb in shown[i + 1 :]:
+            if not _apart(qa, qb, margin):
                 found.append((a, b))
     return found
 
