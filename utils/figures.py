@@ -29,7 +29,9 @@ import numpy as np
 from matplotlib._pylab_helpers import Gcf
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
+from matplotlib.spines import Spine
 from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 from . import labels
 
@@ -38,7 +40,7 @@ from . import labels
 COLUMN_PX = 342
 MIN_CSS_PX = 8.0
 OVERLAP_PX = 1.0  # texts may touch by this much (at 100 dpi)
-PAD_IN = 0.1  # bbox_inches="tight" padding
+PAD_IN = 0.05  # inches of margin around what is saved
 PNG_SCALE = 2  # pixels per CSS pixel in a PNG (sharp on 2x screens)
 # The record the browser test reads back from each image file.
 RECORD = "course-figure min-font-pt={pt:.2f} width-in={width:.3f}"
@@ -87,11 +89,31 @@ def _shown(t: Text) -> bool:
     return t.axes is None or t.axes.get_visible()
 
 
-def width_in(fig: Figure) -> float:
-    """The width of the saved figure (``bbox_inches="tight"``), inches."""
+def saved_box(fig: Figure) -> Bbox:
+    """The part of ``fig`` that is saved, in inches, before padding: the
+    tight box, or for a diagram (no axes shows its axis) what is drawn on
+    it, so blank canvas margins do not shrink the text on a phone."""
     renderer = fig.canvas.get_renderer()
-    box = fig.get_tightbbox(renderer)
-    return box.width + 2 * PAD_IN
+    if not fig.axes or any(ax.axison for ax in fig.axes):
+        return fig.get_tightbbox(renderer)
+    drawn = [t for t in fig.texts if t.get_visible()]
+    for ax in fig.axes:
+        drawn += [a for a in ax.get_children() if a is not ax.patch]
+    boxes = [
+        a.get_window_extent(renderer)
+        for a in drawn
+        if a.get_visible() and not isinstance(a, Spine)
+    ]
+    box = Bbox.union([b for b in boxes if b.width > 0 or b.height > 0])
+    whole = fig.bbox
+    return Bbox.intersection(box, whole).transformed(
+        fig.dpi_scale_trans.inverted()
+    )
+
+
+def width_in(fig: Figure) -> float:
+    """The width of the saved figure, inches."""
+    return saved_box(fig).width + 2 * PAD_IN
 
 
 def css_px(pt: float, width: float, column: float = COLUMN_PX) -> float:
@@ -217,6 +239,9 @@ def finish(fig: Figure) -> None:
     row.update(px=round(css_px(pt, width), 2), errors=errors)
     with open(report, "a", encoding="utf-8") as f:
         print(json.dumps({**row, "missing": missing}), file=f)
+    picture = re.sub(r"\W+", "_", row["figure"])[:40] + f"_{id(fig)}.png"
+    box = saved_box(fig).padded(PAD_IN)
+    fig.savefig(f"{report}.{picture}", dpi=72, bbox_inches=box)
 
 
 def is_raster(fig: Figure) -> bool:
@@ -231,7 +256,7 @@ def encode(fig: Figure) -> tuple[dict, dict]:
     width = width_in(fig)
     record = RECORD.format(pt=smallest(fig)[0], width=width)
     buf = io.BytesIO()
-    common = {"bbox_inches": "tight", "pad_inches": PAD_IN}
+    common = {"bbox_inches": saved_box(fig).padded(PAD_IN)}
     if not is_raster(fig):
         with plt.rc_context({"svg.fonttype": "path"}):
             fig.savefig(

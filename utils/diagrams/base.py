@@ -25,7 +25,7 @@ COLORS = {
 EDGE = "#333333"
 # inches: wider figures are shrunk on the site and their text gets small
 MAX_WIDTH = 7.2
-MIN_FONT = (
+MIN_FONT = (  # utils.figures checks the size each text shows at on a phone
     9  # points: the smallest text the site shows legibly at natural size
 )
 
@@ -159,7 +159,7 @@ def bracket(
 
 
 def label(
-    ax: plt.Axes, xy, text: str, *, fontsize: float = 10, **kwargs
+    ax: plt.Axes, xy, text: str, *, fontsize: float = 11, **kwargs
 ) -> None:
     """Free text at ``xy`` (centred unless ``ha``/``va`` are given)."""
     x, y = _point(xy, "xy")

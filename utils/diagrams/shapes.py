@@ -52,7 +52,7 @@ def arrow(
     *,
     text: str | None = None,
     offset: tuple[float, float] = (0.08, 0.0),
-    fontsize: float = 10,
+    fontsize: float = 11,
     color: str = EDGE,
     style: str = "-|>",
     connection: str = "arc3",
@@ -116,7 +116,7 @@ def tensor(
     kind: str = "input",
     title: str | None = None,
     fmt: str = "{:.2f}",
-    fontsize: float = 9,
+    fontsize: float = 11,
     colors=None,
 ) -> Box:
     """A 2-D tensor drawn as a grid of cells centred at ``xy``.
@@ -192,5 +192,5 @@ def tensor(
                     fontsize=size,
                 )
     if title:
-        ax.text(x, y0 + 0.06, title, ha="center", va="bottom", fontsize=10)
+        ax.text(x, y0 + 0.06, title, ha="center", va="bottom", fontsize=11)
     return Box(x, y, cols * cell_w, rows * cell)
