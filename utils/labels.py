@@ -33,8 +33,10 @@ CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC")
 # Maths ($...$) and runs without two letters in a row stay as they are.
 _MATHS = re.compile(r"\$[^$]*\$")
 _WORD = re.compile(r"[A-Za-z]{2,}")
-# A pattern's {name} matches a number, maths or a symbol run, never a word.
+# A pattern's {name} matches a number, maths or a symbol run, never a word;
+# {shape...} matches a bracketed shape such as "(B=2, T=5, d=8)".
 _SLOT = r"(?P<{}>\$[^$]*\$|[^A-Za-z\s]+|[A-Za-z])"
+_SHAPE = r"(?P<{}>\([^()]*\))"
 
 _state = {"language": "en", "used": set()}
 
@@ -82,7 +84,9 @@ def table() -> tuple[dict[str, str], tuple[tuple[re.Pattern, str], ...]]:
             continue
         parts = re.split(r"\{(\w+)\}", en)
         regex = "".join(
-            _SLOT.format(p) if i % 2 else re.escape(p)
+            (_SHAPE if p.startswith("shape") else _SLOT).format(p)
+            if i % 2
+            else re.escape(p)
             for i, p in enumerate(parts)
         )
         patterns.append((re.compile(f"^{regex}$"), en, zh))
