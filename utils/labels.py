@@ -34,9 +34,10 @@ CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC")
 _MATHS = re.compile(r"\$[^$]*\$")
 _WORD = re.compile(r"[A-Za-z]{2,}")
 # A pattern's {name} matches a number, maths or a symbol run, never a word;
-# {shape...} matches a bracketed shape such as "(B=2, T=5, d=8)".
+# {shape...} matches a bracketed shape such as "(B=2, T=5, d=8)", and
+# {text...} any text that stays as it is (a model's output, an example).
 _SLOT = r"(?P<{}>\$[^$]*\$|[^A-Za-z\s]+|[A-Za-z])"
-_SHAPE = r"(?P<{}>\([^()]*\))"
+_SLOTS = {"shape": r"(?P<{}>\([^()]*\))", "text": r"(?P<{}>.+?)"}
 
 _state = {"language": "en", "used": set()}
 
@@ -84,7 +85,7 @@ def table() -> tuple[dict[str, str], tuple[tuple[re.Pattern, str], ...]]:
             continue
         parts = re.split(r"\{(\w+)\}", en)
         regex = "".join(
-            (_SHAPE if p.startswith("shape") else _SLOT).format(p)
+            _SLOTS.get(p.rstrip("0123456789"), _SLOT).format(p)
             if i % 2
             else re.escape(p)
             for i, p in enumerate(parts)
