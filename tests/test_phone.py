@@ -155,10 +155,11 @@ def main() -> None:
 
     from playwright.sync_api import sync_playwright
 
-    handler = functools.partial(
-        http.server.SimpleHTTPRequestHandler, directory=str(HTML)
-    )
-    handler.log_message = lambda *a: None
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(HTML))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     site = f"http://127.0.0.1:{server.server_address[1]}"
