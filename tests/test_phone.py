@@ -11,7 +11,7 @@ Chromium at 390x844 (device pixel ratio 2).
   ``points * shown_width / (72 * width_in)``. An image with no record (a
   figure that did not go through the funnel) fails.
 
-Reuses test_browser.py's site, server and Chromium fixtures.
+Reuses test_browser.py's built site and server.
 ``python -m tests.test_phone`` prints the table of every page instead
 (serving an already built ``_build/html``).
 """
@@ -23,12 +23,13 @@ import urllib.parse
 
 import pytest
 
-from tests.test_browser import (  # noqa: F401  (fixtures)
+from tests.test_browser import (  # noqa: F401  (site_url: a fixture)
     CHROMIUM_FLAGS,
     HTML,
+    INSTALL_HINT,
     PAGES,
     _chromium,
-    browser,
+    _skip_or_fail,
     site_url,
 )
 from utils.figures import MIN_CSS_PX, RECORD_RE
@@ -116,12 +117,23 @@ def measure(browser_page, site: str, page: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def phone(browser):  # noqa: F811
-    context = browser.new_context(
-        viewport=PHONE, device_scale_factor=2, service_workers="block"
-    )
-    yield context.new_page()
-    context.close()
+def phone():
+    """A 390x844 page at device pixel ratio 2 (test_browser's own browser
+    fixture would clear its screenshots)."""
+    executable = _chromium()
+    if executable is None:
+        _skip_or_fail(INSTALL_HINT)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=executable, args=CHROMIUM_FLAGS
+        )
+        context = chromium.new_context(
+            viewport=PHONE, device_scale_factor=2, service_workers="block"
+        )
+        yield context.new_page()
+        chromium.close()
 
 
 def _is_chapter(page: str) -> bool:
