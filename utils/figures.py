@@ -238,7 +238,8 @@ def finish(fig: Figure) -> None:
     row = {"figure": _name(fig), "pt": pt, "width_in": round(width, 3)}
     row.update(px=round(css_px(pt, width), 2), errors=errors)
     with open(report, "a", encoding="utf-8") as f:
-        print(json.dumps({**row, "missing": missing}), file=f)
+        used = sorted(labels.used())
+        print(json.dumps({**row, "missing": missing, "used": used}), file=f)
     picture = re.sub(r"\W+", "_", row["figure"])[:40] + f"_{id(fig)}.png"
     box = saved_box(fig).padded(PAD_IN)
     fig.savefig(f"{report}.{picture}", dpi=72, bbox_inches=box)
