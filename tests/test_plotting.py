@@ -28,7 +28,8 @@ def english():
     plotting.use_course_style("en")
     yield
     labels.set_language("en")
-    plt.rcParams["font.family"] = ["sans-serif"]
+    plt.rcParams.update(matplotlib.rcParamsDefault)
+    plotting.use_course_style("en")
     plt.close("all")
 
 
@@ -142,6 +143,16 @@ def test_chinese_mode_translates_and_refuses_missing_entries(monkeypatch):
     fig.axes[0].set_title("Validation loss")
     with pytest.raises(KeyError, match="'Validation loss'"):
         figures.finish(fig)
+
+
+def test_chinese_beside_maths_has_every_glyph(recwarn):
+    if labels.cjk_font() is None:
+        pytest.skip("no CJK font installed")
+    labels.set_language("zh")
+    fig, ax = plt.subplots(figsize=(4, 2))
+    ax.set_title("路径 $h_1 \\to h_5$：4 步")
+    fig.canvas.draw()
+    assert not [w for w in recwarn if "does not have a glyph" in str(w)]
 
 
 def test_maths_numbers_and_symbols_stay():
