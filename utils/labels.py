@@ -56,17 +56,6 @@ def set_language(language: str) -> str:
     _state["language"] = language
     if language == "zh":  # also for texts made later, such as new ticks
         plt.rcParams["font.family"] = ["DejaVu Sans", font]
-        # Chinese beside maths ("路径 $h_1$"): mathtext has no fallback, so
-        # its upright font is the CJK one (its Latin letters are sans too)
-        plt.rcParams.update(
-            {
-                "mathtext.fontset": "custom",
-                "mathtext.rm": font,
-                "mathtext.it": "DejaVu Sans:italic",
-                "mathtext.bf": "DejaVu Sans:bold",
-                "mathtext.sf": "DejaVu Sans",
-            }
-        )
     return language
 
 
