@@ -1,11 +1,12 @@
-"""The strict site build of both editions: every page rebuilt, any warning fails, one HTML
-page per TOC entry in _build/html/ (English) and _build/html/zh/ (Chinese).
+"""The strict site build of both editions: every page rebuilt, any warning
+fails, one HTML page per TOC entry in _build/html/ (English) and
+_build/html/zh/ (Chinese).
 
-The build itself runs once per pytest run (the `built_site` fixture in conftest.py), shared
-with the browser test. The Chinese edition's own pieces are checked here too, without a
-build: its site title is the intro's heading, and the Chinese glossary's index (Chinese term
--> English entry, in pinyin order) lists every entry's Chinese name and only names the
-glossary gives.
+The build itself runs once per pytest run (the `built_site` fixture in
+conftest.py), shared with the browser test. The Chinese edition's own pieces
+are checked here too, without a build: its site title is the intro's heading,
+and the Chinese glossary's index (Chinese term -> English entry, in pinyin
+order) lists every entry's Chinese name and only names the glossary gives.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ TONE_MARKS = {"\u0304": 1, "\u0301": 2, "\u030c": 3, "\u0300": 4}
 
 
 def _pinyin_order(row: tuple[str, str, str]):
-    """By the pinyin's letters (ü after u; spaces and hyphens ignored), then, where the
-    letters tie, by its tones: 键 jiàn < 简短惩罚 jiǎnduǎn chéngfá < 键值缓存 jiànzhí huǎncún."""
+    """By the pinyin's letters (ü after u; spaces and hyphens ignored), then,
+    where the letters tie, by its tones: 键 jiàn < 简短惩罚 jiǎnduǎn chéngfá
+    < 键值缓存 jiànzhí huǎncún."""
     chinese, pinyin, _ = row
     decomposed = unicodedata.normalize("NFD", pinyin.lower()).replace(
         "u\u0308", "v"
@@ -75,7 +77,8 @@ def _pinyin_order(row: tuple[str, str, str]):
 
 
 def _glossary_entries() -> dict[str, str]:
-    """Each entry's name (its first name) -> its Chinese, the bold text of its line."""
+    """Each entry's name (its first name) -> its Chinese, the bold text of its
+    line."""
     block = (
         GLOSSARY.read_text().split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
     )
@@ -103,10 +106,12 @@ def test_the_chinese_glossary_has_a_pinyin_index_of_every_entry():
             problems.append(f"{chinese}: {english!r} is not a glossary term")
         elif chinese not in entries[entry]:
             problems.append(
-                f"{chinese}: not a Chinese name of {entry!r} ({entries[entry]})"
+                f"{chinese}: not a Chinese name of {entry!r} "
+                f"({entries[entry]})"
             )
-        # Pinyin written by words (加性注意力: jiāxìng zhùyìlì): one tone mark per Han
-        # character, and a Latin word (softmax, top-k) as the term writes it.
+        # Pinyin written by words (加性注意力: jiāxìng zhùyìlì): one tone
+        # mark per Han character, and a Latin word (softmax, top-k) as the
+        # term writes it.
         marks = [
             c for c in unicodedata.normalize("NFD", pinyin) if c in TONE_MARKS
         ]
@@ -120,8 +125,8 @@ def test_the_chinese_glossary_has_a_pinyin_index_of_every_entry():
             problems.append(
                 f"{chinese}: pinyin {pinyin!r} does not keep {latin}"
             )
-    # Every entry whose Chinese name is Chinese can be found by it (the name before any
-    # parenthesis: 因果掩码 for 因果掩码（未来掩码）).
+    # Every entry whose Chinese name is Chinese can be found by it (the name
+    # before any parenthesis: 因果掩码 for 因果掩码（未来掩码）).
     listed = {(c, names[e.lower()]) for c, _, e in rows if e.lower() in names}
     for entry, bold in entries.items():
         main = re.split(r"[（(]", bold)[0].strip()

@@ -5,13 +5,14 @@ The site is built once per run (the `built_site` fixture in conftest.py) and ser
 every request outside 127.0.0.1 blocked, and must show: no failed or external request, no
 console error, all maths typeset, every image loaded, no code, output or equation block
 wider than its column (at 1280 px), no page wider than its window (a phone must not scroll
-sideways), and, on a chapter, a Colab link to that chapter's own
-notebook. Both editions are checked the same way: English at /, Chinese at /zh/ (built by
-tools/build_book.py). Every page must also show a language switch inside the window leading
-to the same page in the other edition; every Chinese chapter, the note that the Colab
-notebook's prose is English; and no Chinese character may be drawn as a missing-glyph box
-(each distinct CJK character of the page is drawn on a canvas in the font of the text that
-holds it and compared with the box drawn for an unassigned code point, U+0378; without a
+sideways), and, on a chapter, a Colab link to that chapter's own notebook in the page's
+language (English: book/NN_name.ipynb; Chinese: zh/book/NN_name.ipynb, made by
+tools/zh_notebooks.py; the last test checks those links alone). Both editions are checked
+the same way: English at /, Chinese at /zh/ (built by tools/build_book.py). Every page must
+also show a language switch inside the window leading to the same page in the other
+edition, and no Chinese character may be drawn as a missing-glyph box (each distinct CJK
+character of the page is drawn on a canvas in the font of the text that holds it and
+compared with the box drawn for an unassigned code point, U+0378; without a
 CJK font, e.g. `FONTCONFIG_FILE` pointing at a config with only DejaVu, this fails).
 A Chinese page must also show none of the theme's English UI strings that the Chinese
 edition translates (_ext/locale/zh_CN/LC_MESSAGES/*.po, the togglebutton hints, the
@@ -172,7 +173,7 @@ async ({checkOverflow, localised, keep}) => {
     (el.innerText || el.textContent || "").trim().split("\\n")[0].slice(0, 90);
   const report = {untypeset: [], mathErrors: [], rawTex: [], images: [],
                   overflow: [], pageOverflow: [], colab: [], language: [],
-                  colabNote: 0, tofu: [], cjkChecked: 0, localised: [],
+                  tofu: [], cjkChecked: 0, localised: [],
                   english: []};
 
   for (const el of document.querySelectorAll(".math")) {
@@ -248,7 +249,6 @@ async ({checkOverflow, localised, keep}) => {
       Number(style.opacity) > 0;
     report.language.push({href: a.href, text: a.textContent.trim(), visible});
   }
-  report.colabNote = document.querySelectorAll(".course-colab-note").length;
   // English UI strings. `localised`: strings the Chinese edition translates, looked for
   // everywhere but code, outputs and maths. `english`: any Latin-script word in a
   // tooltip, label or alt text, or in the text of the page's furniture (header bar,
@@ -488,23 +488,60 @@ def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
             "the English UI probe found no 'Repository' on an English page: "
             f"{report['localised']}"
         )
-    if chinese and _is_chapter(page) and report["colabNote"] != 1:
-        problems.append(
-            f"{report['colabNote']} notes (want 1) that the Colab notebook's "
-            "prose is English"
-        )
     if _is_chapter(page):
-        # Both editions open the (English) notebook the page is built from.
-        repo = urllib.parse.urlparse(config()["repository"]["url"]).path
-        own = f"/github{repo}/blob/main/{page.removeprefix('zh/')}.ipynb"
-        if not report["colab"]:
-            problems.append("no Colab launch link")
-        problems += [
-            f"Colab link not to {own}: {h}"
-            for h in report["colab"]
-            if not h.endswith(own)
-        ]
+        # Each edition opens its own notebook (see _colab_problems).
+        problems += _colab_problems(page, report["colab"])
     where = f"{page}.html at {width}x{height}"
     assert not problems, f"{where}, {len(problems)} problems:\n" + "\n".join(
         problems
     )
+
+
+def _colab_problems(page: str, links: list[str]) -> list[str]:
+    """A chapter's Colab links must all open the notebook of the page's own
+    language: the English book/NN_name.ipynb, or, on a Chinese page, the
+    Chinese zh/book/NN_name.ipynb (which must exist and be Chinese)."""
+    import json
+
+    chinese = page.startswith("zh/")
+    notebook = page.removeprefix("zh/") + ".ipynb"
+    if chinese:
+        notebook = "zh/" + notebook
+    repo = urllib.parse.urlparse(config()["repository"]["url"]).path
+    colab = "https://colab.research.google.com/github"
+    own = f"{colab}{repo}/blob/main/{notebook}"
+    problems = [f"Colab link not to {own}: {h}" for h in links if h != own]
+    if not links:
+        problems.append("no Colab launch link")
+    target = ROOT / notebook
+    if not target.is_file():
+        problems.append(f"{notebook} (the Colab link's) is not in the repo")
+    elif chinese:
+        made = json.loads(target.read_text())["metadata"].get("course_zh", {})
+        if made.get("language") != "zh":
+            problems.append(f"{notebook} is not a Chinese notebook: {made}")
+    return problems
+
+
+def test_colab_links_open_the_notebook_in_the_page_language(
+    contexts, site_url
+):
+    """Every chapter, both editions: the Colab button's link, read from the
+    rendered page, opens book/NN_name.ipynb on an English page and
+    zh/book/NN_name.ipynb on a Chinese one."""
+    context, _ = contexts["desktop"]
+    chapters = [f for f in toc_files() if _is_chapter(f)]
+    assert chapters, "no chapters in _toc.yml"
+    problems = []
+    for page in [*chapters, *(f"zh/{f}" for f in chapters)]:
+        browser_page = context.new_page()
+        try:
+            browser_page.goto(f"{site_url}/{page}.html", wait_until="load")
+            links = browser_page.eval_on_selector_all(
+                "a[href*='colab.research.google.com']",
+                "els => els.map((a) => a.getAttribute('href'))",
+            )
+        finally:
+            browser_page.close()
+        problems += [f"{page}: {p}" for p in _colab_problems(page, links)]
+    assert not problems, "\n".join(problems)

@@ -9,7 +9,8 @@ more, still under load, to print the slopes and ratios its timing cells
 measured; ``make test`` skips that second run. The busy processes are killed
 in the fixture's teardown, whatever happens.
 
-    .venv/bin/python -m pytest -s -p no:cacheprovider tests/test_loaded_machine.py
+    .venv/bin/python -m pytest -s -p no:cacheprovider
+    tests/test_loaded_machine.py
 """
 
 from __future__ import annotations

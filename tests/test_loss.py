@@ -1,4 +1,5 @@
-"""utils.loss against PyTorch's own cross-entropy, and its handling of bad input."""
+"""utils.loss against PyTorch's own cross-entropy, and its handling of bad
+input."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ SHAPES = [(1, 1, 2), (2, 3, 4), (3, 7, 11), (5, 2, 50), (4, 9, 3)]
 
 @pytest.fixture(autouse=True)
 def _seed():
-    """Every test starts from the same random state, so a failure reproduces."""
+    """Every test starts from the same random state, so a failure
+    reproduces."""
     torch.manual_seed(0)
 
 
@@ -115,7 +117,8 @@ def test_non_finite_padded_logits_leave_value_and_gradient_finite(poison):
 
 
 def test_all_masked_returns_zero_with_zero_grad():
-    # Documented choice: PyTorch gives NaN here; utils gives 0.0, attached to the graph.
+    # Documented choice: PyTorch gives NaN here; utils gives 0.0, attached to
+    # the graph.
     logits = torch.randn(2, 3, 4, requires_grad=True)
     targets = torch.randint(0, 4, (2, 3))
     none = torch.zeros(2, 3, dtype=torch.bool)

@@ -1,4 +1,5 @@
-"""utils.masks against independent constructions (loops, numpy) and PyTorch's own attention."""
+"""utils.masks against independent constructions (loops, numpy) and PyTorch's
+own attention."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils import masks
+from utils.checks import check_mask
 from utils.attention import (
     MultiHeadAttention,
     load_torch_mha_weights,
@@ -18,7 +20,8 @@ from utils.attention import (
 
 @pytest.fixture(autouse=True)
 def _seed():
-    """Every test starts from the same random state, so a failure reproduces."""
+    """Every test starts from the same random state, so a failure
+    reproduces."""
     torch.manual_seed(0)
 
 
@@ -27,7 +30,8 @@ IDS = torch.tensor(
 )  # 0 = <pad>
 
 
-# ---------------------------------------------------------------- builders vs loops
+# ---------------------------------------------------------------- builders vs
+# loops
 def test_padding_mask_matches_a_loop_and_has_shape_b11s():
     m = masks.padding_mask(IDS)
     assert m.shape == (3, 1, 1, 5) and m.dtype == torch.bool
@@ -84,8 +88,9 @@ def test_broadcast_shapes_reach_the_score_shape():
         masks.decoder_mask(IDS),
     ):
         assert torch.broadcast_shapes(m.shape, scores) == scores
-        masks.check_mask(m, scores)
-    # the padding mask repeats over query rows; the causal mask over batch and heads
+        check_mask(m, "mask", scores)
+    # the padding mask repeats over query rows; the causal mask over batch and
+    # heads
     full = masks.padding_mask(IDS).expand(scores)
     assert (full == full[:, :, :1, :]).all()
 
@@ -112,7 +117,7 @@ def test_attention_pattern_zoo():
     assert bi.shape == (2, 1, 6, 6)
     torch.testing.assert_close(bi, pad.expand(2, 1, 6, 6))
     torch.testing.assert_close(
-        masks.bidirectional_mask(lengths).expand(2, 1, 6, 6), bi
+        masks.lengths_to_mask(lengths)[:, None, None, :].expand(2, 1, 6, 6), bi
     )
     ids = torch.tensor([[1, 1, 1, 1, 0, 0], [1] * 6])
     torch.testing.assert_close(
@@ -254,7 +259,8 @@ def test_multihead_attention_conventions_agree(mha_pair):
 
 
 def test_passing_the_course_mask_unconverted_to_mha_is_wrong(mha_pair):
-    """The classic bug: forgetting the polarity flip gives a different (wrong) answer."""
+    """The classic bug: forgetting the polarity flip gives a different (wrong)
+    answer."""
     ours, theirs, x = mha_pair
     keep = masks.padding_mask(IDS[:2])[
         :, 0, 0, :
@@ -380,14 +386,14 @@ def test_fully_masked_row_is_zero_not_nan():
             "keep",
         ),
         (
-            lambda: masks.check_mask(
-                torch.ones(2, 4, dtype=torch.bool), (2, 1, 3, 3)
+            lambda: check_mask(
+                torch.ones(2, 4, dtype=torch.bool), "mask", (2, 1, 3, 3)
             ),
             ValueError,
             "mask",
         ),
         (
-            lambda: masks.check_mask(torch.ones(3, 3), (2, 1, 3, 3)),
+            lambda: check_mask(torch.ones(3, 3), "mask", (2, 1, 3, 3)),
             TypeError,
             "mask",
         ),
@@ -426,7 +432,7 @@ def test_fully_masked_row_is_zero_not_nan():
         (
             lambda: masks.lengths_to_mask([True, False]),
             TypeError,
-            "lengths must be integers",
+            "lengths must hold integer",
         ),
         (lambda: masks.lengths_to_mask(None), TypeError, "lengths"),
         (

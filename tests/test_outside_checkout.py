@@ -1,8 +1,9 @@
 """A notebook runs alone, outside the checkout, the way Colab runs it.
 
-The notebook is copied into an empty temporary folder; its setup cell finds no `utils`
-above it and clones the course. Instead of the network, COURSE_REPO_URL points the clone at
-a local git repository made from this working tree, so the test sees uncommitted changes.
+The notebook is copied into an empty temporary folder; its setup cell finds no
+`utils` above it and clones the course. Instead of the network, COURSE_REPO_URL
+points the clone at a local git repository made from this working tree, so the
+test sees uncommitted changes.
 """
 
 from __future__ import annotations

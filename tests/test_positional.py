@@ -1,4 +1,5 @@
-"""utils.positional against independent loop implementations and its contract."""
+"""utils.positional against independent loop implementations and its
+contract."""
 
 from __future__ import annotations
 
@@ -8,30 +9,34 @@ import numpy as np
 import pytest
 import torch
 
-from utils.positional import (
+from utils.position_probe import (
     POSITION_KINDS,
+    PositionProbe,
+    previous_token_batch,
+    train_position_probe,
+)
+from utils.positional import (
     LearnedPositionalEmbedding,
     PositionalEncoding,
-    PositionProbe,
     apply_rotary,
     frequencies,
-    previous_token_batch,
     shift_matrix,
     sinusoidal_encoding,
-    train_position_probe,
 )
 
 
 @pytest.fixture(autouse=True)
 def _seed():
-    """Every test starts from the same random state, so a failure reproduces."""
+    """Every test starts from the same random state, so a failure
+    reproduces."""
     torch.manual_seed(0)
 
 
 def loop_encoding(
     max_len: int, d_model: int, base: float = 10000.0
 ) -> torch.Tensor:
-    """The paper's formula, one entry at a time, with i counting dimension pairs."""
+    """The paper's formula, one entry at a time, with i counting dimension
+    pairs."""
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
     for pos in range(max_len):
         for i in range(d_model // 2):
@@ -196,7 +201,7 @@ def test_odd_d_model_is_a_clear_error():
 
 @pytest.mark.parametrize("shape", [(5, 8), (1, 5, 4), (1, 5, 9), (2, 1, 5, 8)])
 def test_wrong_input_shapes(shape):
-    with pytest.raises(ValueError, match=r"\(batch, length, d_model=8\)"):
+    with pytest.raises(ValueError, match=r"\(batch, length, 8\)"):
         PositionalEncoding(8, max_len=10)(torch.zeros(shape))
 
 
@@ -278,7 +283,8 @@ def test_apply_rotary_scores_depend_on_offset_only():
     torch.testing.assert_close(
         scores[1:, 1:], scores[:-1, :-1], atol=1e-5, rtol=0
     )
-    # and a plain dot product of the unrotated vectors is not offset-dependent at all
+    # and a plain dot product of the unrotated vectors is not offset-dependent
+    # at all
     assert not torch.allclose(scores[0, 5], q @ k)
 
 
@@ -318,7 +324,7 @@ def test_learned_embedding():
     assert emb.table.weight.grad[:7].abs().min() > 0
     with pytest.raises(ValueError, match="11 exceeds max_len=10"):
         emb(torch.zeros(1, 11, 4))
-    with pytest.raises(ValueError, match=r"d_model=4"):
+    with pytest.raises(ValueError, match=r"\(batch, length, 4\)"):
         emb(torch.zeros(1, 3, 5))
     with pytest.raises(ValueError, match="max_len"):
         LearnedPositionalEmbedding(0, 4)

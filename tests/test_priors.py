@@ -1,4 +1,5 @@
-"""Tests for utils.priors: the motif data, the two classifiers and the train/evaluate helper."""
+"""Tests for utils.priors: the motif data, the two classifiers and the
+train/evaluate helper."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from utils import priors
+from utils import priors, toy_tasks
 from utils.masks import band_mask
 
 
@@ -16,19 +17,19 @@ def test_contains_motif_matches_string_search():
     expected = torch.tensor(
         ["123" in "".join(map(str, r.tolist())) for r in x]
     )
-    assert torch.equal(priors.contains_motif(x, (1, 2, 3)), expected)
+    assert torch.equal(toy_tasks.contains_motif(x, (1, 2, 3)), expected)
 
 
 def test_make_motif_data_labels_balance_and_determinism():
-    x, y = priors.make_motif_data(301, length=12, motif=(0, 1, 2), seed=5)
+    x, y = toy_tasks.make_motif_data(301, length=12, motif=(0, 1, 2), seed=5)
     assert x.shape == (301, 12) and y.shape == (301,) and x.dtype == torch.long
     assert x.min() >= 0 and x.max() < 4
     assert y.sum().item() == 150  # n // 2 positives
     text = ["".join(map(str, r.tolist())) for r in x]
     assert torch.equal(y, torch.tensor(["012" in t for t in text]).long())
-    x2, y2 = priors.make_motif_data(301, length=12, motif=(0, 1, 2), seed=5)
+    x2, y2 = toy_tasks.make_motif_data(301, length=12, motif=(0, 1, 2), seed=5)
     assert torch.equal(x, x2) and torch.equal(y, y2)
-    x3, _ = priors.make_motif_data(301, length=12, motif=(0, 1, 2), seed=6)
+    x3, _ = toy_tasks.make_motif_data(301, length=12, motif=(0, 1, 2), seed=6)
     assert not torch.equal(x, x3)
 
 
@@ -36,7 +37,7 @@ def test_make_motif_data_leaves_global_seed_alone():
     torch.manual_seed(0)
     a = torch.rand(3)
     torch.manual_seed(0)
-    priors.make_motif_data(10, seed=1)
+    toy_tasks.make_motif_data(10, seed=1)
     assert torch.equal(torch.rand(3), a)
 
 
@@ -54,16 +55,18 @@ def test_make_motif_data_leaves_global_seed_alone():
 )
 def test_make_motif_data_bad_input(kwargs):
     with pytest.raises(ValueError):
-        priors.make_motif_data(**kwargs)
+        toy_tasks.make_motif_data(**kwargs)
 
 
 def test_contains_motif_bad_input():
     with pytest.raises(TypeError, match="x must hold integer token ids"):
-        priors.contains_motif(torch.zeros(3, 5))
+        toy_tasks.contains_motif(torch.zeros(3, 5))
     with pytest.raises(ValueError, match="x must have 2 dims"):
-        priors.contains_motif(torch.zeros(5, dtype=torch.long))
-    with pytest.raises(ValueError, match="longer than the sequences"):
-        priors.contains_motif(torch.zeros(3, 2, dtype=torch.long), (0, 1, 2))
+        toy_tasks.contains_motif(torch.zeros(5, dtype=torch.long))
+    with pytest.raises(ValueError, match="at most the sequences' length"):
+        toy_tasks.contains_motif(
+            torch.zeros(3, 2, dtype=torch.long), (0, 1, 2)
+        )
 
 
 def test_cnn_equals_conv1d_by_hand():
@@ -107,8 +110,8 @@ def test_window_mask_and_locality():
     assert torch.equal(mask, (i[:, None] - i[None, :]).abs() <= 1)
     torch.manual_seed(0)
     m = priors.TinyTransformer(window=1, use_positions=False).eval()
-    # One layer with window 1: encoder outputs 0..2 depend on tokens 0..3 only, so changing
-    # tokens 5.. must leave them unchanged.
+    # One layer with window 1: encoder outputs 0..2 depend on tokens 0..3 only,
+    # so changing tokens 5.. must leave them unchanged.
     x = torch.randint(0, 4, (1, 8))
     y = x.clone()
     y[0, 5:] = (y[0, 5:] + 1) % 4
@@ -138,8 +141,8 @@ def test_model_bad_input():
 
 
 def test_train_and_evaluate_is_deterministic_and_learns():
-    x, y = priors.make_motif_data(256, length=10, motif=(0, 1, 2), seed=0)
-    xt, yt = priors.make_motif_data(200, length=10, motif=(0, 1, 2), seed=1)
+    x, y = toy_tasks.make_motif_data(256, length=10, motif=(0, 1, 2), seed=0)
+    xt, yt = toy_tasks.make_motif_data(200, length=10, motif=(0, 1, 2), seed=1)
     make = lambda: priors.MotifCNN(4, 8, 8, 3)  # noqa: E731
     threads = torch.get_num_threads()
     a = priors.train_and_evaluate(
@@ -160,14 +163,15 @@ def test_accuracy_by_hand():
         model.bias.zero_()
     # accuracy() checks ids, so wrap the linear model to accept long input
     wrapped = nn.Sequential()
-    wrapped.forward = lambda ids: model(ids.float())  # type: ignore[method-assign]
+    # type: ignore[method-assign]
+    wrapped.forward = lambda ids: model(ids.float())
     x = torch.tensor([[1], [-1], [2], [-3]])
     y = torch.tensor([1, 0, 0, 0])
     assert priors.accuracy(wrapped, x, y) == 0.75
 
 
 def test_train_bad_input():
-    x, y = priors.make_motif_data(8, seed=0)
+    x, y = toy_tasks.make_motif_data(8, seed=0)
     m = priors.MotifCNN()
     with pytest.raises(ValueError, match="y must have one label"):
         priors.train_classifier(m, x, y[:3])
@@ -178,24 +182,24 @@ def test_train_bad_input():
 
 
 def test_default_motif_matches_the_docstring_and_the_chapter():
-    assert priors.DEFAULT_MOTIF == (0, 1, 2)
-    assert "default ``0 1 2``" in priors.__doc__
-    x, y = priors.make_motif_data(50, seed=0)
+    assert toy_tasks.DEFAULT_MOTIF == (0, 1, 2)
+    assert "default ``0 1 2``" in toy_tasks.__doc__
+    x, y = toy_tasks.make_motif_data(50, seed=0)
     assert x.shape == (50, 8)  # the chapter's length is the default
-    assert torch.equal(priors.contains_motif(x).long(), y)
+    assert torch.equal(toy_tasks.contains_motif(x).long(), y)
 
 
 def test_shuffled_negatives_hold_the_motif_symbols_in_another_order():
-    x, y = priors.make_motif_data(400, length=9, motif=(0, 1, 2), seed=3)
+    x, y = toy_tasks.make_motif_data(400, length=9, motif=(0, 1, 2), seed=3)
     neg = x[y == 0]
     for s in (0, 1, 2):
         assert (neg == s).any(dim=1).all()
-    assert not priors.contains_motif(neg, (0, 1, 2)).any()
+    assert not toy_tasks.contains_motif(neg, (0, 1, 2)).any()
     # every negative holds some reordering of the motif as a run
     runs = neg.unfold(1, 3, 1).sort(dim=-1).values  # (N, L-2, 3) sorted runs
     assert (runs == torch.tensor([0, 1, 2])).all(-1).any(-1).all()
     # the naive negatives often miss one of the symbols
-    xr, yr = priors.make_motif_data(
+    xr, yr = toy_tasks.make_motif_data(
         400, length=9, motif=(0, 1, 2), seed=3, negatives="random"
     )
     negr = xr[yr == 0]
@@ -208,9 +212,9 @@ def test_symbol_counts_equal_bincount():
     g = torch.Generator().manual_seed(1)
     x = torch.randint(0, 5, (6, 11), generator=g)
     expected = torch.stack([torch.bincount(r, minlength=5) for r in x]).float()
-    assert torch.equal(priors.symbol_counts(x, 5), expected)
+    assert torch.equal(toy_tasks.symbol_counts(x, 5), expected)
     with pytest.raises(ValueError, match=r"x must be in \[0, 4\), found 4"):
-        priors.symbol_counts(x, 4)
+        toy_tasks.symbol_counts(x, 4)
 
 
 def test_count_classifier_is_logistic_regression_on_counts():
@@ -227,10 +231,10 @@ def test_count_baseline_chance_on_shuffled_task_above_on_naive_task():
     make = lambda: priors.CountClassifier(4)  # noqa: E731
     acc = {}
     for neg in ("shuffled", "random"):
-        x, y = priors.make_motif_data(
+        x, y = toy_tasks.make_motif_data(
             2048, motif=(0, 1, 2), seed=1, negatives=neg
         )
-        xt, yt = priors.make_motif_data(
+        xt, yt = toy_tasks.make_motif_data(
             1000, motif=(0, 1, 2), seed=2, negatives=neg
         )
         acc[neg] = priors.train_and_evaluate(
@@ -242,7 +246,7 @@ def test_count_baseline_chance_on_shuffled_task_above_on_naive_task():
 
 @pytest.mark.parametrize("start_training", [True, False])
 def test_helpers_restore_the_mode_they_found(start_training):
-    x, y = priors.make_motif_data(16, seed=0)
+    x, y = toy_tasks.make_motif_data(16, seed=0)
     model = priors.TinyTransformer()
     model.train(start_training)
     priors.accuracy(model, x, y)
@@ -274,15 +278,15 @@ def test_accuracy_runs_in_eval_mode_without_gradients():
 
 
 def test_make_ends_data_labels_balance_and_determinism():
-    x, y = priors.make_ends_data(301, length=12, vocab_size=5, seed=4)
+    x, y = toy_tasks.make_ends_data(301, length=12, vocab_size=5, seed=4)
     assert x.shape == (301, 12) and y.shape == (301,) and x.dtype == torch.long
     assert x.min() >= 0 and x.max() < 5
     assert y.sum().item() == 150  # n // 2 positives
     same = [r[0] == r[-1] for r in x.tolist()]  # plain Python, row by row
     assert y.tolist() == [int(s) for s in same]
-    x2, y2 = priors.make_ends_data(301, length=12, vocab_size=5, seed=4)
+    x2, y2 = toy_tasks.make_ends_data(301, length=12, vocab_size=5, seed=4)
     assert torch.equal(x, x2) and torch.equal(y, y2)
-    assert not torch.equal(x, priors.make_ends_data(301, 12, 5, seed=5)[0])
+    assert not torch.equal(x, toy_tasks.make_ends_data(301, 12, 5, seed=5)[0])
     # the negatives' last symbol takes every other value, not one fixed shift
     neg = x[y == 0]
     assert len(set(((neg[:, -1] - neg[:, 0]) % 5).tolist())) == 4
@@ -290,7 +294,7 @@ def test_make_ends_data_labels_balance_and_determinism():
 
 def test_make_ends_data_hides_the_label_from_windows_and_counts():
     # Away from the ends, both classes have the same symbol frequencies.
-    x, y = priors.make_ends_data(20000, length=16, seed=0)
+    x, y = toy_tasks.make_ends_data(20000, length=16, seed=0)
     inner = [
         torch.bincount(x[y == c, 1:-1].flatten(), minlength=4).float()
         for c in (0, 1)
@@ -298,7 +302,7 @@ def test_make_ends_data_hides_the_label_from_windows_and_counts():
     freq = [v / v.sum() for v in inner]
     assert (freq[0] - freq[1]).abs().max() < 0.01
     # and counts alone stay near chance
-    xt, yt = priors.make_ends_data(2000, length=16, seed=1)
+    xt, yt = toy_tasks.make_ends_data(2000, length=16, seed=1)
     acc = priors.train_and_evaluate(
         lambda: priors.CountClassifier(4),
         x[:4096],
@@ -317,4 +321,4 @@ def test_make_ends_data_hides_the_label_from_windows_and_counts():
 )
 def test_make_ends_data_bad_input(kwargs):
     with pytest.raises(ValueError):
-        priors.make_ends_data(**kwargs)
+        toy_tasks.make_ends_data(**kwargs)

@@ -1,7 +1,9 @@
-"""The course's conventions, checked on the stored notebooks and the configuration.
+"""The course's conventions, checked on the stored notebooks and the
+configuration.
 
-The notebooks checked are the chapters in _toc.yml plus the author template, which is kept
-out of the reader's navigation but must stay a correct model (tools/notebooks.py).
+The notebooks checked are the chapters in _toc.yml plus the author template,
+which is kept out of the reader's navigation but must stay a correct model
+(tools/notebooks.py).
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def test_toc_entries_exist():
 
 
 def test_every_notebook_is_in_the_toc():
-    """Every notebook is a chapter in _toc.yml or a tested extra (the template)."""
+    """Every notebook is a chapter in _toc.yml or a tested extra (the
+    template)."""
     listed = {p.resolve() for p in NOTEBOOKS}
     strays = [
         str(p.relative_to(ROOT))
@@ -83,7 +86,8 @@ def test_config_is_strict_and_points_at_main():
 def test_colab_installs_no_pinned_torch():
     deps = (ROOT / "pyproject.toml").read_text()
     assert "torch==" not in deps, (
-        "pyproject.toml (what an installer outside this repo sees) must not pin torch"
+        "pyproject.toml (what an installer outside this repo sees) must not "
+        "pin torch"
     )
 
 
@@ -95,7 +99,8 @@ def test_setup_cell_is_the_canonical_one(path):
         f"{path.name}: first code cell is not the setup cell"
     )
     assert source == setup_source(), (
-        f"{path.name}: setup cell differs from tools/notebooks.py; run make refresh"
+        f"{path.name}: setup cell differs from tools/notebooks.py; "
+        "run make refresh"
     )
     assert "hide-input" in code[0]["metadata"].get("tags", []), (
         f"{path.name}: setup cell not folded; run make refresh"
@@ -210,7 +215,8 @@ _ADMONITION_START = re.compile(
 
 
 def _solution_admonitions(markdown: str) -> list[str]:
-    """The bodies of the `{admonition} Solution ...` blocks in a markdown cell."""
+    """The bodies of the `{admonition} Solution ...` blocks in a markdown
+    cell."""
     bodies = []
     for start in _ADMONITION_START.finditer(markdown):
         fence = start.group("fence")
@@ -223,7 +229,8 @@ def _solution_admonitions(markdown: str) -> list[str]:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_no_code_inside_solution_admonitions(path):
-    """Solutions are executed code cells; an admonition after one explains in prose."""
+    """Solutions are executed code cells; an admonition after one explains in
+    prose."""
     fenced = re.compile(r"^\s*(```|~~~)", re.M)
     for i, c in enumerate(_cells(path)):
         if c["cell_type"] != "markdown":
@@ -237,7 +244,8 @@ def test_no_code_inside_solution_admonitions(path):
 
 
 def _text_outputs(cell: dict) -> list[str]:
-    """The text a reader sees under a code cell (not the text/plain of a figure)."""
+    """The text a reader sees under a code cell (not the text/plain of a
+    figure)."""
     texts = []
     for out in cell.get("outputs", []):
         if out["output_type"] == "stream":
@@ -250,8 +258,11 @@ def _text_outputs(cell: dict) -> list[str]:
 
 
 def _columns(line: str) -> int:
-    """Display width: a wide (Chinese) character takes two columns of a monospace font."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+    """Display width: a wide (Chinese) character takes two columns of a
+    monospace font."""
+    return sum(
+        2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -269,8 +280,8 @@ def test_code_and_outputs_fit_79_columns(path):
                 shown = line.split("\r")[-1].rstrip()
                 if _columns(shown) > MAX_COLUMNS:
                     long.append(
-                        f"cell {i} {kind} line {n} ({_columns(shown)} columns): "
-                        f"{shown[:60]}"
+                        f"cell {i} {kind} line {n} "
+                        f"({_columns(shown)} columns): {shown[:60]}"
                     )
     assert not long, (
         f"{path.name}: {len(long)} lines wider than {MAX_COLUMNS} columns "
@@ -318,14 +329,17 @@ def test_first_use_of_each_glossary_term_is_linked(path):
     from tools.glossary_links import link_notebook
 
     missing = link_notebook(path, write=False)
-    assert not missing, (f"{path.name}: first uses not linked to the glossary: {missing}; "
-                         f"run `make link-terms`")
+    assert not missing, (
+        f"{path.name}: first uses not linked to the glossary: {missing}; "
+        f"run `make link-terms`"
+    )
 
 
-# A difference between two computations printed as a tiny number in scientific notation
-# (2.4e-07) is rounding noise: its digits change with the CPU. Print the bound it is checked
-# at instead ("max |difference| < 1e-6"). Tiny numbers that are findings (a vanishing
-# gradient's size) are not about a difference and stay.
+# A difference between two computations printed as a tiny number in scientific
+# notation (2.4e-07) is rounding noise: its digits change with the CPU. Print
+# the bound it is checked at instead ("max |difference| < 1e-6"). Tiny numbers
+# that are findings (a vanishing gradient's size) are not about a difference
+# and stay.
 FLOAT_NOISE = re.compile(
     r"(?i)(?:differ|error|mismatch)[^\n]*?(?<![<≤])\s(\d(?:\.\d+)?e-(?:0?[5-9]|[1-9]\d))\b"
 )
@@ -333,7 +347,8 @@ FLOAT_NOISE = re.compile(
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_no_float_noise_in_outputs(path):
-    """No stored output prints a difference below the tolerance it is checked at."""
+    """No stored output prints a difference below the tolerance it is checked
+    at."""
     noisy = [
         f"cell {i}: {m.group(0).strip()[:70]}"
         for i, c in enumerate(_cells(path))

@@ -1,4 +1,5 @@
-"""utils.setup and utils.glue: what every chapter's first cell and its prose rely on."""
+"""utils.setup and utils.glue: what every chapter's first cell and its prose
+rely on."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import utils
 
 
 def test_glue_prints_the_value_where_myst_nb_is_missing(monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "myst_nb", None)  # import now raises ImportError
+    monkeypatch.setitem(
+        sys.modules, "myst_nb", None
+    )  # import now raises ImportError
     utils.glue("ratio", 5.2)
     assert capsys.readouterr().out == "ratio = 5.2\n"
 

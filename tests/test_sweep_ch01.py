@@ -1,8 +1,9 @@
-"""tools/sweep_ch01.py and the seeds it stored for chapter 1 (book/data/ch01_data_vs_prior.json).
+"""tools/sweep_ch01.py and the seeds it stored for chapter 1
+(book/data/ch01_data_vs_prior.json).
 
-The chapter reads the spread over seeds from that file instead of training eight times; these
-tests prove the file was made by the script's recipe and that a seed re-run today gives back
-its stored row.
+The chapter reads the spread over seeds from that file instead of training
+eight times; these tests prove the file was made by the script's recipe and
+that a seed re-run today gives back its stored row.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def test_data_seeds_differ_between_runs_and_from_the_test_sets():
 
 @pytest.mark.parametrize("seed", [1])
 def test_a_seed_rerun_gives_back_its_stored_row(seed):
-    """Part of one seed, re-run in a fresh process in the portable numeric mode."""
+    """Part of one seed, re-run in a fresh process in the portable numeric
+    mode."""
     motif, ends = [32, 512], [128]
     cmd = [
         sys.executable,
@@ -92,10 +94,11 @@ def test_a_seed_rerun_gives_back_its_stored_row(seed):
     )
     row = json.loads(done.stdout.strip().splitlines()[-1])
     i = STORED["seeds"].index(seed)
-    # Same code and numeric mode: the same numbers. The stored seeds were trained in the
-    # SSE2 baseline mode tried first (tools/numeric_mode.py); re-run in today's AVX2 mode,
-    # seed 1 moves by 10 of the 1000 test examples. The tolerance (20) leaves room for
-    # that, not for a different experiment.
+    # Same code and numeric mode: the same numbers. The stored seeds were
+    # trained in the SSE2 baseline mode tried first (tools/numeric_mode.py);
+    # re-run in today's AVX2 mode, seed 1 moves by 10 of the 1000 test
+    # examples. The tolerance (20) leaves room for that, not for a different
+    # experiment.
     for task, sizes, key in (
         ("motif", motif, "motif_sizes"),
         ("ends", ends, "ends_sizes"),

@@ -1,8 +1,9 @@
 """The stored seed sweep of chapter 2's heads-or-parameters comparison
-(book/data/ch02_heads.json) is what the code computes: a few seeds are retrained here
-(about a second each) and compared with their stored rows. pytest runs in the portable
-numeric mode, the mode the sweep was made in, so the numbers agree closely; the tolerance
-leaves room for a slightly different portable mode."""
+(book/data/ch02_heads.json) is what the code computes: a few seeds are
+retrained here (about a second each) and compared with their stored rows.
+pytest runs in the portable numeric mode, the mode the sweep was made in, so
+the numbers agree closely; the tolerance leaves room for a slightly different
+portable mode."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def test_the_sweep_covers_both_settings_and_thirty_seeds():
     )
 
 
-# seed 0 of each setting, and the two-head seed that fails (copies one token only)
+# seed 0 of each setting, and the two-head seed that fails (copies one token
+# only)
 @pytest.mark.parametrize("num_heads, seed", [(1, 0), (2, 0), (2, 28)])
 def test_a_retrained_seed_matches_its_stored_row(num_heads, seed):
     stored = _data()["runs"][str(num_heads)][seed]

@@ -1,25 +1,28 @@
 """The Chinese edition is complete, current and uses the glossary's terms.
 
-(a) every page in _toc.yml has a current Chinese translation of every unit (one failure
-    listing every untranslated, outdated or still-English unit, by page);
-(b) every glossary term a chapter links with {term} appears in the chapter's Chinese text in
-    one of the forms the glossary accepts for it (its bold text: the name and the names in
-    its parentheses, so softmax may stay softmax);
-(c) one word per concept: no rejected form of translations.TERMS anywhere in the Chinese,
-    the first 词元 of a chapter written 词元（token）, one solution heading;
-(d) the store round-trips, `sync` marks a changed English unit as outdated, and the Chinese
-    source tree replaces prose only (code cells and outputs untouched).
-Both editions' builds are checked by the strict build test (tests/test_book.py).
-See tools/translations.py and README.md ("Chinese edition").
+(a) every page in _toc.yml has a current Chinese translation of every unit
+    (one failure listing every untranslated, outdated or still-English unit,
+    by page);
+(b) every glossary term a chapter links with {term} appears in the chapter's
+    Chinese text in one of the forms the glossary accepts for it (its bold
+    text: the name and the names in its parentheses, so softmax may stay
+    softmax);
+(c) one word per concept: no rejected form of translations.TERMS anywhere in
+    the Chinese, the first 词元 of a chapter written 词元（token）, one
+    solution heading;
+(d) the store round-trips and `sync` marks a changed English unit as
+    outdated. The Chinese notebooks the Chinese site is built from are
+    checked by tests/test_zh_notebooks.py.
+Both editions' builds are checked by the strict build test
+(tests/test_book.py). See tools/translations.py and README.md ("Chinese
+edition").
 """
 
 from __future__ import annotations
 
-import copy
 import re
 import shutil
 
-from tools import build_book
 import nbformat
 import pytest
 from tools import translations
@@ -35,17 +38,17 @@ def test_every_page_has_a_current_translation():
     found = [msg for msgs in by_page.values() for msg in msgs]
     summary = ", ".join(f"{n}: {len(m)}" for n, m in by_page.items() if m)
     assert not found, (
-        f"{len(found)} units of the Chinese edition are not current ({summary}).\n"
-        "Run `make translations`, translate each `zh`, then replace `en` by `en_now`:\n"
-        + "\n".join(found)
+        f"{len(found)} units of the Chinese edition are not current "
+        f"({summary}).\nRun `make translations`, translate each `zh`, then "
+        "replace `en` by `en_now`:\n" + "\n".join(found)
     )
 
 
 def chinese_forms() -> dict[str, tuple[str, ...]]:
-    """Glossary entry (its first name) -> the Chinese forms it accepts: the bold text's
-    name and every name in its parentheses, separated by 、 or ；
-    ("集束搜索（束搜索）" -> ("集束搜索", "束搜索"); "softmax（归一化指数函数）" ->
-    ("softmax", "归一化指数函数"))."""
+    """Glossary entry (its first name) -> the Chinese forms it accepts: the
+    bold text's name and every name in its parentheses, separated by 、 or ；
+    ("集束搜索（束搜索）" -> ("集束搜索", "束搜索");
+    "softmax（归一化指数函数）" -> ("softmax", "归一化指数函数"))."""
     block = (
         GLOSSARY.read_text().split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
     )
@@ -80,7 +83,8 @@ def linked_terms(text: str) -> set[str]:
 
 
 def test_chinese_text_uses_the_glossary_terms():
-    """Checked over the translated units only: an untranslated unit is test (a)'s."""
+    """Checked over the translated units only: an untranslated unit is test
+    (a)'s."""
     forms, missing = chinese_forms(), []
     for page in translations.pages():
         if page.name == GLOSSARY.name:
@@ -98,9 +102,9 @@ def test_chinese_text_uses_the_glossary_terms():
                 )
             elif not any(form in chinese for form in forms[term]):
                 missing.append(
-                    f"{page.name}: '{term}' is linked in the English, but none "
-                    f"of its glossary forms ({' / '.join(forms[term])}) is in "
-                    "the Chinese"
+                    f"{page.name}: '{term}' is linked in the English, but "
+                    f"none of its glossary forms ({' / '.join(forms[term])}) "
+                    "is in the Chinese"
                 )
     assert not missing, "\n".join(missing)
 
@@ -165,12 +169,13 @@ def test_term_problems_names_page_unit_and_form(scratch):
             f"{name} [{keys[3]}] '单元格'",
             f"{name} [{keys[3]}] 'one-hot'",
             f"{name} [{solution}] '练习 1 解答说明'",
-            f"{name} [{solution}] the heading of solution 1 is not 解答 1 及讲解",
+            f"{name} [{solution}] the heading of solution 1 is not "
+            "解答 1 及讲解",
         ]
     ), found
 
-    # Code and maths are not prose, and the chapter's first 词元（token） is the one
-    # English token allowed: a second one is rejected.
+    # Code and maths are not prose, and the chapter's first 词元（token）
+    # is the one English token allowed: a second one is rejected.
     entries[keys[1]]["zh"] = (
         "每个词元（token）都能看到 `token`；之后只写词元。"
     )
@@ -196,7 +201,8 @@ def test_linked_terms_reads_both_forms_of_the_role():
 
 @pytest.fixture
 def scratch(tmp_path, monkeypatch):
-    """A temporary store (never locale/ itself) and a copy of chapter 3 to edit."""
+    """A temporary store (never locale/ itself) and a copy of chapter 3 to
+    edit."""
     store = tmp_path / "locale"
     monkeypatch.setattr(translations, "LOCALE", store)
     chapter = tmp_path / "book" / "03_masks.ipynb"
@@ -254,7 +260,8 @@ def test_sync_marks_a_changed_english_unit_as_outdated(scratch):
     assert entry["en_now"] == cell.source and entry["en"] != cell.source
     first_words = " ".join(cell.source.split())[:70]
     assert translations.problems(chapter) == [
-        f"03_masks.ipynb [{cell.id}] outdated (English changed): {first_words!r}"
+        f"03_masks.ipynb [{cell.id}] outdated (English changed): "
+        f"{first_words!r}"
     ]
 
 
@@ -268,39 +275,3 @@ def test_a_translation_left_in_english_is_reported(scratch):
     translations.save(chapter, entries)
     [msg] = translations.problems(chapter)
     assert f"[{key}] still English" in msg
-
-
-def test_chinese_source_replaces_prose_only(tmp_path, monkeypatch):
-    page = translations.ROOT / "book" / "03_masks.ipynb"
-    units = translations.units(page)
-    fake = {
-        k: {"en": v, "zh": f"中文 {i}"}
-        for i, (k, v) in enumerate(units.items())
-    }
-    monkeypatch.setattr(translations, "LOCALE", tmp_path / "locale")
-    translations.save(page, fake)
-    monkeypatch.setattr(build_book, "ZH_SRC", tmp_path / "zh_src")
-    monkeypatch.setattr(translations, "pages", lambda: [page])
-    source = build_book.zh_source()
-
-    english = nbformat.read(page, as_version=4)
-    chinese = nbformat.read(source / "book" / page.name, as_version=4)
-    assert [c.id for c in chinese.cells] == [c.id for c in english.cells]
-    assert chinese.metadata == english.metadata
-    for en, zh in zip(english.cells, chinese.cells):
-        if en.cell_type == "markdown":
-            assert zh.source == fake[en.id]["zh"]
-        elif en.cell_type == "code":
-            assert (zh.source, zh.outputs) == (en.source, en.outputs)
-            meta = copy.deepcopy(en.metadata)
-            mystnb = meta.get("mystnb", {})
-            if f"{en.id}/caption" in fake:
-                mystnb["figure"]["caption"] = fake[f"{en.id}/caption"]["zh"]
-            if f"{en.id}/alt" in fake:
-                mystnb["image"]["alt"] = fake[f"{en.id}/alt"]["zh"]
-            for key in ("code_prompt_show", "code_prompt_hide"):
-                if key in mystnb:
-                    mystnb[key] = build_book.ZH_PROMPTS[mystnb[key]]
-            assert zh.metadata == meta
-    config = (source / "_config.yml").read_text()
-    assert "language: zh_CN" in config and build_book.ZH_TITLE in config

@@ -1,12 +1,14 @@
 """The interactive cells also run on ipywidgets 7.7, the version Colab ships.
 
-`make` installs ipywidgets 7.7 into .venv/widgets7 (tests/requirements-widgets7.txt); here every
-notebook in the book that calls `interact` is executed in a kernel that imports it from there.
+`make` installs ipywidgets 7.7 into .venv/widgets7
+(tests/requirements-widgets7.txt); here every notebook in the book that calls
+`interact` is executed in a kernel that imports it from there.
 
-It runs through `notebook_tools.notebook_client`, which never plays a widget front end: that
-is what made these runs stall at random before (see its docstring). A cell that still takes
-too long fails fast below with a message.
+It runs through `notebook_tools.notebook_client`, which never plays a widget
+front end: that is what made these runs stall at random before (see its
+docstring). A cell that still takes too long fails fast below with a message.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,27 +22,59 @@ from tools.notebooks import ROOT, notebook_client, toc_notebooks
 pytestmark = pytest.mark.slow
 WIDGETS7 = ROOT / ".venv" / "widgets7"
 WIDGET_NOTEBOOKS = [p for p in toc_notebooks() if "interact(" in p.read_text()]
-CELL_TIMEOUT = 120  # seconds; the slowest cell of any chapter takes under 30 s here
+CELL_TIMEOUT = (
+    120  # seconds; the slowest cell of any chapter takes under 30 s here
+)
 
 
 def test_some_chapters_have_widgets():
-    assert WIDGET_NOTEBOOKS, "no notebook uses interact(): this test would check nothing"
+    assert WIDGET_NOTEBOOKS, (
+        "no notebook uses interact(): this test would check nothing"
+    )
 
 
-@pytest.mark.skipif(not (WIDGETS7 / "ipywidgets").is_dir(), reason="run `make test` to install .venv/widgets7")
-@pytest.mark.parametrize("path", WIDGET_NOTEBOOKS, ids=[p.stem for p in WIDGET_NOTEBOOKS])
+@pytest.mark.skipif(
+    not (WIDGETS7 / "ipywidgets").is_dir(),
+    reason="run `make test` to install .venv/widgets7",
+)
+@pytest.mark.parametrize(
+    "path", WIDGET_NOTEBOOKS, ids=[p.stem for p in WIDGET_NOTEBOOKS]
+)
 def test_notebook_runs_on_ipywidgets_7(path, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(WIDGETS7), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv(
+        "PYTHONPATH",
+        os.pathsep.join([str(WIDGETS7), os.environ.get("PYTHONPATH", "")]),
+    )
     nb = nbformat.read(path, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell("import ipywidgets; print(ipywidgets.__version__)"))
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "import ipywidgets; print(ipywidgets.__version__)"
+        )
+    )
     client = notebook_client(nb, path, timeout=CELL_TIMEOUT)
     try:
         client.execute()  # raises on any error
     except CellTimeoutError as exc:
-        pytest.fail(f"{path.name}: a cell did not finish within {CELL_TIMEOUT} s under ipywidgets 7.7 "
-                    f"(a stall, not slowness: no chapter cell needs that long):\n{str(exc)[:400]}")
-    assert nb.cells[-1].outputs[0]["text"].strip().startswith("7.7"), "the kernel did not use ipywidgets 7.7"
-    shown = [c for c in nb.cells if c.cell_type == "code" and "interact(" in c.source]
+        pytest.fail(
+            f"{path.name}: a cell did not finish within {CELL_TIMEOUT} s "
+            "under ipywidgets 7.7 (a stall, not slowness: no chapter cell "
+            f"needs that long):\n{str(exc)[:400]}"
+        )
+    assert nb.cells[-1].outputs[0]["text"].strip().startswith("7.7"), (
+        "the kernel did not use ipywidgets 7.7"
+    )
+    shown = [
+        c
+        for c in nb.cells
+        if c.cell_type == "code" and "interact(" in c.source
+    ]
     for cell in shown:
-        views = [o for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
-        assert views, f"{path.name}: an interact cell displayed no widget under ipywidgets 7.7:\n{cell.source[:200]}"
+        views = [
+            o
+            for o in cell.outputs
+            if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+        ]
+        assert views, (
+            f"{path.name}: an interact cell displayed no widget under "
+            f"ipywidgets 7.7:\n{cell.source[:200]}"
+        )

@@ -4,13 +4,16 @@ check pages exist.
 python -m tools.build_book        (or: make book)
 
 English: the repository itself, built into _build/html/. Chinese: a source tree
-generated into _build/zh_src/ (the same _toc.yml, _ext, _static and notebooks,
-with every markdown cell, figure caption and alt text replaced by its
-translation from locale/zh/<page>.yml, code cells and stored outputs untouched,
-Markdown pages replaced whole), built into _build/html/zh/. A unit with no
-translation keeps its English here; tests/test_translations.py is what fails on
-it, naming the page and the paragraph. The two builds run side by side (two
-processes).
+generated into _build/zh_src/ (the same _toc.yml, _ext and _static; the
+chapters are the committed Chinese notebooks zh/book/*.ipynb, made by
+tools/zh_notebooks.py: prose, captions and alt text from locale/zh/<page>.yml,
+the same code, figures drawn in Chinese; Markdown pages replaced whole from
+their translation), built into _build/html/zh/ with `repository.path_to_book:
+zh`, so a Chinese chapter's Colab button opens its Chinese notebook. A unit
+with no translation keeps its English here; tests/test_translations.py is what
+fails on it, naming the page and the paragraph, and
+tests/test_zh_notebooks.py fails on a Chinese notebook that is stale. The two
+builds run side by side (two processes).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import time
 
 import yaml
 
-from . import translations
+from . import translations, zh_notebooks
 from .notebooks import ROOT, toc_files
 
 HTML = ROOT / "_build" / "html"
@@ -41,7 +44,9 @@ ZH_CODE_PROMPTS = {
     "nb_code_prompt_show": "显示代码",
     "nb_code_prompt_hide": "隐藏代码",
 }
-ZH_PROMPTS = {"Show solution": "显示答案", "Hide solution": "隐藏答案"}
+# The Chinese chapters are the notebooks under zh/ (zh/book/NN_name.ipynb):
+# the launch buttons' paths start there.
+ZH_PATH_TO_BOOK = "zh"
 # sphinx-togglebutton's hover hints on dropdowns ("Solution N, explained"): its
 # zh_CN catalogue has none, so they are set here. The rest of the theme's
 # English is translated by _ext/locale/zh_CN/LC_MESSAGES/*.po (see
@@ -58,31 +63,6 @@ ZH_FOOTER = (
 )
 
 
-def _translated_notebook(page: pathlib.Path, store: dict) -> str:
-    import nbformat
-
-    nb = nbformat.read(page, as_version=4)
-
-    def zh(key: str) -> str | None:
-        text = str(store.get(key, {}).get("zh") or "")
-        return text if text.strip() else None
-
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            cell.source = zh(cell.id) or cell.source
-        elif cell.cell_type == "code":
-            meta = cell.metadata.get("mystnb", {})
-            figure, image = meta.get("figure", {}), meta.get("image", {})
-            if figure.get("caption") and (text := zh(f"{cell.id}/caption")):
-                figure["caption"] = text
-            if image.get("alt") and (text := zh(f"{cell.id}/alt")):
-                image["alt"] = text
-            for key in ("code_prompt_show", "code_prompt_hide"):
-                if meta.get(key) in ZH_PROMPTS:
-                    meta[key] = ZH_PROMPTS[meta[key]]
-    return nbformat.writes(nb)
-
-
 def zh_source() -> pathlib.Path:
     """Write the Chinese edition's source tree into _build/zh_src/ and return
     it."""
@@ -92,6 +72,7 @@ def zh_source() -> pathlib.Path:
     config["title"] = ZH_TITLE
     config["author"] = ZH_AUTHOR
     config["html"]["extra_footer"] = ZH_FOOTER
+    config["repository"]["path_to_book"] = ZH_PATH_TO_BOOK
     # Sphinx's language: theme labels, "图 2.1", <html lang="zh-CN">, and
     # _ext/course_site.py reads it to know which edition it builds.
     config["sphinx"]["config"]["language"] = "zh_CN"
@@ -116,13 +97,19 @@ def zh_source() -> pathlib.Path:
     for bib in (ROOT / "book").glob("*.bib"):
         shutil.copy(bib, ZH_SRC / "book" / bib.name)
     for page in translations.pages():
-        store = translations.load(page)
         target = ZH_SRC / page.relative_to(ROOT)
         if page.suffix == ".md":
+            store = translations.load(page)
             text = str(store.get("page", {}).get("zh") or "")
             target.write_text(text if text.strip() else page.read_text())
         else:
-            target.write_text(_translated_notebook(page, store))
+            chinese = zh_notebooks.zh_path(page)
+            if not chinese.is_file():
+                raise SystemExit(
+                    f"{zh_notebooks.shown(chinese)} is missing: "
+                    + zh_notebooks.regenerate_hint(page)
+                )
+            shutil.copy(chinese, target)
     return ZH_SRC
 
 

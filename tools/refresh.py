@@ -54,15 +54,27 @@ def clean(nb: nbformat.NotebookNode) -> None:
             cell.outputs = []
 
 
-def refresh(path: pathlib.Path, timeout: int = 600) -> float:
-    nb = nbformat.read(path, as_version=4)
+def execute(
+    nb: nbformat.NotebookNode,
+    path: pathlib.Path,
+    timeout: int = 600,
+    setup: str | None = None,
+) -> float:
+    """Run ``nb`` in place as ``path`` (its folder is the working directory):
+    the setup cell rewritten (``setup``, default the canonical one), outputs
+    cleared, a fresh kernel top to bottom, metadata cleaned. Returns seconds.
+
+    The kernel inherits this process's environment (the numeric mode,
+    ``COURSE_LANGUAGE``); tools/zh_notebooks.py runs the Chinese notebooks
+    through it too.
+    """
     code = [c for c in nb.cells if c.cell_type == "code"]
     if not code or not code[0].source.startswith(SETUP_MARKER):
         raise SystemExit(
             f"{path}: the first code cell must be the setup cell "
             f"(starts with {SETUP_MARKER!r})"
         )
-    code[0].source = setup_source()
+    code[0].source = setup_source() if setup is None else setup
     # The setup cell is plumbing: fold it on the website (Jupyter Book's
     # hide-input tag).
     code[0].metadata["tags"] = sorted(
@@ -77,6 +89,12 @@ def refresh(path: pathlib.Path, timeout: int = 600) -> float:
     took = time.perf_counter() - start
     clean(nb)
     nbformat.validate(nb)
+    return took
+
+
+def refresh(path: pathlib.Path, timeout: int = 600) -> float:
+    nb = nbformat.read(path, as_version=4)
+    took = execute(nb, path, timeout)
     nbformat.write(nb, path)
     return took
 

@@ -71,12 +71,12 @@ def _fit(make, x, y, xt, yt, seed):
 
 def motif_row(seed: int, sizes=MOTIF_SIZES, window_sizes=WINDOW_SIZES) -> dict:
     """Accuracies on the local (motif) task for one seed."""
-    from utils import priors
+    from utils import priors, toy_tasks
 
     pool_seed, test_seed = data_seeds(seed)
     kw = dict(length=LENGTH, vocab_size=VOCAB, motif=MOTIF)
-    x, y = priors.make_motif_data(POOL, seed=pool_seed, **kw)
-    xt, yt = priors.make_motif_data(TEST, seed=test_seed, **kw)
+    x, y = toy_tasks.make_motif_data(POOL, seed=pool_seed, **kw)
+    xt, yt = toy_tasks.make_motif_data(TEST, seed=test_seed, **kw)
     cnn = lambda: priors.MotifCNN(**CNN)  # noqa: E731
     tf = lambda: priors.TinyTransformer(**TRANSFORMER)  # noqa: E731
     local = lambda: priors.TinyTransformer(**TRANSFORMER, window=1)  # noqa: E731
@@ -90,10 +90,10 @@ def motif_row(seed: int, sizes=MOTIF_SIZES, window_sizes=WINDOW_SIZES) -> dict:
     }
     if sizes == MOTIF_SIZES:  # the count-only floors, with all the data
         row["counts"] = _fit(count, x, y, xt, yt, seed)
-        xr, yr = priors.make_motif_data(
+        xr, yr = toy_tasks.make_motif_data(
             POOL, seed=pool_seed, negatives="random", **kw
         )
-        xrt, yrt = priors.make_motif_data(
+        xrt, yrt = toy_tasks.make_motif_data(
             TEST, seed=test_seed, negatives="random", **kw
         )
         row["counts_naive"] = _fit(count, xr, yr, xrt, yrt, seed)
@@ -102,11 +102,11 @@ def motif_row(seed: int, sizes=MOTIF_SIZES, window_sizes=WINDOW_SIZES) -> dict:
 
 def ends_row(seed: int, sizes=ENDS_SIZES) -> dict:
     """Accuracies on the long-range (ends) task for one seed."""
-    from utils import priors
+    from utils import priors, toy_tasks
 
     pool_seed, test_seed = data_seeds(seed)
-    x, y = priors.make_ends_data(POOL, ENDS_LENGTH, VOCAB, seed=pool_seed)
-    xt, yt = priors.make_ends_data(TEST, ENDS_LENGTH, VOCAB, seed=test_seed)
+    x, y = toy_tasks.make_ends_data(POOL, ENDS_LENGTH, VOCAB, seed=pool_seed)
+    xt, yt = toy_tasks.make_ends_data(TEST, ENDS_LENGTH, VOCAB, seed=test_seed)
     cnn = lambda: priors.MotifCNN(**CNN)  # noqa: E731
     tf = lambda: priors.TinyTransformer(**TRANSFORMER)  # noqa: E731
     count = lambda: priors.CountClassifier(VOCAB)  # noqa: E731

@@ -2,7 +2,7 @@
 
     python -m tools.sweep_ch04          # about a minute on one core
 
-Trains ``utils.positional.train_position_probe`` for every scheme in
+Trains ``utils.position_probe.train_position_probe`` for every scheme in
 ``POSITION_KINDS`` and every seed in ``SEEDS`` (in the portable numeric mode,
 the one the tests compare in; the script re-starts itself in it) and writes
 ``book/data/ch04_positions.json``. Chapter 4 plots the stored rows and asserts
@@ -25,7 +25,7 @@ SETTINGS = dict(length=16, vocab=16, steps=300, batch=64, lr=3e-3)
 def rows() -> list[dict]:
     import torch
 
-    from utils.positional import POSITION_KINDS, train_position_probe
+    from utils.position_probe import POSITION_KINDS, train_position_probe
 
     torch.set_num_threads(1)
     out = []

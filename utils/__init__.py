@@ -1,15 +1,17 @@
 """The course library: each idea of the Transformer written once, imported
 by the chapters.
 
-Modules, one per topic, in the order the chapters introduce them: ``priors``
-(ch. 1), ``attention`` and ``scoring`` (2), ``masks`` (3), ``positional`` (4),
-``loss`` (5), ``complexity`` (6), ``layers`` and ``model`` (7: the layers,
-then the assembled Transformer), ``numerals``, ``translation`` and
-``training`` (8),
-``decoding``, ``cache``, ``sampling`` and ``bleu`` (9), ``corpus`` and
-``pretraining`` (10), plus the shared ``plotting`` and ``diagrams`` (plots of
-numbers, and diagrams drawn by code), ``runtime`` (seed, threads, eval mode)
-and ``checks``.
+Modules, one per topic, in the order the chapters introduce them:
+``toy_tasks`` and ``priors`` (ch. 1: the tasks, then the models with their
+priors), ``attention`` and ``scoring`` (2), ``masks`` (3), ``positional`` and
+``position_probe`` (4: the encodings, then the experiment comparing them),
+``loss`` (5), ``efficient_attention`` and ``complexity`` (6: cheaper
+attention, then how cost is counted and measured), ``layers`` and ``model``
+(7: the layers, then the assembled Transformer), ``numerals``,
+``translation`` and ``training`` (8), ``decoding``, ``cache``, ``sampling``
+and ``bleu`` (9), ``corpus`` and ``pretraining`` (10), plus the shared
+``plotting`` and ``diagrams`` (plots of numbers, and diagrams drawn by code),
+``runtime`` (seed, threads, eval mode) and ``checks``.
 Boolean masks mean **True = may attend / is a real token** and broadcast to
 ``(batch, heads, query_len, key_len)``. Bad arguments raise a ``TypeError``
 (wrong kind) or a ``ValueError`` (wrong value) that names the argument; the

@@ -27,12 +27,22 @@ from torch import nn
 
 from .checks import (
     check_bool,
+    check_heads,
+    check_instance,
     check_int,
     check_like_weights,
     check_mask,
     check_probability,
     check_qkv,
     check_tensor,
+)
+
+# what a mask of another rank should have been (module docstring)
+MASK_DIMS = "(B or 1, num_heads or 1, Lq, Lk)"
+MASK_HINT = (
+    ". Pass a (Lq, Lk) mask as mask[None, None] and a (B, Lk) padding mask "
+    "as key_padding_mask=... (True = real token), or use padding_mask(ids), "
+    "which is already (B, 1, 1, Lk)"
 )
 
 __all__ = [
@@ -55,9 +65,14 @@ def masked_softmax(
     all zeros (not NaN).
     """
     check_tensor(scores, "scores", floating=True, min_ndim=1)
+    if mask is not None:
+        check_mask(mask, "mask", scores.shape, device=scores.device)
+    return _masked_softmax(scores, mask)
+
+
+def _masked_softmax(scores, mask):
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    check_mask(mask, "mask", scores.shape, device=scores.device)
     weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
     # Rows with every key masked are NaN after softmax; they attend to
     # nothing: zeros.
@@ -72,8 +87,17 @@ def attend(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The second half of every attention, whatever scored it: scores
     ``(..., Lq, Lk)`` -> masked softmax -> dropout -> weighted sum of
-    ``v`` ``(..., Lk, d_v)``. Returns ``(out, weights)``."""
-    weights = masked_softmax(scores, mask)  # (..., Lq, Lk)
+    ``v`` ``(..., Lk, d_v)``. Returns ``(out, weights)``.
+
+    The callers (the attention functions and modules) have checked ``v``;
+    the mask is checked here, against the scores it masks."""
+    if mask is not None:
+        check_mask(mask, "mask", scores.shape, device=scores.device)
+    return _attend(scores, v, mask, dropout_p)
+
+
+def _attend(scores, v, mask, dropout_p):
+    weights = _masked_softmax(scores, mask)  # (..., Lq, Lk)
     attended = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return attended @ v, weights
 
@@ -101,19 +125,19 @@ def scaled_dot_product_attention(
     ``MultiHeadAttention`` does that for you in eval mode).
     """
     check_qkv(q, k, v)
-    if q.size(-1) == 0:
-        raise ValueError(
-            f"q and k must have at least one feature (d_k >= 1), "
-            f"got q {tuple(q.shape)}"
-        )
+    check_int(q.size(-1), "q and k's feature size d_k", 1)
     dropout = check_probability(dropout, "dropout")
+    return attend(_scores(q, k, v), v, mask, dropout)
+
+
+def _scores(q, k, v) -> torch.Tensor:
+    """q k^T / sqrt(d_k), expanded to the batch dims of q, k and v."""
     scores = q @ k.transpose(-2, -1)  # (..., Lq, Lk)
     # in place: same numbers, one (Lq, Lk) buffer fewer
     scores.div_(math.sqrt(q.size(-1)))
     # v's batch dims count too (the output has them): a view, no copy
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    scores = scores.expand(*batch, q.size(-2), k.size(-2))
-    return attend(scores, v, mask, dropout)
+    return scores.expand(*batch, q.size(-2), k.size(-2))
 
 
 class MultiHeadAttention(nn.Module):
@@ -145,11 +169,7 @@ class MultiHeadAttention(nn.Module):
     ):
         super().__init__()
         d_model = check_int(d_model, "d_model", 1)
-        num_heads = check_int(num_heads, "num_heads", 1)
-        if d_model % num_heads != 0:
-            raise ValueError(
-                f"d_model={d_model} is not divisible by num_heads={num_heads}"
-            )
+        check_heads(d_model, num_heads)
         dropout = check_probability(dropout, "dropout")
         check_bool(bias, "bias")
         self.d_model, self.num_heads = d_model, num_heads
@@ -185,33 +205,17 @@ class MultiHeadAttention(nn.Module):
         device: torch.device,
     ) -> torch.Tensor | None:
         """Validate both masks; merge them into one ``(B|1, h|1, Lq, Lk)``."""
-        scores = (b, self.num_heads, lq, lk)
-        if mask is not None:
-            check_tensor(mask, "mask")
-            if mask.dim() != 4:
+        if mask is not None:  # rank 2 would be ambiguous (module docstring)
+            if check_tensor(mask, "mask").dim() != 4:
+                got = f"got shape {tuple(mask.shape)}"
                 raise ValueError(
-                    f"mask must have 4 dims (B or 1, num_heads or 1, Lq, Lk), "
-                    f"got shape {tuple(mask.shape)}. Pass a (Lq, Lk) mask as "
-                    f"mask[None, None] and a (B, Lk) padding mask as "
-                    f"key_padding_mask=... (True = real token), or use "
-                    f"padding_mask(ids), which is already (B, 1, 1, Lk)"
+                    f"mask must have 4 dims {MASK_DIMS}, {got}{MASK_HINT}"
                 )
+            scores = (b, self.num_heads, lq, lk)  # what the mask applies to
             check_mask(mask, "mask", scores, device=device)
         if key_padding_mask is not None:
-            check_tensor(key_padding_mask, "key_padding_mask")
-            if key_padding_mask.dtype != torch.bool:
-                raise TypeError(
-                    f"key_padding_mask must be a bool tensor (True = real "
-                    f"token), got dtype {key_padding_mask.dtype}"
-                )
-            if tuple(key_padding_mask.shape) != (b, lk):
-                raise ValueError(
-                    f"key_padding_mask must have shape (batch, key_len) = "
-                    f"{(b, lk)}, got {tuple(key_padding_mask.shape)}"
-                )
-            check_mask(
-                key_padding_mask, "key_padding_mask", (b, lk), device=device
-            )
+            check_mask(key_padding_mask, "key_padding_mask", device=device)
+            check_tensor(key_padding_mask, "key_padding_mask", shape=(b, lk))
             keys = key_padding_mask[:, None, None, :]  # (B, 1, 1, Lk)
             mask = keys if mask is None else mask & keys
         return mask
@@ -229,24 +233,14 @@ class MultiHeadAttention(nn.Module):
         attention: the keys attend to the cached ones plus these) or the
         encoder memory, projected on the first call only (cross-attention,
         ``AttentionCache(static=True)``); ``mask`` then covers every key."""
-        for name, t in (("q", q), ("k", k), ("v", v)):
-            check_tensor(t, name)
-            if t.dim() != 3 or t.size(-1) != self.d_model:
-                raise ValueError(
-                    f"{name} must have shape (batch, length, "
-                    f"d_model={self.d_model}), got {tuple(t.shape)}"
-                )
-        if not q.size(0) == k.size(0) == v.size(0):
-            raise ValueError(
-                f"q, k and v must share the batch size, got q "
-                f"{tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
-            )
-        check_qkv(q, k, v)
+        d = self.d_model
+        check_tensor(q, "q", floating=True, shape=("batch", "length", d))
+        for name, t in (("k", k), ("v", v)):
+            check_tensor(t, name, shape=(q.size(0), "length", d))
+        check_qkv(q, k, v)  # one dtype and device, k and v of one length
         check_like_weights(self, q)
-        if cache is not None and not isinstance(cache, AttentionCache):
-            raise TypeError(
-                f"cache must be an AttentionCache, got {type(cache).__name__}"
-            )
+        if cache is not None:
+            check_instance(cache, "cache", AttentionCache)
         qh = self.split_heads(self.w_q(q))  # (B, h, Lq, d_head)
         if cache is not None and cache.static and cache.keys is not None:
             kh, vh = cache.keys, cache.values  # the memory's, projected once
@@ -257,9 +251,9 @@ class MultiHeadAttention(nn.Module):
                 kh, vh = cache.update(kh, vh)
         b, lq, lk = q.size(0), q.size(1), kh.size(2)
         mask = self._combined_mask(mask, key_padding_mask, b, lq, lk, q.device)
-        out, weights = scaled_dot_product_attention(
-            qh, kh, vh, mask, self._dropout_p()
-        )
+        # checked above: the unchecked core, as F.scaled_dot_product_attention
+        scores = _scores(qh, kh, vh)  # (B, h, Lq, Lk)
+        out, weights = _attend(scores, vh, mask, self._dropout_p())
         return self.merge_heads(out), weights
 
 
@@ -316,32 +310,15 @@ def load_torch_mha_weights(
 ) -> MultiHeadAttention:
     """Copy an ``nn.MultiheadAttention``'s weights into ours (its in_proj
     stacks W_q, W_k, W_v). Returns ``ours``."""
-    if not isinstance(ours, MultiHeadAttention):
-        raise TypeError(
-            f"ours must be a utils MultiHeadAttention, "
-            f"got {type(ours).__name__}"
-        )
-    if not isinstance(theirs, nn.MultiheadAttention):
-        raise TypeError(
-            f"theirs must be an nn.MultiheadAttention, got "
-            f"{type(theirs).__name__}"
-        )
-    if theirs.embed_dim != ours.d_model or theirs.num_heads != ours.num_heads:
-        raise ValueError(
-            f"shapes differ: ours d_model={ours.d_model}, "
-            f"heads={ours.num_heads}; theirs embed_dim={theirs.embed_dim}, "
-            f"heads={theirs.num_heads}"
-        )
-    if theirs.in_proj_weight is None:
-        raise ValueError(
-            "theirs uses separate q/k/v projections (kdim/vdim set); only "
-            "the packed form is supported"
-        )
-    if (ours.w_q.bias is None) != (theirs.in_proj_bias is None):
-        raise ValueError(
-            f"bias settings differ: ours bias={ours.w_q.bias is not None}, "
-            f"theirs bias={theirs.in_proj_bias is not None}"
-        )
+    check_instance(ours, "ours", MultiHeadAttention, "a MultiHeadAttention")
+    what = "an nn.MultiheadAttention"
+    check_instance(theirs, "theirs", nn.MultiheadAttention, what)
+    # the same sizes, q/k/v packed in one in_proj (no kdim/vdim), bias or not
+    want = (ours.d_model, ours.num_heads, True, ours.w_q.bias is not None)
+    packed = theirs.in_proj_weight is not None, theirs.in_proj_bias is not None
+    kind = (theirs.embed_dim, theirs.num_heads, *packed)
+    if kind != want:
+        raise ValueError(f"(size, heads, packed, bias): {kind} != ours {want}")
     d = ours.d_model
     for i, lin in enumerate((ours.w_q, ours.w_k, ours.w_v)):
         lin.weight.copy_(theirs.in_proj_weight[i * d : (i + 1) * d])

@@ -34,6 +34,10 @@ __all__ = [
     "check_number",
     "check_probability",
     "check_tensor",
+    "check_choice",
+    "check_instance",
+    "check_heads",
+    "check_at_most",
     "check_ids",
     "check_qkv",
     "check_mask",
@@ -95,10 +99,7 @@ def check_number(
     ``finite=True``, an infinity raise ``ValueError``.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        hint = " (a number, not a str)" if isinstance(value, str) else ""
-        raise TypeError(
-            f"{name} must be a real number{hint}, got {_kind(value)}"
-        )
+        raise TypeError(f"{name} must be a real number, got {_kind(value)}")
     number = float(value)
     if math.isnan(number):
         raise ValueError(f"{name} must be a number, got NaN")
@@ -139,9 +140,7 @@ def _check_ndim(
     if x.dim() not in allowed:
         dims = " or ".join(str(n) for n in allowed)
         layout = f" {what}" if what else ""
-        raise ValueError(
-            f"{name} must have {dims} dims{layout}, got shape {tuple(x.shape)}"
-        )
+        raise ValueError(f"{name} must have {dims} dims{layout}{_got(x)}")
 
 
 def check_tensor(
@@ -151,31 +150,78 @@ def check_tensor(
     ndim: int | Sequence[int] | None = None,
     floating: bool | None = None,
     min_ndim: int | None = None,
+    shape: Sequence[int | str] | None = None,
+    layout: str = "",
+    device: torch.device | None = None,
 ) -> torch.Tensor:
     """``x`` must be a ``torch.Tensor``; returns it unchanged.
 
     ``ndim``: the allowed rank (an int or several). ``min_ndim``: the lowest
     allowed rank. ``floating=True`` asks for a floating-point dtype,
-    ``floating=False`` for anything else (integers, bool).
+    ``floating=False`` for anything else (integers, bool). ``shape``: the
+    exact shape, an int per dim or a str for a dim of any size, e.g.
+    ``("batch", "length", 512)``; the message shows it as written.
+    ``layout`` names the dims in the message for a wrong rank. ``device``:
+    where it must be (next to the tensors it is used with).
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {_kind(x)}")
-    if floating is True and not x.is_floating_point():
-        raise TypeError(
-            f"{name} must be a floating-point tensor, got dtype {x.dtype} "
-            f"(convert with .float())"
-        )
-    if floating is False and x.is_floating_point():
-        raise TypeError(
-            f"{name} must not be floating-point, got dtype {x.dtype}"
-        )
-    _check_ndim(x, name, ndim)
+    if floating is not None and x.is_floating_point() != floating:
+        want = "be a floating-point tensor" if floating else "not be floating"
+        raise TypeError(f"{name} must {want}, got dtype {x.dtype}")
+    _check_ndim(x, name, ndim, layout)
     if min_ndim is not None and x.dim() < min_ndim:
-        raise ValueError(
-            f"{name} must have at least {min_ndim} dims, "
-            f"got shape {tuple(x.shape)}"
-        )
+        raise ValueError(f"{name} must have at least {min_ndim} dims{_got(x)}")
+    if device is not None and x.device != device:
+        raise ValueError(f"{name} is on {x.device}, the others on {device}")
+    if shape is not None and not _fits(x.shape, shape):
+        want = ", ".join(str(n) for n in shape)
+        raise ValueError(f"{name} must have shape ({want}){_got(x)}")
     return x
+
+
+def _got(x: torch.Tensor) -> str:
+    return f", got shape {tuple(x.shape)}"
+
+
+def _fits(actual: Sequence[int], pattern: Sequence[int | str]) -> bool:
+    return len(actual) == len(pattern) and all(
+        isinstance(p, str) or a == p for a, p in zip(actual, pattern)
+    )
+
+
+def check_choice(value: Any, name: str, options: Sequence[str]) -> str:
+    """``value``, which must be one of the strings ``options``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {_kind(value)}")
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+def check_instance(value: Any, name: str, kind: type, what: str = "") -> Any:
+    """``value``, which must be an instance of ``kind`` (``what`` names the
+    kind in the message, e.g. ``"a utils MultiHeadAttention"``)."""
+    if not isinstance(value, kind):
+        what = what or f"a {kind.__name__}"
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    return value
+
+
+def check_heads(d_model: int, num_heads: Any) -> int:
+    """``num_heads``, an int >= 1 that divides ``d_model`` (checked)."""
+    num_heads = check_int(num_heads, "num_heads", 1)
+    if d_model % num_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by {num_heads=}")
+    return num_heads
+
+
+def check_at_most(value: int, name: str, limit: int, why: str = "") -> int:
+    """``value`` (already checked to be a number) must be ``<= limit``;
+    ``why`` names the limit in the message, e.g. ``"max_len=8"``."""
+    if value > limit:
+        raise ValueError(f"{name} must be at most {why or limit}, got {value}")
+    return value
 
 
 def check_ids(
@@ -192,36 +238,18 @@ def check_ids(
     uint8 arithmetic wraps around (0 - 1 = 255). ``ndim`` fixes the rank
     (2 for ``(batch, length)``); ``vocab_size`` the range of the values.
     """
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(
-            f"{name} must be a torch.Tensor of token ids, got {_kind(ids)}"
-        )
-    if ids.dtype == torch.uint8:
-        raise TypeError(
-            f"{name} has dtype torch.uint8: PyTorch reads uint8 indices as a "
-            f"mask and uint8 arithmetic wraps around, so ids must use a "
-            f"signed integer dtype; convert with .long()"
-        )
-    if ids.dtype == torch.bool:
-        raise TypeError(
-            f"{name} must hold integer token ids, got dtype torch.bool "
-            f"(a mask, not ids?)"
-        )
+    check_tensor(ids, name)
+    if ids.dtype == torch.uint8:  # indexing reads uint8 as a mask
+        raise TypeError(f"{name} has dtype torch.uint8, which wraps: .long()")
     if ids.is_floating_point() or ids.is_complex() or not ids.dtype.is_signed:
-        raise TypeError(
-            f"{name} must hold integer token ids (e.g. int64), "
-            f"got dtype {ids.dtype}"
-        )
+        raise TypeError(f"{name} must hold integer token ids, got {ids.dtype}")
     _check_ndim(ids, name, ndim, "(batch, length)" if ndim == 2 else "")
     if vocab_size is not None:
-        vocab_size = check_int(vocab_size, "vocab_size", 1)
-        if ids.numel():
-            low, high = int(ids.min()), int(ids.max())
-            if low < 0 or high >= vocab_size:
-                bad = low if low < 0 else high
-                raise ValueError(
-                    f"{name} must be in [0, {vocab_size}), found {bad}"
-                )
+        top = check_int(vocab_size, "vocab_size", 1)
+        low, high = (int(ids.min()), int(ids.max())) if ids.numel() else (0, 0)
+        if low < 0 or high >= top:
+            bad = low if low < 0 else high
+            raise ValueError(f"{name} must be in [0, {top}), found {bad}")
     return ids
 
 
@@ -236,40 +264,31 @@ def check_qkv(q: Any, k: Any, v: Any, *, share_d_k: bool = True) -> None:
     in size check those themselves).
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
-        check_tensor(t, name, floating=True)
-        if t.dim() < 2:
-            raise ValueError(
-                f"{name} must have at least 2 dims (..., length, features), "
-                f"got shape {tuple(t.shape)}"
-            )
+        check_tensor(t, name, floating=True, min_ndim=2)
+    shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
     if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(
-            f"q, k and v must share one dtype, got q {q.dtype}, k {k.dtype}, "
-            f"v {v.dtype}"
-        )
+        raise TypeError(f"q, k and v must share one dtype: {_dtypes(q, k, v)}")
     if not q.device == k.device == v.device:
-        raise ValueError(
-            f"q, k and v must be on one device, got q {q.device}, "
-            f"k {k.device}, v {v.device}"
-        )
+        raise ValueError(f"q, k and v must be on one device, got {shapes}")
     if share_d_k and q.size(-1) != k.size(-1):
-        raise ValueError(
-            f"q and k must share the feature size d_k: "
-            f"q {tuple(q.shape)}, k {tuple(k.shape)}"
-        )
+        qk = f"q {tuple(q.shape)}, k {tuple(k.shape)}"
+        raise ValueError(f"q and k must share the feature size d_k: {qk}")
     if k.size(-2) != v.size(-2):
-        raise ValueError(
-            f"k and v must have the same length (dim -2): "
-            f"k {tuple(k.shape)}, v {tuple(v.shape)}"
-        )
+        raise ValueError(f"k and v must have the same length: {shapes}")
+    if _broadcast(q.shape[:-2], k.shape[:-2], v.shape[:-2]) is None:
+        raise ValueError(f"batch dims of q, k and v must broadcast: {shapes}")
+
+
+def _broadcast(*shapes: Sequence[int]) -> torch.Size | None:
+    """The shape ``shapes`` broadcast to, None if they do not."""
     try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        return torch.broadcast_shapes(*shapes)
     except RuntimeError:
-        raise ValueError(
-            f"the batch dims of q, k and v (all but the last two) must "
-            f"broadcast: q {tuple(q.shape)}, k {tuple(k.shape)}, "
-            f"v {tuple(v.shape)}"
-        ) from None
+        return None
+
+
+def _dtypes(q, k, v) -> str:
+    return f"q {q.dtype}, k {k.dtype}, v {v.dtype}"
 
 
 def check_mask(
@@ -287,32 +306,18 @@ def check_mask(
     would need to grow ``shape`` to broadcast raises ``ValueError``, as does
     a mask on another ``device``.
     """
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {_kind(mask)}")
-    if mask.dtype != torch.bool:
-        raise TypeError(
-            f"{name} must be a bool tensor (True = may attend), got dtype "
-            f"{mask.dtype}; convert a 0/1 mask with .bool()"
-        )
+    check_tensor(mask, name)
+    if mask.dtype != torch.bool:  # True = may attend
+        raise TypeError(f"{name} must be a bool, not {mask.dtype}: .bool()")
     target = torch.Size(mask.shape if shape is None else shape)
-    try:
-        fits = torch.broadcast_shapes(mask.shape, target) == target
-    except RuntimeError:
-        fits = False
-    if not fits:
+    if _broadcast(mask.shape, target) != target:
         raise ValueError(
-            f"{name} of shape {tuple(mask.shape)} does not broadcast to the "
-            f"shape {tuple(target)} it masks"
+            f"{name} of shape {tuple(mask.shape)} does not "
+            f"broadcast to the shape {tuple(target)} it masks"
         )
-    want = torch.device(device) if device is not None else None
-    if want is not None and (
-        mask.device.type != want.type
-        or (want.index is not None and mask.device.index != want.index)
-    ):
-        raise ValueError(
-            f"{name} is on {mask.device} but the tensors it masks are on "
-            f"{want}"
-        )
+    here, want = mask.device, torch.device(device or mask.device)
+    if want.type != here.type or want.index not in (None, here.index):
+        raise ValueError(f"{name} is on {here}, what it masks on {want}")
     return mask
 
 
@@ -323,12 +328,6 @@ def check_like_weights(module: Any, x: torch.Tensor) -> None:
     if torch.is_autocast_enabled(x.device.type):
         return
     if x.dtype != w.dtype:
-        raise TypeError(
-            f"q, k and v have dtype {x.dtype} but the module's weights are "
-            f"{w.dtype}: convert the inputs (.to({w.dtype})) or the module"
-        )
+        raise TypeError(f"q, k, v have dtype {x.dtype}, the weights {w.dtype}")
     if x.device != w.device:
-        raise ValueError(
-            f"q, k and v are on {x.device} but the module's weights are on "
-            f"{w.device}: move one with .to(device)"
-        )
+        raise ValueError(f"q, k, v are on {x.device}, the weights {w.device}")

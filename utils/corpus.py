@@ -20,7 +20,7 @@ import random
 
 import torch
 
-from .checks import check_int
+from .checks import check_at_most, check_int
 from .numerals import english_words
 
 __all__ = [
@@ -54,9 +54,7 @@ NORMAL_IDS = list(range(len(SPECIALS), len(TOKENS)))
 
 def _check_number(n) -> int:
     n = check_int(n, "n", 1)
-    if n > MAX_NUMBER:
-        raise ValueError(f"n must be at most {MAX_NUMBER}, got {n}")
-    return n
+    return check_at_most(n, "n", MAX_NUMBER, f"MAX_NUMBER={MAX_NUMBER}")
 
 
 def sentence(n: int, digits: bool = True) -> list[str]:
@@ -76,11 +74,9 @@ def make_splits(
     check_int(seed, "seed", 0)
     check_int(n_valid, "n_valid", 0)
     check_int(n_test, "n_test", 0)
-    if n_valid + n_test >= MAX_NUMBER:
-        raise ValueError(
-            f"n_valid + n_test must leave training data, got "
-            f"{n_valid} + {n_test} of {MAX_NUMBER}"
-        )
+    # at least one number must be left for training
+    why = f"{MAX_NUMBER - 1}, to leave training data"
+    check_at_most(n_valid + n_test, "n_valid + n_test", MAX_NUMBER - 1, why)
     numbers = list(range(1, MAX_NUMBER + 1))
     random.Random(seed).shuffle(numbers)
     return {
@@ -94,8 +90,7 @@ def encode(numbers, digits: bool = True) -> torch.Tensor:
     """Sentences of ``numbers`` as ids ``(B, L)``, right-padded with
     [PAD]; L is the longest sentence."""
     rows = [[TOKEN_ID[t] for t in sentence(n, digits)] for n in numbers]
-    if not rows:
-        raise ValueError("numbers must hold at least one number")
+    check_int(len(rows), "the count of numbers", 1)
     width = max(len(r) for r in rows)
     return torch.tensor([r + [PAD] * (width - len(r)) for r in rows])
 

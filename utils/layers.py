@@ -25,6 +25,7 @@ from .attention import (
 from .checks import (
     check_bool,
     check_ids,
+    check_instance,
     check_int,
     check_number,
     check_probability,
@@ -101,11 +102,7 @@ class LayerNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # (..., d_model) -> same shape
         check_tensor(x, "x", floating=True, min_ndim=1)
-        if x.size(-1) != self.d_model:
-            raise ValueError(
-                f"x must end in d_model={self.d_model} features, "
-                f"got shape {tuple(x.shape)}"
-            )
+        check_tensor(x, "x", shape=(*x.shape[:-1], self.d_model))
         mean = x.mean(dim=-1, keepdim=True)
         var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: / d
         return (
@@ -123,7 +120,7 @@ class Residual(nn.Module):
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
-        self.norm_first = norm_first
+        self.norm_first = check_bool(norm_first, "norm_first")
 
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
         if self.norm_first:  # Pre-Norm: x + F(LN(x))
@@ -147,8 +144,7 @@ class EncoderLayer(nn.Module):
         dropout: float = 0.1,
         norm_first: bool = False,
     ):
-        super().__init__()
-        check_bool(norm_first, "norm_first")
+        super().__init__()  # Residual checks norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.ffn = FeedForward(d_model, d_ff, dropout)
         self.sub1 = Residual(d_model, dropout, norm_first)
@@ -185,8 +181,7 @@ class DecoderLayer(nn.Module):
         dropout: float = 0.1,
         norm_first: bool = False,
     ):
-        super().__init__()
-        check_bool(norm_first, "norm_first")
+        super().__init__()  # Residual checks norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
         self.ffn = FeedForward(d_model, d_ff, dropout)
@@ -257,26 +252,9 @@ def _copy_residual_norm(ours: Residual, theirs: nn.LayerNorm) -> None:
 def _copy_ffn(ours: FeedForward, theirs: nn.Module) -> None:
     pairs = ((ours.w_1, theirs.linear1), (ours.w_2, theirs.linear2))
     for mine, other in pairs:
-        if mine.weight.shape != other.weight.shape:
-            raise ValueError(
-                f"FFN shapes differ: ours {tuple(mine.weight.shape)}, "
-                f"theirs {tuple(other.weight.shape)}"
-            )
+        check_tensor(other.weight, "theirs' FFN", shape=mine.weight.shape)
         mine.weight.copy_(other.weight)
         mine.bias.copy_(other.bias)
-
-
-def _check_pair(ours, our_type, theirs, their_type) -> None:
-    if not isinstance(ours, our_type):
-        raise TypeError(
-            f"ours must be a utils {our_type.__name__}, "
-            f"got {type(ours).__name__}"
-        )
-    if not isinstance(theirs, their_type):
-        raise TypeError(
-            f"theirs must be an nn.{their_type.__name__}, "
-            f"got {type(theirs).__name__}"
-        )
 
 
 @torch.no_grad()
@@ -285,7 +263,9 @@ def load_torch_encoder_layer_weights(
 ) -> EncoderLayer:
     """Copy an ``nn.TransformerEncoderLayer``'s weights into our
     ``EncoderLayer`` (same sizes). Returns ``ours``."""
-    _check_pair(ours, EncoderLayer, theirs, nn.TransformerEncoderLayer)
+    check_instance(ours, "ours", EncoderLayer, "a utils EncoderLayer")
+    what = "an nn.TransformerEncoderLayer"
+    check_instance(theirs, "theirs", nn.TransformerEncoderLayer, what)
     load_torch_mha_weights(ours.self_attn, theirs.self_attn)
     _copy_ffn(ours.ffn, theirs)
     _copy_residual_norm(ours.sub1, theirs.norm1)
@@ -299,7 +279,9 @@ def load_torch_decoder_layer_weights(
 ) -> DecoderLayer:
     """Copy an ``nn.TransformerDecoderLayer``'s weights into our
     ``DecoderLayer`` (same sizes). Returns ``ours``."""
-    _check_pair(ours, DecoderLayer, theirs, nn.TransformerDecoderLayer)
+    check_instance(ours, "ours", DecoderLayer, "a utils DecoderLayer")
+    what = "an nn.TransformerDecoderLayer"
+    check_instance(theirs, "theirs", nn.TransformerDecoderLayer, what)
     load_torch_mha_weights(ours.self_attn, theirs.self_attn)
     load_torch_mha_weights(ours.cross_attn, theirs.multihead_attn)
     _copy_ffn(ours.ffn, theirs)

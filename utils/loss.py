@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from .checks import (
+    check_at_most,
     check_ids,
     check_int,
     check_mask,
@@ -44,12 +45,8 @@ def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     ``inf`` (float32 overflows past ~88.7).
     """
     check_tensor(x, "x", floating=True, min_ndim=1)
-    dim = check_int(dim, "dim")
-    if not -x.dim() <= dim < x.dim():
-        raise ValueError(
-            f"dim must be in [{-x.dim()}, {x.dim()}) for x of shape "
-            f"{tuple(x.shape)}, got {dim}"
-        )
+    dim = check_int(dim, "dim", -x.dim())
+    check_at_most(dim, "dim", x.dim() - 1, f"the last dim of {tuple(x.shape)}")
     # a constant shift: no gradient needed
     shifted = x - x.amax(dim=dim, keepdim=True).detach()
     e = shifted.exp()
@@ -64,30 +61,13 @@ def _check(
 ) -> float:
     """Raise a TypeError / ValueError naming the bad argument; return the
     label smoothing as a float if all is well."""
-    check_tensor(logits, "logits", floating=True)
-    if logits.dim() != 3:
-        raise ValueError(
-            f"logits must have shape (batch, length, vocab), "
-            f"got {tuple(logits.shape)}"
-        )
+    shape = ("batch", "length", "vocab")
+    check_tensor(logits, "logits", floating=True, shape=shape)
     b, t, v = logits.shape
     check_ids(targets, "targets")
-    if targets.shape != (b, t):
-        raise ValueError(
-            f"targets must have shape {(b, t)} to match logits "
-            f"{tuple(logits.shape)}, got {tuple(targets.shape)}"
-        )
+    check_tensor(targets, "targets", shape=(b, t), device=logits.device)
     check_mask(mask, "mask")
-    if mask.shape != (b, t):
-        raise ValueError(
-            f"mask must have shape {(b, t)} (True = real token) to match "
-            f"logits {tuple(logits.shape)}, got {tuple(mask.shape)}"
-        )
-    if mask.device != logits.device or targets.device != logits.device:
-        raise ValueError(
-            f"logits, targets and mask must be on one device, got "
-            f"{logits.device}, {targets.device}, {mask.device}"
-        )
+    check_tensor(mask, "mask", shape=(b, t), device=logits.device)
     label_smoothing = check_probability(label_smoothing, "label_smoothing")
     # padding may hold any id; only the real positions must be classes
     check_ids(targets[mask], "targets at real positions", v)
@@ -188,17 +168,8 @@ def perplexity(mean_token_loss: torch.Tensor | float) -> torch.Tensor:
     Returns a tensor (differentiable when the input is).
     """
     if isinstance(mean_token_loss, torch.Tensor):
-        loss = mean_token_loss
-        if not loss.is_floating_point():
-            raise TypeError(
-                f"mean_token_loss must be a floating-point tensor, "
-                f"got dtype {loss.dtype}"
-            )
-        if loss.numel() != 1:
-            raise ValueError(
-                f"mean_token_loss must be one number (a mean loss in nats), "
-                f"got shape {tuple(loss.shape)}"
-            )
+        loss = check_tensor(mean_token_loss, "mean_token_loss", floating=True)
+        check_tensor(loss.reshape(-1), "mean_token_loss", shape=(1,))
         check_number(float(loss.detach()), "mean_token_loss", 0.0, finite=True)
         return loss.exp()
     value = check_number(mean_token_loss, "mean_token_loss", 0.0, finite=True)

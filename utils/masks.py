@@ -17,8 +17,15 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_ids, check_int, check_tensor
-from .checks import check_mask as _check_mask
+from .checks import (
+    check_bool,
+    check_choice,
+    check_at_most,
+    check_ids,
+    check_int,
+    check_mask,
+    check_tensor,
+)
 
 __all__ = [
     "band_mask",
@@ -29,10 +36,8 @@ __all__ = [
     "to_mha_mask",
     "to_sdpa_mask",
     "to_additive_mask",
-    "check_mask",
     "to_key_padding_mask",
     "to_mha_attn_mask",
-    "bidirectional_mask",
     "prefix_lm_mask",
     "attention_pattern",
 ]
@@ -60,14 +65,9 @@ def causal_mask(size: int, device: Device = None) -> torch.Tensor:
 def decoder_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
     """Padding AND look-ahead for decoder self-attention:
     ids ``(B, T)`` -> ``(B, 1, T, T)``."""
-    check_ids(ids, "ids", ndim=2)
-    if ids.size(1) == 0:
-        raise ValueError(
-            f"ids must hold at least one position, got shape "
-            f"{tuple(ids.shape)}"
-        )
-    causal = causal_mask(ids.size(1), device=ids.device)
-    return padding_mask(ids, pad_id) & causal
+    keep = padding_mask(ids, pad_id)  # (B, 1, 1, T), checks ids and pad_id
+    check_int(ids.size(1), "ids must hold at least one position: length", 1)
+    return keep & causal_mask(ids.size(1), device=ids.device)
 
 
 def lengths_to_mask(lengths, max_len: int | None = None) -> torch.Tensor:
@@ -76,43 +76,25 @@ def lengths_to_mask(lengths, max_len: int | None = None) -> torch.Tensor:
     ``lengths`` is an integer tensor or a list of ints. ``max_len`` defaults
     to the longest length; a length above it is an error, not a silent cut.
     """
-    if not isinstance(lengths, torch.Tensor):
-        try:
-            lengths = torch.as_tensor(lengths)
-        except (TypeError, ValueError, RuntimeError) as err:
-            raise TypeError(
-                f"lengths must be a 1-D tensor or a list of ints, "
-                f"got {lengths!r}"
-            ) from err
-    kind = lengths.dtype
-    if kind == torch.bool or kind.is_floating_point or kind.is_complex:
-        raise TypeError(f"lengths must be integers, got dtype {kind}")
-    check_tensor(lengths, "lengths", ndim=1)
-    if (lengths < 0).any():
-        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
+    try:
+        lengths = torch.as_tensor(lengths)
+    except (TypeError, ValueError, RuntimeError) as err:
+        msg = (
+            f"lengths must be a 1-D tensor or a list of ints, got {lengths!r}"
+        )
+        raise TypeError(msg) from err
+    check_ids(lengths, "lengths", ndim=1)  # integers (not bool), rank 1
+    check_int(int(lengths.min()) if len(lengths) else 0, "lengths' min", 0)
     longest = int(lengths.max()) if lengths.numel() else 0
     if max_len is None:
         max_len = longest
-    else:
-        max_len = check_int(max_len, "max_len", 0)
-        if max_len < longest:
-            raise ValueError(
-                f"lengths {lengths.tolist()} contain {longest} "
-                f"> max_len={max_len}"
-            )
+    max_len = check_int(max_len, "max_len", 0)
+    if max_len < longest:
+        raise ValueError(
+            f"lengths {lengths.tolist()} contain {longest} > max_len={max_len}"
+        )
     positions = torch.arange(max_len, device=lengths.device)
     return positions < lengths[:, None]
-
-
-def check_mask(
-    mask: torch.Tensor, target: tuple[int, ...], name: str = "mask"
-) -> torch.Tensor:
-    """Validate a keep-mask against the score shape ``target``; return it.
-
-    The rule of ``utils.checks.check_mask(mask, name, target)``, kept here
-    with this argument order for code written before ``utils.checks``.
-    """
-    return _check_mask(mask, name, target)
 
 
 def to_mha_mask(keep: torch.Tensor) -> torch.Tensor:
@@ -122,14 +104,14 @@ def to_mha_mask(keep: torch.Tensor) -> torch.Tensor:
     Use it for ``key_padding_mask`` (pass a ``(B, S)`` keep-mask) or
     ``attn_mask`` (``(Lq, Lk)``).
     """
-    _check_mask(keep, "keep")
+    check_mask(keep, "keep")
     return ~keep
 
 
 def to_sdpa_mask(keep: torch.Tensor) -> torch.Tensor:
     """Course mask -> ``F.scaled_dot_product_attention`` boolean mask: the
     same polarity (True = attend), returned as it is."""
-    _check_mask(keep, "keep")
+    check_mask(keep, "keep")
     return keep
 
 
@@ -138,7 +120,7 @@ def to_additive_mask(
 ) -> torch.Tensor:
     """Course mask -> float mask to add to the scores: 0 where kept, -inf
     where masked."""
-    _check_mask(keep, "keep")
+    check_mask(keep, "keep")
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating-point dtype, got {dtype!r}")
     out = torch.zeros(keep.shape, dtype=dtype, device=keep.device)
@@ -149,14 +131,10 @@ def to_key_padding_mask(keep: torch.Tensor) -> torch.Tensor:
     """Course padding mask ``(B, 1, 1, S)`` or ``(B, S)`` ->
     ``nn.MultiheadAttention``'s ``key_padding_mask`` ``(B, S)``, True =
     **ignore** (a padded key)."""
-    _check_mask(keep, "keep")
+    check_mask(keep, "keep")
     if keep.dim() == 4 and keep.shape[1:3] == (1, 1):
         keep = keep[:, 0, 0, :]
-    if keep.dim() != 2:
-        raise ValueError(
-            f"keep must have shape (B, 1, 1, S) or (B, S), "
-            f"got {tuple(keep.shape)}"
-        )
+    check_tensor(keep, "keep", ndim=2, layout="(B, S) or (B, 1, 1, S)")
     return ~keep
 
 
@@ -168,23 +146,14 @@ def to_mha_attn_mask(keep: torch.Tensor, num_heads: int) -> torch.Tensor:
     ``(B, h, Lq, Lk)`` becomes ``(B * num_heads, Lq, Lk)``, the 3-D layout
     that module expects (batch-major, heads inner).
     """
-    _check_mask(keep, "keep")
+    check_mask(keep, "keep")
     num_heads = check_int(num_heads, "num_heads", 1)
     if keep.dim() == 2:
         return ~keep
-    if keep.dim() != 4 or keep.size(1) not in (1, num_heads):
-        raise ValueError(
-            f"keep must have shape (Lq, Lk), (B, 1, Lq, Lk) or "
-            f"(B, {num_heads}, Lq, Lk), got {tuple(keep.shape)}"
-        )
+    check_tensor(keep, "keep", ndim=4, layout="(Lq, Lk) or (B, h, Lq, Lk)")
     b, _, lq, lk = keep.shape
+    check_mask(keep, "keep", (b, num_heads, lq, lk))
     return ~keep.expand(b, num_heads, lq, lk).reshape(b * num_heads, lq, lk)
-
-
-def bidirectional_mask(lengths, max_len: int | None = None) -> torch.Tensor:
-    """Encoder / BERT pattern: every query sees every real key.
-    lengths ``(B,)`` -> ``(B, 1, 1, L)``."""
-    return lengths_to_mask(lengths, max_len)[:, None, None, :]
 
 
 def prefix_lm_mask(
@@ -199,8 +168,7 @@ def prefix_lm_mask(
     """
     causal = causal_mask(size, device=device)
     prefix_len = check_int(prefix_len, "prefix_len", 0)
-    if prefix_len > size:
-        raise ValueError(f"prefix_len={prefix_len} is longer than size={size}")
+    check_at_most(prefix_len, "prefix_len", size, f"size={size}")
     in_prefix = torch.arange(size, device=device) < prefix_len  # over keys
     return causal | in_prefix[None, :]
 
@@ -217,8 +185,7 @@ def band_mask(
     """
     n = check_int(n, "n", 1)
     window = check_int(window, "window", 0)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {causal!r}")
+    check_bool(causal, "causal")
     i = torch.arange(n, device=device)[:, None]
     j = torch.arange(n, device=device)[None, :]
     if causal:
@@ -237,17 +204,9 @@ def attention_pattern(
     to all). Padded keys are hidden; padded query rows still see the real
     keys (their outputs are ignored by the loss).
     """
-    if not isinstance(kind, str):
-        raise TypeError(f"kind must be a str, one of {PATTERNS}, got {kind!r}")
-    if kind not in PATTERNS:
-        raise ValueError(f"kind must be one of {PATTERNS}, got {kind!r}")
+    check_choice(kind, "kind", PATTERNS)
     keys = lengths_to_mask(lengths, max_len)  # (B, L)
-    size = keys.size(1)
-    if size == 0:
-        raise ValueError(
-            "lengths and max_len give an empty sequence (L = 0); "
-            "nothing to mask"
-        )
+    size = check_int(keys.size(1), "L (an empty sequence?)", 1)
     if kind == "bidirectional":
         pattern = torch.ones(size, size, dtype=torch.bool, device=keys.device)
     elif kind == "causal":

@@ -16,11 +16,12 @@ from torch import nn
 
 from .cache import KVCache
 from .checks import (
+    check_at_most,
     check_bool,
     check_ids,
+    check_instance,
     check_int,
     check_mask,
-    check_probability,
     check_tensor,
 )
 from .layers import DecoderLayer, Embeddings, EncoderLayer, Stack
@@ -56,36 +57,14 @@ class Transformer(nn.Module):
         share_embeddings: bool = False,
     ):
         super().__init__()
-        src_vocab = check_int(src_vocab, "src_vocab", 1)
-        tgt_vocab = check_int(tgt_vocab, "tgt_vocab", 1)
-        d_model = check_int(d_model, "d_model", 1)
-        num_heads = check_int(num_heads, "num_heads", 1)
-        for name, value in (
-            ("num_layers", num_layers),
-            ("d_ff", d_ff),
-            ("max_len", max_len),
-        ):
-            check_int(value, name, 1)
-        if d_model % num_heads:
-            raise ValueError(
-                f"d_model={d_model} is not divisible by num_heads={num_heads}"
-            )
-        dropout = check_probability(dropout, "dropout")
+        # the sizes are checked by the layers built below, under these names
+        _check_vocabs(src_vocab, tgt_vocab, share_embeddings)
         pad_id = check_int(pad_id, "pad_id", 0)
-        if pad_id >= min(src_vocab, tgt_vocab):
-            raise ValueError(
-                f"pad_id={pad_id} must be a valid id in both vocabularies "
-                f"(src_vocab={src_vocab}, tgt_vocab={tgt_vocab})"
-            )
-        check_bool(norm_first, "norm_first")
-        check_bool(share_embeddings, "share_embeddings")
-        if share_embeddings and src_vocab != tgt_vocab:
-            raise ValueError(
-                f"share_embeddings needs src_vocab == tgt_vocab, "
-                f"got {src_vocab} and {tgt_vocab}"
-            )
-        self.pad_id, self.d_model, self.num_heads = pad_id, d_model, num_heads
+        last = min(src_vocab, tgt_vocab) - 1
+        check_at_most(pad_id, "pad_id", last, "the last id of a vocabulary")
+        self.pad_id = pad_id
         self.src_embed = Embeddings(src_vocab, d_model, name="src")
+        d_model = self.d_model = self.src_embed.d_model  # checked: an int
         self.tgt_embed = Embeddings(tgt_vocab, d_model, name="tgt")
         self.pos = PositionalEncoding(d_model, dropout, max_len)
         sizes = (d_model, num_heads, d_ff, dropout, norm_first)
@@ -95,6 +74,7 @@ class Transformer(nn.Module):
         self.decoder = Stack(
             lambda: DecoderLayer(*sizes), num_layers, d_model, norm_first
         )
+        self.num_heads = self.decoder.layers[0].self_attn.num_heads
         self.generator = nn.Linear(d_model, tgt_vocab)
         # Xavier for matrices, as in common reference implementations
         for p in self.parameters():
@@ -109,11 +89,7 @@ class Transformer(nn.Module):
         """Kind, rank and length of ``src`` / ``tgt``; their values are
         checked once, by the embedding that reads them."""
         check_ids(ids, name, ndim=2)
-        if ids.size(1) == 0:
-            raise ValueError(
-                f"{name} must hold at least one position, got shape "
-                f"{tuple(ids.shape)}"
-            )
+        check_int(ids.size(1), f"{name} must hold at least one position:", 1)
         return ids
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -140,30 +116,18 @@ class Transformer(nn.Module):
         added to it: generating calls this with one new token per step.
         """
         self._check_sequence(tgt, "tgt")
-        check_tensor(memory, "memory", floating=True)
-        if memory.dim() != 3 or memory.size(-1) != self.d_model:
-            raise ValueError(
-                f"memory must have shape (batch, src_len, "
-                f"d_model={self.d_model}), got {tuple(memory.shape)}"
-            )
-        b, t, s = tgt.size(0), tgt.size(1), memory.size(1)
-        if b != memory.size(0):
-            raise ValueError(
-                f"tgt batch size {b} differs from the memory's "
-                f"{memory.size(0)}: tgt {tuple(tgt.shape)}, memory "
-                f"{tuple(memory.shape)}"
-            )
+        b, t = tgt.shape
+        shape = (b, "src_len", self.d_model)
+        check_tensor(memory, "memory", floating=True, shape=shape)
         if src_mask is not None:
             check_tensor(src_mask, "src_mask", ndim=4)
-            check_mask(src_mask, "src_mask", (b, self.num_heads, t, s))
+            scores = (b, self.num_heads, t, memory.size(1))
+            check_mask(src_mask, "src_mask", scores)
         if cache is None:
             start, layer_caches = 0, None
             tgt_mask = decoder_mask(tgt, self.pad_id)  # (B, 1, T, T)
         else:
-            if not isinstance(cache, KVCache):
-                raise TypeError(
-                    f"cache must be a KVCache, got {type(cache).__name__}"
-                )
+            check_instance(cache, "cache", KVCache)
             start, layer_caches = cache.length, cache.layers
             tgt_mask = cache.extend(tgt, self.pad_id)  # (B, 1, T, start + T)
         x = self.pos(self.tgt_embed(tgt), offset=start)  # (B, T, d_model)
@@ -174,16 +138,25 @@ class Transformer(nn.Module):
         return KVCache(len(self.decoder.layers))
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-        self._check_sequence(src, "src")
+        memory, src_mask = self.encode(src)  # checks src
         self._check_sequence(tgt, "tgt")
         if src.size(0) != tgt.size(0):
             raise ValueError(
                 f"src and tgt must share the batch size, got src "
                 f"{tuple(src.shape)}, tgt {tuple(tgt.shape)}"
             )
-        memory, src_mask = self.encode(src)
         states = self.decode(tgt, memory, src_mask)  # (B, T, d_model)
         return self.generator(states)  # (B, T, tgt_vocab)
+
+
+def _check_vocabs(src_vocab, tgt_vocab, share_embeddings) -> None:
+    src_vocab = check_int(src_vocab, "src_vocab", 1)
+    tgt_vocab = check_int(tgt_vocab, "tgt_vocab", 1)
+    shared = check_bool(share_embeddings, "share_embeddings")
+    if shared and src_vocab != tgt_vocab:
+        raise ValueError(
+            f"share_embeddings needs one vocab, got {src_vocab}, {tgt_vocab}"
+        )
 
 
 def parameter_count(
@@ -201,18 +174,11 @@ def parameter_count(
     Returns a breakdown by part and the ``"total"``. The head count does not
     appear: the heads split d_model, they do not add weights.
     """
-    src_vocab = check_int(src_vocab, "src_vocab", 1)
-    tgt_vocab = check_int(tgt_vocab, "tgt_vocab", 1)
+    _check_vocabs(src_vocab, tgt_vocab, share_embeddings)
     d = check_int(d_model, "d_model", 1)
     num_layers = check_int(num_layers, "num_layers", 1)
     d_ff = check_int(d_ff, "d_ff", 1)
-    check_bool(share_embeddings, "share_embeddings")
     check_bool(norm_first, "norm_first")
-    if share_embeddings and src_vocab != tgt_vocab:
-        raise ValueError(
-            f"share_embeddings needs src_vocab == tgt_vocab, "
-            f"got {src_vocab} and {tgt_vocab}"
-        )
     mha = 4 * (d * d + d)  # W_q, W_k, W_v, W_o, each with a bias
     ffn = (d * d_ff + d_ff) + (d_ff * d + d)  # two linear layers
     norm = 2 * d  # gamma and beta
@@ -241,10 +207,7 @@ def shape_trace(
     The model's train/eval mode is restored afterwards; no gradients are
     recorded.
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(
-            f"model must be an nn.Module, got {type(model).__name__}"
-        )
+    check_instance(model, "model", nn.Module, "an nn.Module")
     max_depth = check_int(max_depth, "max_depth", 1)
     rows: list[tuple[str, str, tuple[int, ...]]] = []
     handles = []

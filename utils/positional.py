@@ -10,9 +10,8 @@ Plus the helpers chapter 4 uses: ``frequencies`` (the w_i),
 ``shift_matrix`` (the fixed block rotation with
 PE[p + k] = shift_matrix(k) @ PE[p]), ``apply_rotary`` (rotary position
 embedding, Su et al.) and ``LearnedPositionalEmbedding`` (a trained table,
-as in BERT), and the chapter's experiment: ``PositionProbe`` (one attention
-layer with no / learned / sinusoidal / rotary positions) trained by
-``train_position_probe`` on the previous-token task.
+as in BERT). The chapter's experiment, which compares them, is in
+``utils.position_probe``.
 """
 
 from __future__ import annotations
@@ -20,7 +19,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_int, check_number, check_probability, check_tensor
+from .checks import (
+    check_int,
+    check_number,
+    check_probability,
+    check_tensor,
+)
 
 __all__ = [
     "sinusoidal_encoding",
@@ -29,10 +33,6 @@ __all__ = [
     "shift_matrix",
     "apply_rotary",
     "LearnedPositionalEmbedding",
-    "POSITION_KINDS",
-    "PositionProbe",
-    "previous_token_batch",
-    "train_position_probe",
 ]
 
 
@@ -68,19 +68,14 @@ class PositionalEncoding(nn.Module):
         self, d_model: int, dropout: float = 0.0, max_len: int = 5000
     ):
         super().__init__()
-        d_model = _check_d_model(d_model)
-        max_len = check_int(max_len, "max_len", 1)
-        dropout = check_probability(dropout, "dropout")
-        self.d_model, self.max_len = d_model, max_len
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer(
-            "pe", sinusoidal_encoding(max_len, d_model), persistent=False
-        )
+        pe = sinusoidal_encoding(max_len, d_model)  # checks both
+        self.max_len, self.d_model = pe.shape
+        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+        self.register_buffer("pe", pe, persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_input(x, self.d_model)
-        offset = check_int(offset, "offset", 0)
-        end = offset + x.size(1)
+        end = check_int(offset, "offset", 0) + x.size(1)
         if end > self.max_len:
             raise ValueError(
                 f"sequence length {end} exceeds max_len={self.max_len}; "
@@ -95,12 +90,7 @@ class PositionalEncoding(nn.Module):
 def _check_input(x, d_model: int) -> None:
     """x must be a float ``(B, T, d_model)`` tensor: adding the table to
     integer ids would truncate it."""
-    check_tensor(x, "x", floating=True)
-    if x.dim() != 3 or x.size(-1) != d_model:
-        raise ValueError(
-            f"x must have shape (batch, length, d_model={d_model}), "
-            f"got {tuple(x.shape)}"
-        )
+    check_tensor(x, "x", floating=True, shape=("batch", "length", d_model))
 
 
 def _check_d_model(d_model, name: str = "d_model") -> int:
@@ -143,8 +133,7 @@ def shift_matrix(
     ``pe[p + k] = pe[p] @ shift_matrix(k).T``.
     """
     k = check_number(k, "k", finite=True)
-    d_model = _check_d_model(d_model)
-    angle = k * frequencies(d_model, base).double()  # (d_model/2,)
+    angle = k * frequencies(d_model, base).double()  # checks d_model, base
     cos, sin = torch.cos(angle), torch.sin(angle)
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
     idx = torch.arange(0, d_model, 2)
@@ -172,16 +161,9 @@ def apply_rotary(
     _check_d_model(d, "x's last dim d_model")
     if positions is None:
         positions = torch.arange(t)
-    check_tensor(positions, "positions")
+    check_tensor(positions, "positions (one per row of x)", shape=(t,))
     if positions.dtype == torch.bool or positions.is_complex():
-        raise TypeError(
-            f"positions must hold numbers, got dtype {positions.dtype}"
-        )
-    if positions.shape != (t,):
-        raise ValueError(
-            f"positions must have shape ({t},) (one per row of x), "
-            f"got {tuple(positions.shape)}"
-        )
+        raise TypeError(f"positions must hold numbers, got {positions.dtype}")
     # angles in float64 on the CPU (like the table), then moved to x
     pos = positions.to("cpu", torch.float64)[:, None]  # (T, 1)
     angle = pos * frequencies(d, base).double()  # (T, d/2)
@@ -224,138 +206,3 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}"
-
-
-# --- Chapter 4's experiment: which encoding lets attention find a neighbour?
-
-POSITION_KINDS = ("none", "learned", "sinusoidal", "rope")
-
-
-class PositionProbe(nn.Module):
-    """One bidirectional attention layer (no mask) with a chosen position
-    scheme, for ``ids (B, T) -> logits (B, T, vocab)``.
-
-    ``position``: ``"none"``; ``"learned"`` (a table of ``max_len`` rows
-    added to the embeddings); ``"sinusoidal"`` (the fixed table added);
-    ``"rope"`` (queries and keys rotated in every head, nothing added).
-    The layer is attention + residual, then an FFN + residual, then a
-    linear read-out.
-    """
-
-    def __init__(
-        self,
-        vocab: int,
-        position: str,
-        d_model: int = 32,
-        num_heads: int = 2,
-        max_len: int = 64,
-    ):
-        super().__init__()
-        if position not in POSITION_KINDS:
-            raise ValueError(
-                f"position must be one of {POSITION_KINDS}, got {position!r}"
-            )
-        vocab = check_int(vocab, "vocab", 1)
-        d_model = check_int(d_model, "d_model", 1)
-        num_heads = check_int(num_heads, "num_heads", 1)
-        if d_model % num_heads or (d_model // num_heads) % 2:
-            raise ValueError(
-                f"d_model={d_model} must split into num_heads={num_heads} "
-                f"heads of even size (RoPE rotates pairs)"
-            )
-        self.position, self.num_heads = position, num_heads
-        self.max_len = check_int(max_len, "max_len", 1)
-        self.embed = nn.Embedding(vocab, d_model)
-        if position == "learned":
-            self.table = nn.Embedding(self.max_len, d_model)
-        if position == "sinusoidal":
-            self.register_buffer(
-                "pe",
-                sinusoidal_encoding(self.max_len, d_model),
-                persistent=False,
-            )
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.out = nn.Linear(d_model, d_model)
-        self.ffn = nn.Sequential(
-            nn.Linear(d_model, 4 * d_model),
-            nn.ReLU(),
-            nn.Linear(4 * d_model, d_model),
-        )
-        self.read_out = nn.Linear(d_model, vocab)
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        b, t = ids.shape
-        if t > self.max_len:
-            raise ValueError(f"length {t} exceeds max_len={self.max_len}")
-        x = self.embed(ids)  # (B, T, d)
-        if self.position == "learned":
-            x = x + self.table(torch.arange(t, device=ids.device))
-        elif self.position == "sinusoidal":
-            x = x + self.pe[:t]
-        # (B, T, 3d) -> three (B, h, T, d_head)
-        q, k, v = (
-            z.unflatten(-1, (self.num_heads, -1)).transpose(1, 2)
-            for z in self.qkv(x).chunk(3, dim=-1)
-        )
-        if self.position == "rope":
-            q, k = apply_rotary(q), apply_rotary(k)
-        att = torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, -1)
-        x = x + self.out((att @ v).transpose(1, 2).flatten(2))  # (B, T, d)
-        x = x + self.ffn(x)
-        return self.read_out(x)  # (B, T, vocab)
-
-
-def previous_token_batch(
-    batch: int, length: int, vocab: int, generator: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random ids ``(batch, length)`` and the task's answers: at position
-    t >= 1 the token at t - 1 (position 0 has no answer: -100)."""
-    ids = torch.randint(0, vocab, (batch, length), generator=generator)
-    target = torch.full_like(ids, -100)
-    target[:, 1:] = ids[:, :-1]
-    return ids, target
-
-
-def train_position_probe(
-    position: str,
-    seed: int,
-    length: int = 16,
-    vocab: int = 16,
-    steps: int = 300,
-    batch: int = 64,
-    lr: float = 3e-3,
-) -> dict:
-    """Train a ``PositionProbe`` on the previous-token task at ``length``
-    and return its accuracy (fraction of answered positions right) on
-    fresh sequences of ``length`` (``acc_train_len``) and, in sequences of
-    ``2 * length``, at the positions seen in training
-    (``acc_double_seen``) and at the new ones (``acc_double_new``).
-
-    Deterministic for a given seed on a given machine; a learned table gets
-    ``2 * length`` rows, of which training only ever reaches the first
-    ``length``.
-    """
-    torch.manual_seed(seed)
-    gen = torch.Generator().manual_seed(seed)
-    model = PositionProbe(vocab, position, max_len=2 * length)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    for _ in range(steps):
-        ids, target = previous_token_batch(batch, length, vocab, gen)
-        loss = nn.functional.cross_entropy(
-            model(ids).flatten(0, 1), target.flatten()
-        )
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    result = {"position": position, "seed": seed, "loss": loss.item()}
-    model.eval()
-    with torch.no_grad():
-        ids, target = previous_token_batch(512, length, vocab, gen)
-        right = (model(ids).argmax(-1) == target)[:, 1:]  # (512, L - 1)
-        result["acc_train_len"] = right.float().mean().item()
-        ids, target = previous_token_batch(512, 2 * length, vocab, gen)
-        right = model(ids).argmax(-1) == target  # (512, 2L)
-        # positions seen in training, and the new ones L..2L-1
-        result["acc_double_seen"] = right[:, 1:length].float().mean().item()
-        result["acc_double_new"] = right[:, length:].float().mean().item()
-    return result

@@ -24,7 +24,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import corpus
-from .checks import check_int, check_probability
+from .checks import (
+    check_at_most,
+    check_choice,
+    check_int,
+    check_probability,
+)
 from .layers import Embeddings, EncoderLayer, Stack
 from .loss import masked_cross_entropy
 from .masks import causal_mask
@@ -50,12 +55,6 @@ __all__ = [
 OBJECTIVES = ("mlm", "clm", "plm")
 
 
-def _check_kind(kind) -> str:
-    if kind not in OBJECTIVES:
-        raise ValueError(f"kind must be one of {OBJECTIVES}, got {kind!r}")
-    return kind
-
-
 def bert_mask(
     ids: torch.Tensor,
     generator: torch.Generator | None = None,
@@ -73,10 +72,7 @@ def bert_mask(
     p = check_probability(p, "p", allow_one=True)
     p_mask = check_probability(p_mask, "p_mask", allow_one=True)
     p_random = check_probability(p_random, "p_random", allow_one=True)
-    if p_mask + p_random > 1:
-        raise ValueError(
-            f"p_mask + p_random must be <= 1, got {p_mask + p_random}"
-        )
+    check_at_most(p_mask + p_random, "p_mask + p_random", 1)
     normal = ids >= len(corpus.SPECIALS)
     u = torch.rand(ids.shape, generator=generator)
     chosen = normal & (torch.rand(ids.shape, generator=generator) < p)
@@ -97,7 +93,7 @@ def attention_mask(
     ``"plm"`` needs ``prefix_len`` ``(B,)``: query t sees key s when
     ``s < prefix_len`` or ``s <= t``.
     """
-    _check_kind(kind)
+    check_choice(kind, "kind", OBJECTIVES)
     b, size = ids.shape
     real = (ids != corpus.PAD)[:, None, None, :]  # (B, 1, 1, L)
     if kind == "mlm":
@@ -121,8 +117,7 @@ def objective_batch(
     same positions. CLM and PLM: inputs ``ids[:, :-1]``, targets
     ``ids[:, 1:]`` (next token); PLM keeps only targets after the prefix.
     """
-    _check_kind(kind)
-    if kind == "mlm":
+    if kind == "mlm":  # attention_mask checks kind
         inputs, chosen = bert_mask(ids, generator)
         return inputs, attention_mask("mlm", ids), ids, chosen
     inputs, targets = ids[:, :-1], ids[:, 1:]
@@ -167,10 +162,7 @@ class Classifier(nn.Module):
 
     def __init__(self, body: TinyLM, pooling: str = "cls", classes: int = 2):
         super().__init__()
-        if pooling not in ("cls", "mean"):
-            raise ValueError(
-                f"pooling must be 'cls' or 'mean', got {pooling!r}"
-            )
+        check_choice(pooling, "pooling", ("cls", "mean"))
         self.body, self.pooling = body, pooling
         self.out = nn.Linear(body.head.in_features, classes)
 
@@ -194,7 +186,7 @@ def train_lm(
 
     Batches are sampled from ``numbers`` with a generator seeded by ``seed``
     (which also seeds the weights and the MLM corruption)."""
-    _check_kind(kind)
+    check_choice(kind, "kind", OBJECTIVES)
     steps, batch = check_int(steps, "steps", 1), check_int(batch, "batch", 1)
     torch.manual_seed(seed)
     model, gen = TinyLM(), torch.Generator().manual_seed(seed)
@@ -237,8 +229,7 @@ def generate(
 
     ``"clm"``: causal over everything. ``"plm"``: the prompt is the prefix,
     read bidirectionally; new tokens are causal."""
-    if kind not in ("clm", "plm"):
-        raise ValueError(f"kind must be 'clm' or 'plm', got {kind!r}")
+    check_choice(kind, "kind", ("clm", "plm"))
     ids, n_prefix = prompt[None], torch.tensor([prompt.numel()])
     for _ in range(max_new):
         mask = attention_mask(kind, ids, n_prefix)

@@ -30,9 +30,7 @@ def course_seed(default: int = 0) -> int:
     try:
         return check_int(int(value), "COURSE_SEED", 0)
     except ValueError:
-        raise ValueError(
-            f"COURSE_SEED must be an integer >= 0, got {value!r}"
-        ) from None
+        raise ValueError(f"COURSE_SEED={value!r} is not an int >= 0") from None
 
 
 def numeric_fingerprint() -> dict:
@@ -52,12 +50,12 @@ def numeric_fingerprint() -> dict:
 
 
 @contextlib.contextmanager
-def threads(n: int):
-    """``torch.set_num_threads(n)`` inside the block; the previous count
-    after."""
-    check_int(n, "n", 1)
+def threads(num_threads: int):
+    """``torch.set_num_threads(num_threads)`` inside the block; the previous
+    count after."""
+    num_threads = check_int(num_threads, "num_threads", 1)
     before = torch.get_num_threads()
-    torch.set_num_threads(n)
+    torch.set_num_threads(num_threads)
     try:
         yield
     finally:

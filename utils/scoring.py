@@ -18,6 +18,7 @@ from .checks import (
     check_like_weights,
     check_probability,
     check_qkv,
+    check_tensor,
 )
 
 __all__ = ["AdditiveAttention", "BilinearAttention"]
@@ -27,18 +28,20 @@ def _check_sizes(module: nn.Module, q, k, v, d_q: int, d_k: int) -> None:
     """q, k, v for the scorers whose queries and keys differ in size."""
     check_qkv(q, k, v, share_d_k=False)
     check_like_weights(module, q)
-    for name, t, d in (("q", q, d_q), ("k", k, d_k)):
-        if t.size(-1) != d:
-            raise ValueError(
-                f"{name} must have {d} features in its last dim, "
-                f"got shape {tuple(t.shape)}"
-            )
+    check_tensor(q, "q", shape=(*q.shape[:-1], d_q))  # d_q features
+    check_tensor(k, "k", shape=(*k.shape[:-1], d_k))
 
 
 class _ScoredAttention(nn.Module):
     """What the additive and bilinear scorers share: check q, k, v against the
     sizes the scorer was built for, score, mask, softmax, weight the values.
-    A subclass sets ``d_q``, ``d_k`` and ``dropout`` and defines ``scores``."""
+    A subclass defines ``scores``."""
+
+    def __init__(self, d_q: int, d_k: int, dropout: float):
+        super().__init__()
+        self.d_q = check_int(d_q, "d_q", 1)
+        self.d_k = check_int(d_k, "d_k", 1)
+        self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
 
     def forward(
         self,
@@ -66,15 +69,11 @@ class AdditiveAttention(_ScoredAttention):
     def __init__(
         self, d_q: int, d_k: int, d_hidden: int, dropout: float = 0.0
     ):
-        super().__init__()
-        self.d_q = check_int(d_q, "d_q", 1)
-        self.d_k = check_int(d_k, "d_k", 1)
+        super().__init__(d_q, d_k, dropout)
         self.d_hidden = check_int(d_hidden, "d_hidden", 1)
-        dropout = check_probability(dropout, "dropout")
         self.w_q = nn.Linear(self.d_q, self.d_hidden, bias=False)  # W
         self.w_k = nn.Linear(self.d_k, self.d_hidden, bias=False)  # U
         self.w_score = nn.Linear(self.d_hidden, 1, bias=False)  # w^T
-        self.dropout = nn.Dropout(dropout)
 
     def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         """Unnormalised scores ``(..., Lq, Lk)``."""
@@ -95,14 +94,10 @@ class BilinearAttention(_ScoredAttention):
     def __init__(
         self, d_q: int, d_k: int, scale: bool = True, dropout: float = 0.0
     ):
-        super().__init__()
-        self.d_q = check_int(d_q, "d_q", 1)
-        self.d_k = check_int(d_k, "d_k", 1)
+        super().__init__(d_q, d_k, dropout)
         self.scale = check_bool(scale, "scale")
-        dropout = check_probability(dropout, "dropout")
         self.weight = nn.Parameter(torch.empty(self.d_q, self.d_k))
         nn.init.xavier_uniform_(self.weight)
-        self.dropout = nn.Dropout(dropout)
 
     def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         """Unnormalised scores ``(..., Lq, Lk)``."""

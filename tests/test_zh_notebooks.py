@@ -1,0 +1,270 @@
+"""The Chinese notebooks (zh/book/*.ipynb, tools/zh_notebooks.py) are current.
+
+Fast: nothing is executed. For every chapter in _toc.yml the Chinese notebook
+exists and is the English one translated: the same cells, the same code (the
+setup call aside), the current translations of the prose, captions and alt
+text, the same text outputs as the English notebook (so changing the English
+code or its outputs makes it stale), an image wherever the English has one,
+and the stamp of the figure label table it was drawn with. Each failure names
+the command that regenerates it.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import nbformat
+import pytest
+
+from tools import ROOT, build_book, translations, zh_notebooks
+from tools.notebooks import toc_notebooks
+
+CHAPTERS = toc_notebooks()
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
+def test_chinese_notebook_is_current(page):
+    problems = zh_notebooks.problems(page)
+    assert not problems, (
+        f"{zh_notebooks.shown(zh_notebooks.zh_path(page))} is not current, "
+        f"{len(problems)} problems:\n  "
+        + "\n  ".join(problems[:15])
+        + f"\n{zh_notebooks.regenerate_hint(page)}"
+    )
+
+
+def test_every_chapter_has_its_chinese_notebook_and_nothing_else():
+    wanted = {zh_notebooks.zh_path(p) for p in CHAPTERS}
+    found = set((ROOT / "zh").glob("**/*.ipynb"))
+    assert not wanted - found, (
+        f"missing: {sorted(str(p) for p in wanted - found)}; "
+        f"run {zh_notebooks.COMMAND} (make zh-notebooks)"
+    )
+    assert not found - wanted, (
+        "Chinese notebooks of no chapter in _toc.yml (delete them): "
+        f"{sorted(str(p) for p in found - wanted)}"
+    )
+
+
+def test_translate_replaces_prose_captions_alt_and_labels_only(
+    tmp_path, monkeypatch
+):
+    page = ROOT / "book" / "03_masks.ipynb"
+    units = translations.units(page)
+    fake = {
+        k: {"en": v, "zh": f"中文 {i}"}
+        for i, (k, v) in enumerate(units.items())
+    }
+    english = nbformat.read(page, as_version=4)
+    chinese = copy.deepcopy(english)
+    zh_notebooks.translate(chinese, fake)
+    assert [c.id for c in chinese.cells] == [c.id for c in english.cells]
+    assert chinese.metadata == english.metadata
+    captions = 0
+    for en, zh in zip(english.cells, chinese.cells):
+        if en.cell_type == "markdown":
+            assert zh.source == fake[en.id]["zh"]
+        elif en.cell_type == "code":
+            assert (zh.source, zh.outputs) == (en.source, en.outputs)
+            meta = copy.deepcopy(en.metadata)
+            mystnb = meta.get("mystnb", {})
+            if f"{en.id}/caption" in fake:
+                captions += 1
+                mystnb["figure"]["caption"] = fake[f"{en.id}/caption"]["zh"]
+            if f"{en.id}/alt" in fake:
+                mystnb["image"]["alt"] = fake[f"{en.id}/alt"]["zh"]
+            for key in ("code_prompt_show", "code_prompt_hide"):
+                if key in mystnb:
+                    mystnb[key] = zh_notebooks.ZH_PROMPTS[mystnb[key]]
+            assert zh.metadata == meta
+    assert captions > 0  # the page has figures, so this checked some
+
+
+def test_an_untranslated_unit_keeps_its_english():
+    page = ROOT / "book" / "03_masks.ipynb"
+    english = nbformat.read(page, as_version=4)
+    chinese = copy.deepcopy(english)
+    zh_notebooks.translate(chinese, {})
+    assert [c.source for c in chinese.cells] == [
+        c.source for c in english.cells
+    ]
+
+
+def test_setup_call_asks_for_chinese_once_setup_takes_it(monkeypatch):
+    english = next(
+        c.source
+        for c in nbformat.read(CHAPTERS[0], as_version=4).cells
+        if c.cell_type == "code"
+    )
+    monkeypatch.setattr(zh_notebooks, "setup_takes_language", lambda: True)
+    ours = zh_notebooks.zh_setup(english)
+    assert zh_notebooks.ZH_SETUP_CALL in ours
+    assert (
+        ours.replace(zh_notebooks.ZH_SETUP_CALL, zh_notebooks.SETUP_CALL)
+        == english
+    )
+    monkeypatch.setattr(zh_notebooks, "setup_takes_language", lambda: False)
+    assert zh_notebooks.zh_setup(english) == english
+    with pytest.raises(ValueError, match="does not call"):
+        zh_notebooks.zh_setup("import utils")
+
+
+def _current_copy(page, tmp_path, monkeypatch):
+    """A current Chinese notebook of ``page`` in a scratch zh/ folder."""
+    monkeypatch.setattr(zh_notebooks, "ZH", tmp_path / "zh")
+    target = zh_notebooks.zh_path(page)
+    target.parent.mkdir(parents=True)
+    target.write_bytes(
+        (ROOT / "zh" / page.resolve().relative_to(ROOT)).read_bytes()
+    )
+    assert zh_notebooks.problems(page) == []
+    return target
+
+
+def _code_cell_with(nb, kind):
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        tags = cell.metadata.get("tags", [])
+        if zh_notebooks.IGNORE_OUTPUT in tags:
+            continue
+        if kind == "image" and zh_notebooks.images(cell):
+            return cell
+        if kind == "text" and any(
+            o.output_type == "stream" for o in cell.outputs
+        ):
+            return cell
+    raise AssertionError(f"no code cell with {kind} output")
+
+
+@pytest.mark.parametrize(
+    "change, expect",
+    [
+        ("code", "code differs"),
+        ("markdown", "markdown differs"),
+        ("caption", "metadata"),
+        ("text", "text outputs differ"),
+        ("image", "images, the English has"),
+        ("stamp", "figure label table"),
+        ("error", "error in the Chinese run: KeyError"),
+    ],
+)
+def test_a_stale_chinese_notebook_is_found(
+    change, expect, tmp_path, monkeypatch
+):
+    page = ROOT / "book" / "03_masks.ipynb"
+    target = _current_copy(page, tmp_path, monkeypatch)
+    nb = nbformat.read(target, as_version=4)
+    if change == "code":
+        cell = _code_cell_with(nb, "text")
+        cell.source += "\nx = 1"
+    elif change == "markdown":
+        cell = next(c for c in nb.cells if c.cell_type == "markdown")
+        cell.source += " 旧"
+    elif change == "caption":
+        cell = next(
+            c for c in nb.cells if c.metadata.get("mystnb", {}).get("figure")
+        )
+        cell.metadata["mystnb"]["figure"]["caption"] += " 旧"
+    elif change == "text":
+        cell = _code_cell_with(nb, "text")
+        stream = next(o for o in cell.outputs if o.output_type == "stream")
+        stream.text = stream.text.replace("1", "2", 1) + "2\n"
+    elif change == "image":
+        cell = _code_cell_with(nb, "image")
+        cell.outputs = [
+            o
+            for o in cell.outputs
+            if not any(m.startswith("image/") for m in o.get("data", {}))
+        ]
+    elif change == "error":
+        cell = _code_cell_with(nb, "image")
+        cell.outputs.insert(
+            0,
+            nbformat.v4.new_output(
+                "error", ename="KeyError", evalue="'Loss' has no entry"
+            ),
+        )
+    else:
+        monkeypatch.setattr(zh_notebooks, "label_stamp", lambda: "changed")
+    nbformat.write(nb, target)
+    problems = zh_notebooks.problems(page)
+    assert any(expect in p for p in problems), problems
+    hint = zh_notebooks.regenerate_hint(page)
+    assert "python -m tools.zh_notebooks book/03_masks.ipynb" in hint
+
+
+def test_a_missing_chinese_notebook_is_found(tmp_path, monkeypatch):
+    monkeypatch.setattr(zh_notebooks, "ZH", tmp_path / "zh")
+    assert zh_notebooks.problems(CHAPTERS[0]) == [
+        f"{zh_notebooks.zh_path(CHAPTERS[0])} is missing"
+    ]
+
+
+def test_text_outputs_ignore_what_nbval_sanitises():
+    cell = nbformat.v4.new_code_cell("")
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "stream", name="stdout", text="at 0x7f3a9c2b10 "
+        ),
+        nbformat.v4.new_output("stream", name="stdout", text="done\n"),
+    ]
+    other = copy.deepcopy(cell)
+    other.outputs = [
+        nbformat.v4.new_output(
+            "stream", name="stdout", text="at 0x7f00aa11bb done\n"
+        )
+    ]
+    sanitisers = zh_notebooks._sanitisers()
+    assert zh_notebooks.text_outputs(cell, sanitisers) == [
+        ("stream:stdout", "at 0xADDRESS done\n")
+    ]
+    assert zh_notebooks.text_outputs(
+        other, sanitisers
+    ) == zh_notebooks.text_outputs(cell, sanitisers)
+
+
+def test_chinese_source_tree_takes_the_chinese_notebooks(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(build_book, "ZH_SRC", tmp_path / "zh_src")
+    page = ROOT / "book" / "03_masks.ipynb"
+    monkeypatch.setattr(translations, "pages", lambda: [page])
+    source = build_book.zh_source()
+    built = source / "book" / page.name
+    assert built.read_bytes() == zh_notebooks.zh_path(page).read_bytes()
+    config = (source / "_config.yml").read_text()
+    assert "language: zh_CN" in config and build_book.ZH_TITLE in config
+    assert "path_to_book: zh\n" in config
+    english = (ROOT / "_config.yml").read_text()
+    assert 'path_to_book: ""' in english
+    monkeypatch.setattr(zh_notebooks, "ZH", tmp_path / "nothing")
+    with pytest.raises(SystemExit, match="make zh-notebooks"):
+        build_book.zh_source()
+
+
+def test_prose_only_regeneration_keeps_outputs(tmp_path, monkeypatch):
+    page = ROOT / "book" / "03_masks.ipynb"
+    target = _current_copy(page, tmp_path, monkeypatch)
+    before = nbformat.read(target, as_version=4)
+    store = translations.load(page)
+    key = next(c.id for c in before.cells if c.cell_type == "markdown")
+    store[key]["zh"] += "（新译）"
+    monkeypatch.setattr(translations, "LOCALE", tmp_path / "locale")
+    translations.save(page, store)
+    assert any("markdown differs" in p for p in zh_notebooks.problems(page))
+    zh_notebooks.retranslate(page)
+    assert zh_notebooks.problems(page) == []
+    after = nbformat.read(target, as_version=4)
+    assert next(c for c in after.cells if c.id == key).source.endswith(
+        "（新译）"
+    )
+    code = [(c.id, c.outputs) for c in before.cells if c.cell_type == "code"]
+    assert code == [
+        (c.id, c.outputs) for c in after.cells if c.cell_type == "code"
+    ]
+
+
+def test_the_stamped_table_is_the_one_the_figures_use():
+    labels = pytest.importorskip("utils.labels")  # no label table yet
+    assert labels.TABLE.resolve() == zh_notebooks.LABEL_TABLE.resolve()

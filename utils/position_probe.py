@@ -1,0 +1,147 @@
+"""Chapter 4's experiment: which position scheme lets attention find a
+neighbour?
+
+``PositionProbe`` is one attention layer with no / learned / sinusoidal /
+rotary positions (the encodings of ``utils.positional``);
+``train_position_probe`` trains it on the previous-token task
+(``previous_token_batch``) and tests it on sequences twice as long.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .checks import check_choice, check_heads, check_int
+from .positional import _check_d_model, apply_rotary, sinusoidal_encoding
+
+__all__ = [
+    "POSITION_KINDS",
+    "PositionProbe",
+    "previous_token_batch",
+    "train_position_probe",
+]
+
+POSITION_KINDS = ("none", "learned", "sinusoidal", "rope")
+
+
+class PositionProbe(nn.Module):
+    """One bidirectional attention layer (no mask) with a chosen position
+    scheme, for ``ids (B, T) -> logits (B, T, vocab)``.
+
+    ``position``: ``"none"``; ``"learned"`` (a table of ``max_len`` rows
+    added to the embeddings); ``"sinusoidal"`` (the fixed table added);
+    ``"rope"`` (queries and keys rotated in every head, nothing added).
+    The layer is attention + residual, then an FFN + residual, then a
+    linear read-out.
+    """
+
+    def __init__(
+        self,
+        vocab: int,
+        position: str,
+        d_model: int = 32,
+        num_heads: int = 2,
+        max_len: int = 64,
+    ):
+        super().__init__()
+        check_choice(position, "position", POSITION_KINDS)
+        vocab = check_int(vocab, "vocab", 1)
+        num_heads = check_heads(check_int(d_model, "d_model", 1), num_heads)
+        _check_d_model(d_model // num_heads, "the head size (even size)")
+        self.position, self.num_heads = position, num_heads
+        self.max_len = check_int(max_len, "max_len", 1)
+        self.embed = nn.Embedding(vocab, d_model)
+        if position == "learned":
+            self.table = nn.Embedding(self.max_len, d_model)
+        if position == "sinusoidal":
+            self.register_buffer(
+                "pe",
+                sinusoidal_encoding(self.max_len, d_model),
+                persistent=False,
+            )
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.ffn = nn.Sequential(
+            nn.Linear(d_model, 4 * d_model),
+            nn.ReLU(),
+            nn.Linear(4 * d_model, d_model),
+        )
+        self.read_out = nn.Linear(d_model, vocab)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        b, t = ids.shape
+        if t > self.max_len:
+            raise ValueError(f"length {t} exceeds max_len={self.max_len}")
+        x = self.embed(ids)  # (B, T, d)
+        if self.position == "learned":
+            x = x + self.table(torch.arange(t, device=ids.device))
+        elif self.position == "sinusoidal":
+            x = x + self.pe[:t]
+        # (B, T, 3d) -> three (B, h, T, d_head)
+        q, k, v = (
+            z.unflatten(-1, (self.num_heads, -1)).transpose(1, 2)
+            for z in self.qkv(x).chunk(3, dim=-1)
+        )
+        if self.position == "rope":
+            q, k = apply_rotary(q), apply_rotary(k)
+        att = torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, -1)
+        x = x + self.out((att @ v).transpose(1, 2).flatten(2))  # (B, T, d)
+        x = x + self.ffn(x)
+        return self.read_out(x)  # (B, T, vocab)
+
+
+def previous_token_batch(
+    batch: int, length: int, vocab: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random ids ``(batch, length)`` and the task's answers: at position
+    t >= 1 the token at t - 1 (position 0 has no answer: -100)."""
+    ids = torch.randint(0, vocab, (batch, length), generator=generator)
+    target = torch.full_like(ids, -100)
+    target[:, 1:] = ids[:, :-1]
+    return ids, target
+
+
+def train_position_probe(
+    position: str,
+    seed: int,
+    length: int = 16,
+    vocab: int = 16,
+    steps: int = 300,
+    batch: int = 64,
+    lr: float = 3e-3,
+) -> dict:
+    """Train a ``PositionProbe`` on the previous-token task at ``length``
+    and return its accuracy (fraction of answered positions right) on
+    fresh sequences of ``length`` (``acc_train_len``) and, in sequences of
+    ``2 * length``, at the positions seen in training
+    (``acc_double_seen``) and at the new ones (``acc_double_new``).
+
+    Deterministic for a given seed on a given machine; a learned table gets
+    ``2 * length`` rows, of which training only ever reaches the first
+    ``length``.
+    """
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    model = PositionProbe(vocab, position, max_len=2 * length)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    for _ in range(steps):
+        ids, target = previous_token_batch(batch, length, vocab, gen)
+        loss = nn.functional.cross_entropy(
+            model(ids).flatten(0, 1), target.flatten()
+        )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    result = {"position": position, "seed": seed, "loss": loss.item()}
+    model.eval()
+    with torch.no_grad():
+        ids, target = previous_token_batch(512, length, vocab, gen)
+        right = (model(ids).argmax(-1) == target)[:, 1:]  # (512, L - 1)
+        result["acc_train_len"] = right.float().mean().item()
+        ids, target = previous_token_batch(512, 2 * length, vocab, gen)
+        right = model(ids).argmax(-1) == target  # (512, 2L)
+        # positions seen in training, and the new ones L..2L-1
+        result["acc_double_seen"] = right[:, 1:length].float().mean().item()
+        result["acc_double_new"] = right[:, length:].float().mean().item()
+    return result
