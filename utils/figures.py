@@ -297,7 +297,25 @@ def _compact(svg: str, record: str) -> str:
         svg,
     )
     svg = re.sub(r"translate\((-?[\d.]+) 0\)", r"translate(\1)", svg)
+    svg = _classes(svg)
     return svg.replace("<desc/>", f"<desc>{record}</desc>", 1)
+
+
+def _classes(svg: str) -> str:
+    """Inline styles used three times or more (grid lines, ticks, glyph
+    groups) become one CSS class each in the SVG's own style sheet."""
+    counts: dict[str, int] = {}
+    for style in re.findall(r' style="([^"]*)"', svg):
+        counts[style] = counts.get(style, 0) + 1
+    common = [s for s, n in sorted(counts.items()) if n >= 3]
+    names = {style: f"s{i}" for i, style in enumerate(common)}
+    svg = re.sub(
+        r' style="([^"]*)"',
+        lambda m: f' class="{names[m[1]]}"' if m[1] in names else m[0],
+        svg,
+    )
+    sheet = "".join(f".{n}{{{s}}}" for s, n in names.items())
+    return svg.replace("</style>", sheet + "</style>", 1)
 
 
 def encode(fig: Figure) -> tuple[dict, dict]:
