@@ -48,7 +48,7 @@ def pick_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def setup(seed: int = 0) -> torch.device:
+def setup(seed: int = 0, language: str = "en") -> torch.device:
     """What every chapter's first cell calls: seed, fix print and plot styles,
     pick the device.
 
@@ -56,7 +56,11 @@ def setup(seed: int = 0) -> torch.device:
     stay stable, and wrapped at 79 characters so the website shows them whole.
     The environment variable ``COURSE_SEED``, when set, replaces ``seed``:
     ``make robust`` runs every chapter with another seed to prove its asserts
-    do not depend on one.
+    do not depend on one. ``language`` ("en" or "zh") is the language of the
+    figures' text; ``COURSE_LANGUAGE``, when set, replaces it (the Chinese
+    notebooks are the English ones run with ``COURSE_LANGUAGE=zh``). Every
+    figure shown is checked for phone legibility and overlapping text
+    (``utils.figures``).
     """
     if "COURSE_SEED" in os.environ:
         try:
@@ -66,12 +70,13 @@ def setup(seed: int = 0) -> torch.device:
             raise ValueError(
                 f"COURSE_SEED must be an integer, got {value!r}"
             ) from None
+    language = os.environ.get("COURSE_LANGUAGE", language)
     seed_everything(seed)
     torch.set_printoptions(precision=4, sci_mode=False, linewidth=79)
     np.set_printoptions(precision=4, suppress=True, linewidth=79)
     from . import plotting  # noqa: F401  (applies the figure style)
 
-    plotting.use_course_style()
+    plotting.use_course_style(language)
     return pick_device()
 
 

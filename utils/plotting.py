@@ -9,19 +9,22 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from . import figures
+from .labels import set_language
 
-def use_course_style() -> None:
-    """The course's figure style (applied by ``utils.setup``).
 
-    Figures are at most 7 inches wide at 100 dpi, so the site shows them at
-    their natural size (about 700 CSS pixels) in the content column, with 11 pt
-    text (about 15 px). In a notebook they are stored as "retina" PNGs: twice
-    the pixels, with the display size in the output's metadata, so they stay
-    sharp on high-density screens.
+def use_course_style(language: str = "en") -> None:
+    """The course's figure style and language (applied by ``utils.setup``).
+
+    Figures are drawn for the phone: 6 inches wide with 11 pt text, they
+    show at 8 CSS px or more in a 390 px window's column. In IPython every
+    figure shown passes through ``utils.figures``, which translates its text
+    (``language="zh"``), checks that it is legible and that no texts
+    overlap, and stores it as SVG (or PNG, for images).
     """
     plt.rcParams.update(
         {
-            "figure.figsize": (7.0, 3.8),
+            "figure.figsize": (6.0, 3.4),
             "figure.dpi": 100,
             "font.size": 11,
             "axes.titlesize": 12,
@@ -33,15 +36,16 @@ def use_course_style() -> None:
             # nearest: no resampling blur or moire in heatmaps
             "image.interpolation": "nearest",
             "svg.hashsalt": "transformer-course",  # stable ids in saved SVG
+            "svg.fonttype": "path",  # no font needed in the browser
         }
     )
+    set_language(language)
     try:
         from IPython import get_ipython
-        from matplotlib_inline.backend_inline import set_matplotlib_formats
     except ImportError:  # plain Python: nothing is displayed inline
         return
     if get_ipython() is not None:
-        set_matplotlib_formats("retina")
+        figures.install(get_ipython())
 
 
 def _to_numpy(x) -> np.ndarray:

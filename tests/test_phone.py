@@ -1,0 +1,206 @@
+"""Light and legible on a phone: every page of both editions, in headless
+Chromium at 390x844 (device pixel ratio 2).
+
+- **Weight**: a chapter page's HTML plus the images it loads is at most
+  ``BUDGET_KIB`` (the first visit's scripts, styles and fonts are shared by
+  all pages and cached; they are measured by ``python -m tests.test_phone``).
+- **Figure text**: every figure's smallest text is at least 8 CSS px as
+  shown. ``utils.figures`` records in each image file (SVG description, PNG
+  text chunk) the smallest font size in points and the figure's width in
+  inches; the page gives the width it is drawn at, so the text's CSS size is
+  ``points * shown_width / (72 * width_in)``. An image with no record (a
+  figure that did not go through the funnel) fails.
+
+Reuses test_browser.py's built site and server.
+``python -m tests.test_phone`` prints the table of every page instead
+(serving an already built ``_build/html``).
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+
+import pytest
+
+from tests.test_browser import (  # noqa: F401  (site_url: a fixture)
+    CHROMIUM_FLAGS,
+    HTML,
+    INSTALL_HINT,
+    PAGES,
+    _chromium,
+    _skip_or_fail,
+    site_url,
+)
+from utils.figures import MIN_CSS_PX, RECORD_RE
+
+pytestmark = pytest.mark.slow
+
+BUDGET_KIB = 400
+PHONE = {"width": 390, "height": 844}
+
+# Runs in the page: every image's source and shown width, every resource.
+MEASURE = """
+async () => {
+  await document.fonts.ready;
+  const images = [...document.images];
+  images.forEach((img) => { img.loading = "eager"; });
+  await Promise.all(images.map((img) => img.complete ? null :
+    new Promise((done) => { img.onload = img.onerror = done; })));
+  const main = document.querySelector("main article, .bd-article, main");
+  return {
+    images: images.map((img) => ({
+      src: img.currentSrc || img.src,
+      width: img.getBoundingClientRect().width,
+      figure: !!img.closest(".cell_output, .output"),
+    })),
+    column: main ? main.getBoundingClientRect().width : 0,
+    resources: performance.getEntriesByType("resource").map(
+      (r) => ({url: r.name, type: r.initiatorType})),
+  };
+}
+"""
+
+
+def _file(url: str):
+    path = urllib.parse.urlparse(url).path.lstrip("/")
+    return HTML / urllib.parse.unquote(path)
+
+
+def _html(page: str):
+    return HTML / f"{page}.html"
+
+
+def record(path) -> tuple[float, float] | None:
+    """(smallest font pt, width in) recorded by utils.figures in an image
+    file, or None."""
+    head = path.read_bytes()
+    if path.suffix == ".svg":
+        head = head[:4000]
+    match = RECORD_RE.search(head.decode("latin-1"))
+    return (float(match[1]), float(match[2])) if match else None
+
+
+def measure(browser_page, site: str, page: str) -> dict:
+    """Weight (KiB) and the smallest figure text (CSS px) of one page."""
+    browser_page.goto(f"{site}/{page}.html", wait_until="load")
+    found = browser_page.evaluate(MEASURE)
+    html = _html(page).stat().st_size
+    images, smallest, bad = {}, [], []
+    for img in found["images"]:
+        path = _file(img["src"])
+        if not path.is_file():
+            continue
+        images[path] = path.stat().st_size
+        if not img["figure"] or img["width"] == 0:
+            continue
+        rec = record(path)
+        if rec is None:
+            bad.append(f"{path.name}: no figure record")
+            continue
+        pt, width_in = rec
+        px = pt * img["width"] / (72 * width_in)
+        smallest.append((round(px, 2), path.name))
+    first = {}
+    for r in found["resources"]:
+        path = _file(r["url"])
+        if path.is_file():
+            first[path] = path.stat().st_size
+    return {
+        "html": html / 1024,
+        "images": sum(images.values()) / 1024,
+        "smallest": min(smallest) if smallest else None,
+        "unrecorded": bad,
+        "column": found["column"],
+        "first": (html + sum(first.values())) / 1024,
+    }
+
+
+@pytest.fixture(scope="module")
+def phone():
+    """A 390x844 page at device pixel ratio 2 (test_browser's own browser
+    fixture would clear its screenshots)."""
+    executable = _chromium()
+    if executable is None:
+        _skip_or_fail(INSTALL_HINT)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=executable, args=CHROMIUM_FLAGS
+        )
+        context = chromium.new_context(
+            viewport=PHONE, device_scale_factor=2, service_workers="block"
+        )
+        yield context.new_page()
+        chromium.close()
+
+
+def _is_chapter(page: str) -> bool:
+    return bool(re.match(r"(zh/)?book/\d\d_", page))
+
+
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if p.endswith("search") is False]
+)
+def test_page_is_light_and_legible(phone, site_url, page):  # noqa: F811
+    m = measure(phone, site_url, page)
+    total = m["html"] + m["images"]
+    if _is_chapter(page):
+        assert total <= BUDGET_KIB, (
+            f"{page}: {total:.0f} KiB (HTML {m['html']:.0f} + images "
+            f"{m['images']:.0f}) > {BUDGET_KIB} KiB"
+        )
+    assert not m["unrecorded"], f"{page}: {m['unrecorded']}"
+    if m["smallest"] is not None:
+        px, name = m["smallest"]
+        assert px >= MIN_CSS_PX, (
+            f"{page}: figure {name} shows its smallest text at {px} CSS px "
+            f"at 390 px (< {MIN_CSS_PX})"
+        )
+
+
+def main() -> None:
+    import functools
+    import http.server
+    import threading
+
+    from playwright.sync_api import sync_playwright
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(HTML))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    site = f"http://127.0.0.1:{server.server_address[1]}"
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=_chromium(), args=CHROMIUM_FLAGS
+        )
+        page = chromium.new_context(
+            viewport=PHONE, device_scale_factor=2
+        ).new_page()
+        print("page | HTML KiB | images KiB | total KiB | smallest px")
+        for name in PAGES:
+            if name.endswith("search"):
+                continue
+            m = measure(page, site, name)
+            small = m["smallest"][0] if m["smallest"] else "-"
+            print(
+                f"{name} | {m['html']:.0f} | {m['images']:.0f} | "
+                f"{m['html'] + m['images']:.0f} | {small} | "
+                f"col {m['column']:.0f} | first {m['first']:.0f}"
+                + (
+                    f" | {len(m['unrecorded'])} unrecorded"
+                    if m["unrecorded"]
+                    else ""
+                )
+            )
+        chromium.close()
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    main()

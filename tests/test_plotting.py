@@ -1,0 +1,213 @@
+"""utils.figures and utils.labels: the funnel every figure passes through.
+
+Both checks catch a bad figure and pass a good one; a figure fails loudly in
+a real kernel (the cell raises); the Chinese mode translates every text and
+refuses one with no entry; the encoded files carry the record the browser
+test reads.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import nbformat  # noqa: E402
+import pytest  # noqa: E402
+import yaml  # noqa: E402
+
+from utils import diagrams, figures, labels, plotting  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def english():
+    plotting.use_course_style("en")
+    yield
+    labels.set_language("en")
+    plt.rcParams.update(matplotlib.rcParamsDefault)
+    plotting.use_course_style("en")
+    plt.close("all")
+
+
+def _line(fontsize=11, width=6.0):
+    fig, ax = plt.subplots(figsize=(width, 3))
+    ax.plot([0, 1, 2], [0, 1, 4], label="loss")
+    ax.set(title="Training loss", xlabel="step", ylabel="loss")
+    ax.legend(fontsize=fontsize)
+    ax.tick_params(labelsize=fontsize)
+    return fig
+
+
+def test_css_px_follows_the_column():
+    # 12 pt in a 6 in figure shrunk to 342 px: 12 * 342 / 432 = 9.5 px.
+    assert figures.css_px(12, 6.0) == pytest.approx(12 * 342 / 432)
+    # A narrow figure is not enlarged: 12 pt at 96 dpi is 16 px.
+    assert figures.css_px(12, 2.0) == pytest.approx(16)
+
+
+def test_a_legible_figure_passes_and_a_small_one_fails():
+    good = _line()
+    figures.finish(good)  # raises nothing
+    bad = _line(fontsize=6, width=7.0)
+    with pytest.raises(figures.FigureError, match=r"6 pt .* CSS px"):
+        figures.finish(bad)
+
+
+def test_a_wide_figure_fails_even_with_normal_text():
+    with pytest.raises(figures.FigureError, match="narrower figure"):
+        figures.finish(_line(fontsize=10, width=9.0))
+
+
+def test_overlapping_texts_fail_and_name_both():
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.set_title("apart")
+    ax.text(0.5, 0.5, "first label", fontsize=11)
+    ax.text(0.52, 0.5, "second label", fontsize=11)
+    with pytest.raises(figures.FigureError, match="'first label'.*'second"):
+        figures.finish(fig)
+
+
+def test_crowded_tick_labels_fail():
+    fig, ax = plt.subplots(figsize=(3, 2))
+    words = [f"word{i}" for i in range(12)]
+    ax.set_xticks(range(12), words)
+    with pytest.raises(figures.FigureError, match="overlapping"):
+        figures.finish(fig)
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_xticks(range(3), words[:3])
+    figures.finish(fig)
+
+
+def test_a_diagram_is_checked_like_a_plot():
+    fig, ax = diagrams.canvas(5, 2, title="Scores")
+    q = diagrams.box(ax, (1, 1), "query", kind="input")
+    s = diagrams.box(ax, (4, 1), "q . k", kind="attention")
+    diagrams.arrow(ax, q.right, s.left, text="(1, 4)")
+    figures.finish(fig)
+    fig, ax = diagrams.canvas(5, 2)
+    diagrams.box(ax, (1, 1), "one box", kind="input")
+    diagrams.label(ax, (1.1, 1), "on top")
+    with pytest.raises(figures.FigureError, match="'one box' / 'on top'"):
+        figures.finish(fig)
+
+
+def test_line_plots_are_svg_and_heatmaps_png_with_a_record():
+    data, meta = figures.encode(_line())
+    svg = data["image/svg+xml"]
+    assert "<text" not in svg  # text drawn as paths: no font needed
+    assert "dc:date" not in svg  # the same figure gives the same bytes
+    assert svg == figures.encode(_line())[0]["image/svg+xml"]
+    pt, width = map(float, figures.RECORD_RE.search(svg).groups())
+    assert pt == 11 and 4 < width < 6.5
+    ax = plotting.heatmap(
+        [[0.1, 0.9], [0.5, 0.5]], title="w", xlabel="key", ylabel="query"
+    )
+    data, meta = figures.encode(ax.figure)
+    png = base64.b64decode(data["image/png"])
+    assert png[:4] == b"\x89PNG" and figures.RECORD_RE.search(
+        png.decode("latin-1")
+    )
+    assert meta["image/png"]["width"] < 6.5 * 96
+
+
+def test_chinese_mode_translates_and_refuses_missing_entries(monkeypatch):
+    if labels.cjk_font() is None:
+        pytest.skip("no CJK font installed")
+    monkeypatch.setattr(
+        labels,
+        "table",
+        lambda: (
+            {"Training loss": "训练损失", "step": "步", "loss": "损失"},
+            tuple(
+                (
+                    re.compile(r"^seed (?P<n>[^A-Za-z\s]+)$"),
+                    "seed {n}",
+                    "种子 {n}",
+                )
+                for _ in [0]
+            ),
+        ),
+    )
+    assert labels.set_language("zh") == "zh"
+    fig = _line()
+    fig.axes[0].set_xticks([0, 1], ["step", "seed 3"])
+    figures.finish(fig)
+    shown = {t.get_text() for t in figures.texts(fig)}
+    assert {"训练损失", "步", "损失", "种子 3"} <= shown
+    assert not any(labels.needs_translation(t) for t in shown)
+    fig = _line()
+    fig.axes[0].set_title("Validation loss")
+    with pytest.raises(KeyError, match="'Validation loss'"):
+        figures.finish(fig)
+
+
+def test_no_chinese_entry_mixes_maths_and_cjk(caplog):
+    """mathtext has no font fallback: Chinese beside $maths$ in one text
+    draws missing-glyph boxes, so such entries write the maths as text."""
+    if labels.cjk_font() is None:
+        pytest.skip("no CJK font installed")
+    raw = yaml.safe_load(labels.TABLE.read_text(encoding="utf-8"))
+    cjk = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+    mixed = [zh for zh in raw.values() if "$" in zh and cjk.search(zh)]
+    assert not mixed
+    labels.set_language("zh")  # the check can fail: a mixed text warns
+    fig, ax = plt.subplots(figsize=(4, 2))
+    ax.set_title("路径 $h_1$")
+    fig.canvas.draw()
+    assert "does not have a glyph" in caplog.text
+
+
+def test_maths_numbers_and_symbols_stay():
+    for text in ["0.25", "$d_{model}$", "(2, 5, 16)", "x", "Q", "×2", "-1"]:
+        assert not labels.needs_translation(text)
+        assert labels.translate(text) == text
+    assert labels.needs_translation("$x$ value")
+
+
+def test_the_table_is_a_flat_map_of_strings():
+    raw = yaml.safe_load(labels.TABLE.read_text(encoding="utf-8"))
+    assert raw and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    )
+    for en, zh in raw.items():
+        # slots keep their names (the order may change), so a pattern
+        # cannot lose a number
+        slots = sorted(re.findall(r"\{\w+\}", en))
+        assert slots == sorted(re.findall(r"\{\w+\}", zh)), en
+
+
+def test_a_bad_figure_fails_the_cell_in_a_kernel(tmp_path):
+    """In IPython the failure is an exception in the cell itself (so
+    tools.refresh, nbval and the robust run fail), whether the figure is
+    shown by plt.show() or at the end of the cell; a good cell keeps its
+    displayed value."""
+    from nbclient import NotebookClient
+
+    root = str(figures.__file__).rsplit("/utils/", 1)[0]
+    cells = [
+        f"import sys; sys.path.insert(0, {root!r})\n"
+        "import matplotlib.pyplot as plt, utils\n_ = utils.setup(0)",
+        "fig, ax = plt.subplots(figsize=(4, 3))\nax.plot([1, 2])\n6 * 7",
+        "fig, ax = plt.subplots(figsize=(4, 3))\n"
+        "ax.set_title('tiny', fontsize=4)\nplt.show()",
+        "fig, ax = plt.subplots(figsize=(4, 3))\n"
+        "ax.text(0, 0, 'same'); ax.text(0, 0, 'same')",
+    ]
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in cells]
+    )
+    NotebookClient(nb, allow_errors=True, timeout=120).execute()
+    good, small, overlap = nb.cells[1:]
+    kinds = [o.output_type for o in good.outputs]
+    assert "error" not in kinds
+    assert good.outputs[0].data["text/plain"] == "42"
+    shown = [o for o in good.outputs if "data" in o and len(o.data) > 1]
+    assert set(shown[0].data) == {"image/svg+xml", "text/plain"}
+    for cell, words in ((small, "'tiny'"), (overlap, "'same' / 'same'")):
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        assert errors and errors[0].ename == "FigureError", cell.source
+        assert words in errors[0].evalue

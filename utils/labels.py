@@ -1,0 +1,171 @@
+"""The language of figure text: English, or Chinese from one label table.
+
+``utils.setup(seed, language="zh")`` (or the environment variable
+``COURSE_LANGUAGE=zh``) makes ``utils.figures`` replace every English text
+of a figure (titles, axis labels, legend entries, word tick labels,
+annotations, diagram labels) by its entry in ``locale/zh/figures/labels.yml``
+just before the figure is drawn. Numbers, symbols and maths stay as they are.
+An English text with no entry raises ``KeyError`` naming it, so a missing
+entry is found by running the chapter in Chinese. Without a CJK font (Colab)
+the figures stay English, and this is said once.
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+import re
+
+import matplotlib.pyplot as plt
+from matplotlib import font_manager
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+
+LANGUAGES = ("en", "zh")
+TABLE = (
+    pathlib.Path(__file__).resolve().parent.parent
+    / "locale"
+    / "zh"
+    / "figures"
+    / "labels.yml"
+)
+CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC")
+# Maths ($...$) and runs without two letters in a row stay as they are.
+_MATHS = re.compile(r"\$[^$]*\$")
+_WORD = re.compile(r"[A-Za-z]{2,}")
+# A pattern's {name} matches a number, maths or a symbol run, never a word;
+# {shape...} matches a bracketed shape such as "(B=2, T=5, d=8)", and
+# {text...} any text that stays as it is (a model's output, an example).
+_SLOT = r"(?P<{}>\$[^$]*\$|[^A-Za-z\s]+|[A-Za-z])"
+_SLOTS = {"shape": r"(?P<{}>\([^()]*\))", "text": r"(?P<{}>.+?)"}
+
+_state = {"language": "en", "used": set()}
+
+
+def set_language(language: str) -> str:
+    """Set the figure language; returns the one in effect ("en" when
+    Chinese was asked for but no CJK font is installed)."""
+    if not isinstance(language, str):
+        raise TypeError(f"language must be a str, got {language!r}")
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}: {language!r}")
+    font = cjk_font() if language == "zh" else None
+    if language == "zh" and font is None:
+        print("No CJK font installed: the figures stay in English.")
+        language = "en"
+    _state["language"] = language
+    if language == "zh":  # also for texts made later, such as new ticks
+        plt.rcParams["font.family"] = ["DejaVu Sans", font]
+    return language
+
+
+def language() -> str:
+    return _state["language"]
+
+
+@functools.cache
+def cjk_font() -> str | None:
+    """The name of an installed CJK font matplotlib can use, or None."""
+    names = {f.name for f in font_manager.fontManager.ttflist}
+    return next((name for name in CJK_FONTS if name in names), None)
+
+
+@functools.cache
+def table() -> tuple[dict[str, str], tuple[tuple[re.Pattern, str], ...]]:
+    """The label table: exact English -> Chinese, and (regex, template)
+    patterns made from entries holding ``{name}`` slots."""
+    import yaml
+
+    raw = yaml.safe_load(TABLE.read_text(encoding="utf-8"))
+    exact, patterns = {}, []
+    for en, zh in raw.items():
+        slots = re.findall(r"\{(\w+)\}", en)
+        if not slots:
+            exact[en] = zh
+            continue
+        parts = re.split(r"\{(\w+)\}", en)
+        regex = "".join(
+            _SLOTS.get(p.rstrip("0123456789"), _SLOT).format(p)
+            if i % 2
+            else re.escape(p)
+            for i, p in enumerate(parts)
+        )
+        patterns.append((re.compile(f"^{regex}$"), en, zh))
+    return exact, tuple(patterns)
+
+
+def needs_translation(text: str) -> bool:
+    """True when ``text`` holds a word (two letters in a row) outside
+    maths."""
+    return bool(_WORD.search(_MATHS.sub("", text)))
+
+
+def translate(text: str) -> str:
+    """The Chinese for one figure text (unchanged if it has no word);
+    multi-line texts are looked up whole, then line by line."""
+    if not needs_translation(text):
+        return text
+    exact, patterns = table()
+    if text in exact:
+        _state["used"].add(text)
+        return exact[text]
+    for regex, key, zh in patterns:
+        match = regex.match(text)
+        if match:
+            _state["used"].add(key)
+            return zh.format(**match.groupdict())
+    if "\n" in text:
+        return "\n".join(translate(line) for line in text.split("\n"))
+    raise KeyError(
+        f"figure text {text!r} has no entry in {TABLE.name} "
+        "(locale/zh/figures/labels.yml): add it"
+    )
+
+
+def used() -> set[str]:
+    """The table keys looked up so far in this process."""
+    return set(_state["used"])
+
+
+def _translate_ticks(formatter, lookup) -> None:
+    """Word tick labels live in the formatter: a FixedFormatter's ``seq``,
+    or the dict of ``set_xticks(ticks, labels)`` (a FuncFormatter)."""
+    if hasattr(formatter, "seq"):
+        formatter.seq = [lookup(str(s)) for s in formatter.seq]
+    args = getattr(getattr(formatter, "func", None), "args", ())
+    for mapping in args:
+        if isinstance(mapping, dict):
+            for key, value in mapping.items():
+                mapping[key] = lookup(str(value))
+
+
+def translate_figure(fig: Figure, strict: bool = True) -> list[str]:
+    """In Chinese mode, replace every text of ``fig`` by its translation and
+    give it the CJK font (DejaVu Sans first, for Latin and symbols).
+
+    ``strict=False`` keeps a text with no entry and returns those texts
+    instead of raising."""
+    missing: list[str] = []
+    if _state["language"] != "zh":
+        return missing
+
+    def lookup(text: str) -> str:
+        try:
+            return translate(text)
+        except KeyError:
+            if strict:
+                raise
+            missing.append(text)
+            return text
+
+    family = ["DejaVu Sans", cjk_font()]
+    for ax in fig.axes:
+        for axis in ax._axis_map.values():
+            _translate_ticks(axis.get_major_formatter(), lookup)
+            _translate_ticks(axis.get_minor_formatter(), lookup)
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        if text:
+            t.set_text(lookup(text))
+        t.set_fontfamily(family)
+    return missing
