@@ -10,10 +10,12 @@ attention, then how cost is counted and measured), ``layers`` and ``model``
 (7: the layers, then the assembled Transformer), ``numerals``,
 ``translation``, ``training`` and ``translator`` (8: the task, its data, the
 generic training loop, the translator's config and recipe), ``decoding``,
-``cache``, ``sampling`` and ``bleu`` (9), ``corpus`` and ``pretraining``
-(10), plus the shared ``plotting`` and ``diagrams`` (plots of numbers, and
-diagrams drawn by code), ``runtime`` (seed, threads, eval mode) and
-``checks``.
+``cache``, ``sampling``, ``bleu`` and ``ambiguous`` (9: the last is the
+chapter's two-answer experiment), ``corpus`` and ``pretraining`` (10), plus
+the shared ``plotting`` (plots of numbers), ``diagrams`` (a package: diagrams
+drawn by code), ``figures``, ``funnel`` and ``labels`` (every figure shown is
+checked for a phone, translated in the Chinese notebooks and encoded),
+``runtime`` (seed, threads, eval mode) and ``checks``.
 Boolean masks mean **True = may attend / is a real token** and broadcast to
 ``(batch, heads, query_len, key_len)``. Bad arguments raise a ``TypeError``
 (wrong kind) or a ``ValueError`` (wrong value) that names the argument; the
@@ -28,6 +30,7 @@ import random
 import numpy as np
 import torch
 
+from . import runtime
 from .checks import check_int
 
 __all__ = ["setup", "seed_everything", "pick_device", "glue"]
@@ -62,14 +65,7 @@ def setup(seed: int = 0, language: str = "en") -> torch.device:
     figure shown is checked for phone legibility and overlapping text
     (``utils.figures``).
     """
-    if "COURSE_SEED" in os.environ:
-        try:
-            seed = int(os.environ["COURSE_SEED"])
-        except ValueError:
-            value = os.environ["COURSE_SEED"]
-            raise ValueError(
-                f"COURSE_SEED must be an integer, got {value!r}"
-            ) from None
+    seed = runtime.course_seed(seed)
     language = os.environ.get("COURSE_LANGUAGE", language)
     seed_everything(seed)
     torch.set_printoptions(precision=4, sci_mode=False, linewidth=79)

@@ -11,14 +11,13 @@ mode, ``utils.labels``), draws it and checks it:
   annotations, diagram labels) cover each other.
 
 A failure raises ``FigureError`` in the cell, naming the figure and the
-texts. Figures are then encoded once: SVG with text as paths (line plots,
-diagrams) or a palette PNG (figures holding images, such as heatmaps), with
+texts. Figures are then encoded once: SVG (line plots, diagrams) or a
+palette PNG (figures holding images, such as heatmaps), with
 the smallest font and the width recorded in the file for the browser test.
 """
 
 from __future__ import annotations
 
-import ast
 import io
 import json
 import os
@@ -26,7 +25,6 @@ import re
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib._pylab_helpers import Gcf
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.spines import Spine
@@ -250,11 +248,6 @@ def is_raster(fig: Figure) -> bool:
     return any(isinstance(a, AxesImage) for ax in fig.axes for a in ax.images)
 
 
-_GLYPH = re.compile(
-    r'<path id="([^"]+)" d="([^"]*)" transform="scale\(([\d.]+)\)"'
-)
-
-
 def _round(match: re.Match) -> str:
     if match[0].startswith("scale"):  # scale factors keep their digits
         return match[0]
@@ -262,29 +255,14 @@ def _round(match: re.Match) -> str:
     return "0" if text == "-0" else text
 
 
-def _glyph(match: re.Match, ids: dict) -> str:
-    """A glyph outline in 16 times coarser units (still 1/400 em) under a
-    short id."""
-    ids[match[1]] = new = f"g{len(ids)}"
-    d = re.sub(
-        r"-?\d+(?:\.\d+)?", lambda n: str(round(float(n[0]) / 16)), match[2]
-    )
-    scale = float(match[3]) * 16
-    return f'<path id="{new}" d="{d}" transform="scale({scale:g})"'
-
-
 def _compact(svg: str, record: str) -> str:
     """matplotlib's SVG, lighter and the same picture: coordinates to
-    0.01 pt, glyph outlines to 1/400 em under short ids, no indentation or
-    unreferenced group ids, no spaces around path commands; the record as
-    the description."""
+    0.01 pt, no indentation or unreferenced group ids, no spaces around path
+    commands, no zero rotations; the record as the description."""
     svg = re.sub(r"<metadata>.*?</metadata>", "<desc/>", svg, flags=re.S)
     svg = re.sub(r"<\?xml[^>]*>|<!DOCTYPE[^>]*>", "", svg)
     svg = re.sub(r'<g id="[^"]*">', "<g>", svg)
-    ids: dict[str, str] = {}
-    svg = _GLYPH.sub(lambda m: _glyph(m, ids), svg)
-    for old, new in ids.items():
-        svg = svg.replace(f'"#{old}"', f'"#{new}"')
+    svg = re.sub(r' transform="rotate\(-?0 [^"]*\)"', "", svg)
     svg = svg.replace("xlink:href=", "href=")
     # coordinates (not scale factors) to 0.01 pt
     svg = re.sub(
@@ -319,7 +297,7 @@ def _classes(svg: str) -> str:
 
 
 def encode(fig: Figure) -> tuple[dict, dict]:
-    """The figure as a display bundle: SVG (text as paths) or palette PNG,
+    """The figure as a display bundle: SVG (text as text) or palette PNG,
     with the smallest font and the width recorded in the file."""
     fig.canvas.draw()
     width = width_in(fig)
@@ -327,7 +305,7 @@ def encode(fig: Figure) -> tuple[dict, dict]:
     buf = io.BytesIO()
     common = {"bbox_inches": saved_box(fig).padded(PAD_IN)}
     if not is_raster(fig):
-        with plt.rc_context({"svg.fonttype": "path"}):
+        with plt.rc_context({"svg.fonttype": "none"}):
             fig.savefig(
                 buf,
                 format="svg",
@@ -351,71 +329,3 @@ def encode(fig: Figure) -> tuple[dict, dict]:
     return {"image/png": b64encode(out.getvalue()).decode()}, {
         "image/png": size
     }
-
-
-_errors: list[BaseException] = []
-
-
-def _drop_inline_formatters(ip) -> None:
-    """Remove the inline backend's own figure formatters (it registers them
-    when it is first loaded, possibly after ``install``)."""
-    formatters = ip.display_formatter.formatters
-    for mime in (
-        "image/png",
-        "image/svg+xml",
-        "image/jpeg",
-        "application/pdf",
-    ):
-        formatters[mime].pop(Figure, None)
-
-
-def _bundle(fig: Figure):
-    """IPython's display formatter for figures: finish, then encode."""
-    from IPython import get_ipython
-
-    _drop_inline_formatters(get_ipython())
-    try:
-        finish(fig)
-    except FigureError as error:
-        _errors.append(error)  # raised at the end of the cell (_cell_end)
-    return encode(fig)
-
-
-def _cell_end(value=None):
-    """Run at the end of every cell: finish the figures still open (the
-    inline backend shows them after the cell), raise any figure error."""
-    for manager in Gcf.get_all_fig_managers():
-        try:
-            finish(manager.canvas.figure)
-        except FigureError as error:
-            _errors.append(error)
-    if _errors:
-        errors = list(_errors)
-        _errors.clear()
-        raise FigureError("\n".join(str(e) for e in errors))
-    return value
-
-
-class _AtCellEnd(ast.NodeTransformer):
-    """Appends ``_cell_end()`` to a cell, wrapping its last expression so
-    its value is still displayed."""
-
-    def visit_Module(self, node):
-        call = ast.Name("__course_cell_end__", ast.Load())
-        last = node.body[-1] if node.body else None
-        if isinstance(last, ast.Expr):
-            last.value = ast.Call(call, [last.value], [])
-        else:
-            node.body.append(ast.Expr(ast.Call(call, [], [])))
-        return ast.fix_missing_locations(node)
-
-
-def install(ip) -> None:
-    """Route every figure ``ip`` displays through the funnel."""
-    plt.get_backend()  # loads the inline backend, which adds formatters
-    _drop_inline_formatters(ip)
-    ip.display_formatter.mimebundle_formatter.for_type(Figure, _bundle)
-    ip.user_ns["__course_cell_end__"] = _cell_end
-    if not any(isinstance(t, _AtCellEnd) for t in ip.ast_transformers):
-        ip.ast_transformers.append(_AtCellEnd())
-        ip.events.register("pre_run_cell", lambda *_: _errors.clear())

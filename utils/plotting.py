@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from . import figures
+from . import funnel
 from .labels import set_language
 
 
@@ -45,7 +45,7 @@ def use_course_style(language: str = "en") -> None:
     except ImportError:  # plain Python: nothing is displayed inline
         return
     if get_ipython() is not None:
-        figures.install(get_ipython())
+        funnel.install(get_ipython())
 
 
 def _to_numpy(x) -> np.ndarray:

@@ -12,7 +12,7 @@ import math
 
 import matplotlib.pyplot as plt
 
-from . import diagrams
+from .. import diagrams
 
 __all__ = [
     "trace_nodes",
