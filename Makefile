@@ -50,7 +50,8 @@ notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg book
 
 browser: $(STAMP)
-	$(BIN)/python -m pytest tests/test_book.py tests/test_browser.py tests/test_translations.py
+	$(BIN)/python -m pytest tests/test_book.py tests/test_browser.py tests/test_phone.py \
+	  tests/test_translations.py tests/test_zh_notebooks.py
 
 # Link each chapter's first use of every glossary term (markdown only: no re-execution).
 link-terms: $(STAMP)

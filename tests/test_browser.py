@@ -1,33 +1,36 @@
-"""The website as readers see it, checked in a real browser (headless Chromium).
+"""The website as readers see it, checked in a real browser (headless
+Chromium).
 
-The site is built once per run (the `built_site` fixture in conftest.py) and served on
-127.0.0.1. Every page is opened at a desktop (1280x800) and a phone (390x844) viewport with
-every request outside 127.0.0.1 blocked, and must show: no failed or external request, no
-console error, all maths typeset, every image loaded, no code, output or equation block
-wider than its column (at 1280 px), no page wider than its window (a phone must not scroll
-sideways), and, on a chapter, a Colab link to that chapter's own notebook in the page's
-language (English: book/NN_name.ipynb; Chinese: zh/book/NN_name.ipynb, made by
-tools/zh_notebooks.py; the last test checks those links alone). Both editions are checked
-the same way: English at /, Chinese at /zh/ (built by tools/build_book.py). Every page must
-also show a language switch inside the window leading to the same page in the other
-edition, and no Chinese character may be drawn as a missing-glyph box (each distinct CJK
-character of the page is drawn on a canvas in the font of the text that holds it and
-compared with the box drawn for an unassigned code point, U+0378; without a
-CJK font, e.g. `FONTCONFIG_FILE` pointing at a config with only DejaVu, this fails).
-A Chinese page must also show none of the theme's English UI strings that the Chinese
-edition translates (_ext/locale/zh_CN/LC_MESSAGES/*.po, the togglebutton hints, the
-folded-cell labels, 列印成 PDF) in any text, tooltip, label or alt text outside code,
-outputs and maths; and no other English at all in its header bar, footer, buttons and
-dropdown menus or in any tooltip, label or alt text (file types, "Ctrl", licence and brand
-names excepted; the language switch is marked lang="en" and addressed to English readers).
-The same probe run on the English pages must find those strings there, so it is known to
-see them.
-A full-page screenshot (JPEG) of each page at both sizes goes to
-_build/screenshots/ for a person to look at.
+The site is built once per run (the `built_site` fixture in conftest.py) and
+served on 127.0.0.1. Every page is opened at a desktop (1280x800) and a phone
+(390x844) viewport with every request outside 127.0.0.1 blocked, and must show:
+no failed or external request, no console error, all maths typeset, every image
+loaded, no code, output or equation block wider than its column (at 1280 px),
+no page wider than its window (a phone must not scroll sideways), and, on a
+chapter, a Colab link to that chapter's own notebook in the page's language
+(English: book/NN_name.ipynb; Chinese: zh/book/NN_name.ipynb, made by
+tools/zh_notebooks.py; the last test checks those links alone). Both editions
+are checked the same way: English at /, Chinese at /zh/ (built by
+tools/build_book.py). Every page must also show a language switch inside the
+window leading to the same page in the other edition, and no Chinese character
+may be drawn as a missing-glyph box (each distinct CJK character of the page is
+drawn on a canvas in the font of the text that holds it and compared with the
+box drawn for an unassigned code point, U+0378; without a CJK font, e.g.
+`FONTCONFIG_FILE` pointing at a config with only DejaVu, this fails). A Chinese
+page must also show none of the theme's English UI strings that the Chinese
+edition translates (_ext/locale/zh_CN/LC_MESSAGES/*.po, the togglebutton hints,
+the folded-cell labels, 列印成 PDF) in any text, tooltip, label or alt text
+outside code, outputs and maths; and no other English at all in its header bar,
+footer, buttons and dropdown menus or in any tooltip, label or alt text (file
+types, "Ctrl", licence and brand names excepted; the language switch is marked
+lang="en" and addressed to English readers). The same probe run on the English
+pages must find those strings there, so it is known to see them. A full-page
+screenshot (JPEG) of each page at both sizes goes to _build/screenshots/ for a
+person to look at.
 
-Chromium comes from the system (Debian: `apt-get install chromium`); Playwright drives it
-(`executable_path`), so `playwright install` is never needed. Without Chromium the test
-skips, except under CI=true, where it fails.
+Chromium comes from the system (Debian: `apt-get install chromium`); Playwright
+drives it (`executable_path`), so `playwright install` is never needed. Without
+Chromium the test skips, except under CI=true, where it fails.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import pathlib
 import shutil
 import threading
 import urllib.parse
@@ -69,7 +73,8 @@ INSTALL_HINT = (
 
 
 def _localised_english() -> list[str]:
-    """The English UI strings the Chinese edition translates, as a page shows them."""
+    """The English UI strings the Chinese edition translates, as a page shows
+    them."""
     found = []
     for po in sorted(
         (ROOT / "_ext" / "locale").glob("zh_CN/LC_MESSAGES/*.po")
@@ -78,10 +83,12 @@ def _localised_english() -> list[str]:
             found += [m.id for m in read_po(f) if m.id and m.string]
     copyright = str(config()["copyright"])
     found = [m.replace("%(copyright)s", copyright) for m in found]
-    # Shown only inside longer strings: the Colab button's alt text is "Colab" + "logo".
+    # Shown only inside longer strings: the Colab button's alt text is
+    # "Colab" + "logo".
     found += ["Colab logo"]
-    # Not from a catalogue: sphinx-togglebutton's hints (tools/build_book.py sets them)
-    # and the label of folded cells and dropdowns (_ext/course_site.py relabels it).
+    # Not from a catalogue: sphinx-togglebutton's hints (tools/build_book.py
+    # sets them) and the label of folded cells and dropdowns
+    # (_ext/course_site.py relabels it).
     found += ["Click to show", "Click to hide", "Toggle hidden content"]
     return sorted(set(found)) + [
         "列印成 PDF"
@@ -90,7 +97,8 @@ def _localised_english() -> list[str]:
 
 LOCALISED = _localised_english()
 assert len(LOCALISED) > 10 and "Repository" in LOCALISED, LOCALISED
-# Latin-script UI text a Chinese page may keep: file types, a key, licences, brands.
+# Latin-script UI text a Chinese page may keep: file types, a key, licences,
+# brands.
 UI_KEEP = {
     "Ctrl",
     "K",
@@ -125,7 +133,8 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site_url(request):
-    # Asked for here, not as an argument: a run without Chromium skips before building.
+    # Asked for here, not as an argument: a run without Chromium skips before
+    # building.
     built_site = request.getfixturevalue("built_site")
     if built_site.returncode != 0:
         pytest.fail("the site did not build (see test_book.py)")
@@ -158,189 +167,8 @@ def browser():
         chromium.close()
 
 
-# Runs in the page. Returns what a reader would see wrong, as plain data.
-INSPECT = """
-async ({checkOverflow, localised, keep}) => {
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-    await MathJax.startup.promise;
-  }
-  await document.fonts.ready;  // MathJax's fonts load after it typesets
-  const images = [...document.images];
-  images.forEach((img) => { img.loading = "eager"; });
-  await Promise.all(images.map((img) => img.complete ? null :
-    new Promise((done) => { img.onload = img.onerror = done; })));
-  const firstLine = (el) =>
-    (el.innerText || el.textContent || "").trim().split("\\n")[0].slice(0, 90);
-  const report = {untypeset: [], mathErrors: [], rawTex: [], images: [],
-                  overflow: [], pageOverflow: [], colab: [], language: [],
-                  tofu: [], cjkChecked: 0, localised: [],
-                  english: []};
-
-  for (const el of document.querySelectorAll(".math")) {
-    if (!el.querySelector("mjx-container")) report.untypeset.push(firstLine(el));
-  }
-  for (const el of document.querySelectorAll("mjx-merror, [data-mjx-error]")) {
-    report.mathErrors.push(el.getAttribute("data-mjx-error") || firstLine(el));
-  }
-  // Raw TeX delimiters in the visible prose (code and outputs may show any text).
-  const skip = "pre, code, script, style, mjx-container, .highlight, textarea";
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const parent = node.parentElement;
-    if (!parent || parent.closest(skip)) continue;
-    if (!parent.getClientRects().length) continue;  // not displayed
-    const match = node.textContent.match(/\\\\\\(|\\\\\\)|\\\\\\[|\\\\\\]|\\$\\$/);
-    if (match) report.rawTex.push(node.textContent.trim().slice(0, 90));
-  }
-  for (const img of images) {
-    if (!img.complete || img.naturalWidth === 0) {
-      report.images.push(img.getAttribute("src"));
-    }
-  }
-  if (checkOverflow) {
-    const blocks = document.querySelectorAll(
-      "article div.highlight pre, article .cell_output pre, " +
-      "article div.math, article mjx-container[display='true']");
-    for (const el of blocks) {
-      if (!el.getClientRects().length) continue;  // folded, not shown
-      // Typeset maths: the mjx-container inside div.math is the box that scrolls.
-      if (el.matches("div.math") && el.querySelector("mjx-container")) continue;
-      const box = el.closest(".bd-article") || document.body;
-      const over = Math.max(el.scrollWidth - el.clientWidth,
-        el.getBoundingClientRect().right - box.getBoundingClientRect().right);
-      if (over > 1) {
-        const kind = el.matches("div.math, mjx-container") ? "equation" :
-          el.closest(".cell_output, .output") ? "output" : "code";
-        report.overflow.push(`${kind} ${Math.round(over)} px too wide: ` +
-                             `${firstLine(el)}`);
-      }
-    }
-  }
-  // The page itself must not scroll sideways (a phone shows a strip of blank page).
-  const W = window.innerWidth;
-  if (document.documentElement.scrollWidth > W + 1) {
-    const clipped = (el) => {
-      for (let a = el.parentElement; a; a = a.parentElement) {
-        if (getComputedStyle(a).overflowX !== "visible" &&
-            a.getBoundingClientRect().right <= W + 1) return true;
-      }
-      return false;
-    };
-    const culprits = [...document.querySelectorAll("article *")].filter(
-      (el) => el.getBoundingClientRect().right > W + 1 && !clipped(el) &&
-              el.getClientRects().length);
-    const outermost = culprits.filter(
-      (el) => !culprits.includes(el.parentElement));
-    report.pageOverflow.push(
-      `page is ${document.documentElement.scrollWidth} px wide in a ${W} px ` +
-      "window; widest: " + outermost.slice(0, 5).map(
-        (el) => `<${el.tagName.toLowerCase()}> ${firstLine(el)}`).join(" | "));
-  }
-  for (const a of document.querySelectorAll("a[href*='colab.research.google.com']")) {
-    report.colab.push(a.getAttribute("href"));
-  }
-  // The language switch: its resolved target, and whether a reader can see it.
-  for (const a of document.querySelectorAll("a.course-language")) {
-    const r = a.getBoundingClientRect();
-    const style = getComputedStyle(a);
-    const visible = r.width > 0 && r.height > 0 && r.left >= 0 && r.top >= 0 &&
-      r.right <= W + 1 && r.bottom <= window.innerHeight &&
-      style.visibility !== "hidden" && style.display !== "none" &&
-      Number(style.opacity) > 0;
-    report.language.push({href: a.href, text: a.textContent.trim(), visible});
-  }
-  // English UI strings. `localised`: strings the Chinese edition translates, looked for
-  // everywhere but code, outputs and maths. `english`: any Latin-script word in a
-  // tooltip, label or alt text, or in the text of the page's furniture (header bar,
-  // footer, buttons, dropdown menus). Text marked lang="en" is English on purpose.
-  const notUI = "pre, code, .highlight, .cell_output, .output, mjx-container, " +
-                "script, style, body [lang|='en']";
-  const furniture = ".bd-header, .bd-header-article, .bd-footer, .bd-footer-content, " +
-                    ".bd-footer-article, .dropdown-menu, button, summary";
-  const squash = (text) => text.replace(/\\s+/g, " ").trim();
-  const latin = (text) => /[A-Za-z]{2,}/.test(text) && !/[\u3400-\u9fff]/.test(text) &&
-                          !keep.includes(text);
-  const uiAttributes = ["title", "aria-label", "data-bs-title", "data-bs-original-title",
-                        "alt", "placeholder", "data-toggle-hint", "data-tooltip"];
-  const seen = new Set();
-  const note = (list, what) => { if (!seen.has(what)) { seen.add(what); list.push(what); } };
-  for (const el of document.querySelectorAll("body *")) {
-    if (el.closest(notUI)) continue;
-    for (const name of uiAttributes) {
-      const value = squash(el.getAttribute(name) || "");
-      if (!value) continue;
-      if (localised.includes(value)) note(report.localised, `${name}="${value}"`);
-      // A citation's title is its bibliography entry (content, not furniture).
-      else if (latin(value) && !(name === "title" && el.matches("a.reference")))
-        note(report.english, `${name}="${value}" on <${el.tagName.toLowerCase()}>`);
-    }
-  }
-  const textWalker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  for (let node = textWalker.nextNode(); node; node = textWalker.nextNode()) {
-    const parent = node.parentElement;
-    const text = squash(node.textContent);
-    if (!parent || !text || parent.closest(notUI)) continue;
-    if (localised.includes(text)) note(report.localised, `text "${text}"`);
-    else if (parent.closest(furniture) && latin(text))
-      note(report.english, `text "${text}" in <${parent.tagName.toLowerCase()}>`);
-  }
-  // sphinx-togglebutton's hints live in two script variables until a dropdown is opened.
-  for (const hint of [typeof toggleHintShow === "undefined" ? "" : toggleHintShow,
-                      typeof toggleHintHide === "undefined" ? "" : toggleHintHide]) {
-    if (localised.includes(hint)) note(report.localised, `togglebutton hint "${hint}"`);
-  }
-  // The header bar that holds the switch and the buttons fits in the window.
-  for (const bar of document.querySelectorAll(".header-article-items__end")) {
-    const right = Math.max(...[...bar.querySelectorAll("a, button")].map(
-      (el) => el.getClientRects().length ? el.getBoundingClientRect().right : 0));
-    if (right > W + 1) {
-      report.pageOverflow.push(`header buttons end at ${Math.round(right)} px ` +
-                               `in a ${W} px window`);
-    }
-  }
-  if (checkOverflow) {
-    // Missing glyphs: draw each distinct CJK character in the font of its text and
-    // compare with the missing-glyph box of an unassigned code point in that font.
-    const cjk = /[\u3400-\u9fff\uf900-\ufaff]/g;
-    const byFont = new Map();
-    const texts = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-    for (let node = texts.nextNode(); node; node = texts.nextNode()) {
-      const parent = node.parentElement;
-      if (!parent || !parent.getClientRects().length) continue;
-      const chars = node.textContent.match(cjk);
-      if (!chars) continue;
-      const s = getComputedStyle(parent);
-      const font = `${s.fontStyle} ${s.fontWeight} 40px ${s.fontFamily}`;
-      if (!byFont.has(font)) byFont.set(font, new Set());
-      chars.forEach((c) => byFont.get(font).add(c));
-    }
-    const canvas = document.createElement("canvas");
-    canvas.width = canvas.height = 48;
-    const ctx = canvas.getContext("2d", {willReadFrequently: true});
-    const draw = (font, ch) => {
-      ctx.clearRect(0, 0, 48, 48);
-      ctx.font = font;
-      ctx.fillStyle = "#000";
-      ctx.textBaseline = "top";
-      ctx.fillText(ch, 4, 4);
-      return ctx.getImageData(0, 0, 48, 48).data.filter((_, i) => i % 4 === 3);
-    };
-    const same = (a, b) => a.every((v, i) => v === b[i]);
-    for (const [font, chars] of byFont) {
-      const box = draw(font, "\u0378");
-      for (const ch of chars) {
-        const glyph = draw(font, ch);
-        report.cjkChecked += 1;
-        if (same(glyph, box) || glyph.every((v) => v === 0)) {
-          report.tofu.push(`${ch} (U+${ch.codePointAt(0).toString(16)}) ` +
-                           `in ${font}`);
-        }
-      }
-    }
-  }
-  return report;
-}
-"""
+# Runs in the page (tests/inspect_page.js): what a reader would see wrong.
+INSPECT = (pathlib.Path(__file__).parent / "inspect_page.js").read_text()
 
 
 def _is_chapter(page: str) -> bool:
@@ -349,7 +177,8 @@ def _is_chapter(page: str) -> bool:
 
 
 def _language_problems(site_url: str, page: str, found: list[dict]) -> list:
-    """The page's language switch must lead to the same page in the other edition."""
+    """The page's language switch must lead to the same page in the other
+    edition."""
     if page.startswith("zh/"):
         want, text = f"{site_url}/{page.removeprefix('zh/')}.html", "English"
     else:
@@ -373,8 +202,9 @@ def _language_problems(site_url: str, page: str, found: list[dict]) -> list:
 
 @pytest.fixture(scope="module")
 def contexts(browser, site_url):
-    """One browser context per viewport, shared by the pages (so the HTTP cache is
-    too); `blocked` collects the requests its route refused, per page."""
+    """One browser context per viewport, shared by the pages (so the HTTP
+    cache is too); `blocked` collects the requests its route refused, per
+    page."""
     made = {}
     for name, (width, height) in VIEWPORTS.items():
         context = browser.new_context(
@@ -464,9 +294,9 @@ def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
     if tofu:
         chars = "".join(sorted({t[0] for t in tofu}))
         problems.append(
-            f"{len(tofu)} CJK characters drawn as missing-glyph boxes (is a CJK "
-            f"font installed? Debian: fonts-noto-cjk): {chars[:60]}; first in "
-            f"{tofu[0].split(' in ', 1)[1][:80]}"
+            f"{len(tofu)} CJK characters drawn as missing-glyph boxes (is a "
+            f"CJK font installed? Debian: fonts-noto-cjk): {chars[:60]}; "
+            f"first in {tofu[0].split(' in ', 1)[1][:80]}"
         )
     if (
         page.startswith("zh/")
@@ -483,7 +313,8 @@ def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
         ]
         problems += [f"English UI text: {item}" for item in report["english"]]
     elif "Repository" not in " ".join(report["localised"]):
-        # Every page has the GitHub dropdown: the probe must see its English here.
+        # Every page has the GitHub dropdown: the probe must see its English
+        # here.
         problems.append(
             "the English UI probe found no 'Repository' on an English page: "
             f"{report['localised']}"

@@ -1,4 +1,6 @@
-"""utils.diagrams: geometry, labels from code, legibility limits and argument checks."""
+"""utils.diagrams: geometry, labels from code, legibility limits and argument
+checks."""
+
 from __future__ import annotations
 
 import matplotlib

@@ -135,7 +135,11 @@ def test_figures_have_caption_and_alt_text(path):
     for i, c in enumerate(_cells(path)):
         if c["cell_type"] != "code":
             continue
-        images = [o for o in c["outputs"] if "image/png" in o.get("data", {})]
+        images = [
+            o
+            for o in c["outputs"]
+            if {"image/png", "image/svg+xml"} & set(o.get("data", {}))
+        ]
         if not images:
             continue
         meta = c["metadata"].get("mystnb", {})
