@@ -51,6 +51,16 @@ def built_site():
     return build()
 
 
+@pytest.fixture
+def one_thread():
+    """Tiny models train faster on one thread, and far faster on a busy
+    machine (``pytestmark = pytest.mark.usefixtures("one_thread")``)."""
+    from utils.runtime import threads
+
+    with threads(1):
+        yield
+
+
 def pytest_runtest_logreport(report):
     path = report.nodeid.split("::")[0]
     if path.endswith(".ipynb"):

@@ -15,6 +15,7 @@ from utils import corpus
 from utils import pretraining as pt
 from utils.loss import masked_cross_entropy
 from utils.masks import causal_mask, prefix_lm_mask
+from utils.runtime import threads
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BIG = corpus.encode(corpus.make_splits(0)["train"]).repeat(30, 1)
@@ -157,12 +158,8 @@ def test_sweep_row_reproduces():
     sweep = json.loads((ROOT / "book/data/ch10_sweep.json").read_text())
     steps = sweep["config"]["body_steps"]
     splits = corpus.make_splits(0)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with threads(1):
         body, _ = pt.train_lm("mlm", splits["train"], steps, seed=0)
-    finally:
-        torch.set_num_threads(threads)
     stats = pt.evaluate_lm("mlm", body, splits["test"])
     stored = sweep["pretrain"][0]
     assert stored["seed"] == 0

@@ -20,13 +20,7 @@ from utils.training import (
 from utils.translation import encode_batch, source_vocab, target_vocab
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models: one thread is faster, and far faster on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_noam_lr_three_cases_and_the_peak():
