@@ -11,9 +11,9 @@ mode, ``utils.labels``), draws it and checks it:
   annotations, diagram labels) cover each other.
 
 A failure raises ``FigureError`` in the cell, naming the figure and the
-texts. Figures are then encoded once: SVG (line plots, diagrams) or a
-palette PNG (figures holding images, such as heatmaps), with
-the smallest font and the width recorded in the file for the browser test.
+texts. Figures are then encoded once, as SVG (text as text, a heatmap's
+cells as one pixel each, drawn pixelated), with the smallest font and the
+width recorded in the file for the browser test.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import re
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.image import AxesImage
 from matplotlib.spines import Spine
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
@@ -39,7 +38,6 @@ COLUMN_PX = 342
 MIN_CSS_PX = 8.0
 OVERLAP_PX = 1.0  # texts may touch by this much (at 100 dpi)
 PAD_IN = 0.05  # inches of margin around what is saved
-PNG_DPI = 200  # 2 pixels per CSS pixel (100 dpi), sharp on 2x screens
 # The record the browser test reads back from each image file.
 RECORD = "course-figure min-font-pt={pt:.2f} width-in={width:.3f}"
 RECORD_RE = re.compile(r"course-figure min-font-pt=([\d.]+) width-in=([\d.]+)")
@@ -243,11 +241,6 @@ def finish(fig: Figure) -> None:
     fig.savefig(f"{report}.{picture}", dpi=72, bbox_inches=box)
 
 
-def is_raster(fig: Figure) -> bool:
-    """Figures holding images (heatmaps) are PNG; the rest SVG."""
-    return any(isinstance(a, AxesImage) for ax in fig.axes for a in ax.images)
-
-
 def _round(match: re.Match) -> str:
     if match[0].startswith("scale"):  # scale factors keep their digits
         return match[0]
@@ -297,35 +290,17 @@ def _classes(svg: str) -> str:
 
 
 def encode(fig: Figure) -> tuple[dict, dict]:
-    """The figure as a display bundle: SVG (text as text) or palette PNG,
-    with the smallest font and the width recorded in the file."""
+    """The figure as a display bundle: SVG with text as text and images
+    (heatmaps) as their own pixels, the smallest font and the width recorded
+    in the file."""
     fig.canvas.draw()
-    width = width_in(fig)
-    record = RECORD.format(pt=smallest(fig)[0], width=width)
+    record = RECORD.format(pt=smallest(fig)[0], width=width_in(fig))
     buf = io.BytesIO()
-    common = {"bbox_inches": saved_box(fig).padded(PAD_IN)}
-    if not is_raster(fig):
-        with plt.rc_context({"svg.fonttype": "none"}):
-            fig.savefig(
-                buf,
-                format="svg",
-                metadata={"Date": None, "Description": record},
-                **common,
-            )
-        return {"image/svg+xml": _compact(buf.getvalue().decode(), record)}, {}
-    fig.savefig(buf, format="png", dpi=PNG_DPI, **common)
-    from base64 import b64encode
-
-    from PIL import Image, PngImagePlugin
-
-    image = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
-    small = image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=0)
-    info = PngImagePlugin.PngInfo()
-    info.add_text("Description", record)
-    out = io.BytesIO()
-    small.save(out, format="png", optimize=True, pnginfo=info)
-    size = {"width": image.width // 2}
-    size["height"] = image.height // 2
-    return {"image/png": b64encode(out.getvalue()).decode()}, {
-        "image/png": size
-    }
+    with plt.rc_context({"svg.fonttype": "none"}):  # text as text
+        fig.savefig(
+            buf,
+            format="svg",
+            bbox_inches=saved_box(fig).padded(PAD_IN),
+            metadata={"Date": None, "Description": record},
+        )
+    return {"image/svg+xml": _compact(buf.getvalue().decode(), record)}, {}
