@@ -1,15 +1,15 @@
-"""The seed sweeps behind chapters 8 and 9: every training claim, measured on
-five seeds.
+"""The seed sweeps behind chapter 8: every training claim, measured on five
+seeds.
 
     python -m tools.sweep_ch08 [SEED ...]   (default: seeds 0 to 4; 1 min each)
     python -m tools.sweep_ch08 --ablations [NAME ...] [SEED ...]
 
-Training the translator takes half of chapter 8's 60 s budget, so the chapters
-train one seed (``utils.runtime.course_seed()``) and load the spread over
+Training the translator takes half of chapter 8's 60 s budget, so the chapter
+trains one seed (``utils.runtime.course_seed()``) and loads the spread over
 seeds from ``book/data/ch08_sweep.json``, which this script writes. For every
-seed it trains the chapter's model (``TranslatorConfig()``) and the
-half-trained one (``HALF_STEPS`` steps) exactly as the chapters do, plus
-chapter 9's one-pass decoder, and records each number a claim rests on.
+seed it trains the chapter's model (``TranslatorConfig()``) exactly as the
+chapter does and records each number a claim rests on. (Chapter 9's claims
+come from ``tools/sweep_ch09.py``.)
 ``--ablations`` trains the config with one ingredient changed
 (``ABLATIONS``) on each seed and writes ``book/data/ch08_ablations.json``.
 It runs in the portable numeric mode (it sets it itself), like the stored
@@ -35,23 +35,16 @@ import torch  # noqa: E402
 
 from tools import ROOT  # noqa: E402
 from utils import numerals, translation as tr  # noqa: E402
-from utils.bleu import corpus_bleu, sentence_bleu  # noqa: E402
+from utils.bleu import corpus_bleu  # noqa: E402
 from utils.decoding import (  # noqa: E402
-    beam_search,
     greedy_decode,
-    sample_decode,
-    sequence_log_prob,
 )
-from utils.loss import masked_cross_entropy  # noqa: E402
 from utils.runtime import threads  # noqa: E402
 from utils.training import (  # noqa: E402
     evaluate_perplexity,
-    noam_scheduler,
-    paper_adam,
 )
 from utils.translator import (  # noqa: E402
     TranslatorConfig,
-    build_translator,
     train_translator,
 )
 
@@ -59,8 +52,6 @@ OUT = ROOT / "book" / "data" / "ch08_sweep.json"
 ABLATION_OUT = ROOT / "book" / "data" / "ch08_ablations.json"
 SEEDS = (0, 1, 2, 3, 4)
 MAX_LEN = 12
-HALF_STEPS = 150
-NAR_LEN = 10
 MINE = (2024, 10203, 90009, 45678)  # chapter 8's exercise 3, and its hint
 
 
@@ -124,37 +115,9 @@ class Decoder:
         )
         return [self.vt.decode(r) for r in out]
 
-    def beam(self, model, pairs, beam_size=4, alpha=0.0):
-        beams = beam_search(
-            model,
-            self.src(pairs),
-            MAX_LEN,
-            self.bos,
-            self.eos,
-            beam_size=beam_size,
-            alpha=alpha,
-            pad_id=self.pad,
-        )
-        return [self.vt.decode(b[0][0]) for b in beams]
-
-    def log_prob(self, model, outputs, pairs):
-        tgt = [
-            [self.bos] + [self.vt.stoi[c] for c in o] + [self.eos]
-            for o in outputs
-        ]
-        ids = torch.full((len(tgt), max(map(len, tgt))), self.pad)
-        for r, t in enumerate(tgt):
-            ids[r, : len(t)] = torch.tensor(t)
-        return sequence_log_prob(model, self.src(pairs), ids, self.eos)
-
 
 def exact(outputs, pairs) -> float:
     return sum(o == t for o, (_, t) in zip(outputs, pairs)) / len(pairs)
-
-
-def repeat_rate(outputs) -> float:
-    pairs = sum(max(len(o) - 1, 0) for o in outputs)
-    return sum(a == b for o in outputs for a, b in zip(o, o[1:])) / pairs
 
 
 def diagonal_hits(words, chars, where) -> tuple[int, int]:
@@ -276,104 +239,14 @@ def chapter8(seed: int, model, history, d: Decoder) -> dict:
     return row
 
 
-def chapter9(seed: int, model, half, d: Decoder) -> dict:
-    splits = tr.make_splits(seed)
-    test = splits["test"][:200]
-    long = splits["long"][:: len(splits["long"]) // 200][:200]
-    row = {}
-    for name, m in (("trained", model), ("half", half)):
-        for split, pairs in (("test", test), ("long", long)):
-            g, b = d.greedy(m, pairs), d.beam(m, pairs)
-            row[f"{name}_{split}"] = dict(
-                g_em=exact(g, pairs),
-                b_em=exact(b, pairs),
-                differ=sum(x != y for x, y in zip(g, b)),
-            )
-            if (name, split) == ("half", "test"):
-                g_half, b_half = g, b
-    both = [i for i, (g, b) in enumerate(zip(g_half, b_half)) if g != b]
-    row["n_changed"] = len(both)
-    row["fixed"] = sum(b_half[i] == test[i][1] != g_half[i] for i in both)
-    row["broken"] = sum(g_half[i] == test[i][1] != b_half[i] for i in both)
-    if both:
-        sel = [test[i] for i in both]
-        lp_b = d.log_prob(half, [b_half[i] for i in both], sel)
-        lp_g = d.log_prob(half, [g_half[i] for i in both], sel)
-        row["more_probable"] = int((lp_b > lp_g).sum())
-    norm1 = d.beam(half, test, alpha=1.0)
-    row["len_alpha0"] = sum(map(len, b_half)) / len(b_half)
-    row["len_alpha1"] = sum(map(len, norm1)) / len(norm1)
-    row["em_alpha0"], row["em_alpha1"] = (
-        exact(b_half, test),
-        exact(norm1, test),
-    )
-    refs = [[t] for _, t in test]
-    row["corpus_bleu"] = corpus_bleu(b_half, refs)
-    per = [sentence_bleu(o, r) for o, r in zip(b_half, refs)]
-    row["mean_sentence_bleu"] = sum(per) / len(per)
-    row["zero_sentences"] = sum(s == 0 for s in per)
-    batches = tr.make_batches(splits["test"], 500, d.vs, d.vt, seed=None)
-    row["ppl_trained"] = evaluate_perplexity(model, batches)
-    row["ppl_half"] = evaluate_perplexity(half, batches)
-    src5 = d.src(test[:1]).expand(6, -1)
-    out = sample_decode(
-        model,
-        src5,
-        MAX_LEN,
-        d.bos,
-        d.eos,
-        d.pad,
-        temperature=1.0,
-        generator=torch.Generator().manual_seed(0),
-    )
-    row["wrong_at_1"] = sum(d.vt.decode(r) != test[0][1] for r in out)
-    row["greedy_first_right"] = d.greedy(model, test[:1])[0] == test[0][1]
-    # the one-pass (non-autoregressive) decoder, trained as in chapter 9
-    torch.manual_seed(seed)
-    cfg = TranslatorConfig(seed=seed)
-    nar = build_translator(cfg)
-    opt = paper_adam(nar.parameters())
-    sched = noam_scheduler(opt, cfg.d_model, cfg.warmup_steps)
-    batches = tr.make_batches(
-        splits["train"], cfg.batch_size, d.vs, d.vt, seed=seed
-    )
-    for step in range(HALF_STEPS):
-        src_b, tgt_b = batches[step % len(batches)]
-        target = torch.full((tgt_b.size(0), NAR_LEN), d.pad)
-        target[:, : tgt_b.size(1) - 1] = tgt_b[:, 1 : NAR_LEN + 1]
-        queries = torch.full((src_b.size(0), NAR_LEN), d.bos)
-        loss = masked_cross_entropy(
-            nar(src_b, queries), target, target != d.pad
-        )
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-    nar.eval()
-    with torch.no_grad():
-        queries = torch.full((len(test), NAR_LEN), d.bos)
-        one_pass = nar(d.src(test), queries).argmax(-1)
-    nar_out = [d.vt.decode(r) for r in one_pass]
-    row["nar_repeat"] = repeat_rate(nar_out)
-    row["nar_em"] = exact(nar_out, test)
-    row["ar_repeat"] = repeat_rate(d.greedy(model, test))
-    row["half_repeat"] = repeat_rate(g_half)
-    return row
-
-
-def run_seed(seed: int, ch9: bool = True) -> dict:
-    """Every number the chapters' training claims rest on, for one seed."""
+def run_seed(seed: int) -> dict:
+    """Every number chapter 8's training claims rest on, for one seed."""
     d = Decoder()
     with threads(1):
         start = time.perf_counter()
         cfg = TranslatorConfig(seed=seed)
         model, history = train_translator(cfg, progress=False)
         row = {"seed": seed, **chapter8(seed, model, history, d)}
-        if ch9:
-            half, _ = train_translator(
-                dataclasses.replace(cfg, steps=HALF_STEPS), progress=False
-            )
-            row.update(chapter9(seed, model, half, d))
         row["seconds"] = round(time.perf_counter() - start, 1)
     return row
 
@@ -469,8 +342,7 @@ def main(seeds) -> None:
     rows.sort(key=lambda r: r["seed"])
     OUT.parent.mkdir(parents=True, exist_ok=True)
     meta = {
-        "what": "tools/sweep_ch08.py: chapter 8 and 9 training claims, "
-        "per seed",
+        "what": "tools/sweep_ch08.py: chapter 8's training claims, per seed",
         "torch": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "settings": dataclasses.asdict(TranslatorConfig()),
