@@ -152,6 +152,7 @@ def test_statement_data_changes_one_digit_in_false_rows():
     assert 0.4 < labels.float().mean() < 0.6
 
 
+@pytest.mark.exact
 def test_sweep_row_reproduces():
     """Re-run seed 0 of tools/sweep_ch10.py (about 30 s): the pre-trained
     masked LM's test accuracy and one fine-tuning row, against the JSON."""

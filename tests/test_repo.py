@@ -364,3 +364,59 @@ def test_no_float_noise_in_outputs(path):
         f"{path.name}: differences printed as float noise (print the bound):\n"
         + "\n".join(noisy)
     )
+
+
+def _adam_calls(text: str) -> list[str]:
+    """Every ``torch.optim.Adam(...)`` call in ``text``, with its arguments
+    (balanced parentheses)."""
+    calls = []
+    for m in re.finditer(r"optim\.Adam\(", text):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        calls.append(text[m.start() : i])
+    return calls
+
+
+def test_every_adam_is_fused():
+    """Adam's default path takes its square root in MKL's vector maths, whose
+    last bits differ between Intel and AMD CPUs (tools/numeric_mode.py): a
+    stored training run must use the fused kernel (``utils.runtime.adam``).
+    """
+    sources = {
+        str(p.relative_to(ROOT)): p.read_text()
+        for folder in ("utils", "tools")
+        for p in (ROOT / folder).rglob("*.py")
+    }
+    for path in NOTEBOOKS:
+        sources[path.name] = "\n".join(
+            "".join(c["source"])
+            for c in _cells(path)
+            if c["cell_type"] == "code"
+        )
+    unfused = {
+        name: call
+        for name, text in sources.items()
+        for call in _adam_calls(text)
+        if "fused=True" not in call
+    }
+    assert unfused == {}
+    calls = sum(len(_adam_calls(t)) for t in sources.values())
+    assert calls >= 4  # runtime.adam and three notebooks: the scan works
+
+
+@pytest.mark.exact
+def test_every_stored_sweep_was_made_in_the_portable_mode():
+    """A sweep records the numeric mode it ran in; one stored in an older
+    mode cannot be replayed exactly, so it fails here by name."""
+    from tools import numeric_mode
+
+    now = numeric_mode.stamp()
+    assert now["mode"] == "portable"  # conftest.py set it
+    stale = {
+        p.name: json.loads(p.read_text()).get("numeric_mode")
+        for p in sorted((ROOT / "book" / "data").glob("*.json"))
+    }
+    assert len(stale) >= 6
+    assert {k: v for k, v in stale.items() if v != now} == {}

@@ -68,6 +68,7 @@ def test_data_seeds_differ_between_runs_and_from_the_test_sets():
     )  # the chapter's default pool and test set
 
 
+@pytest.mark.exact
 @pytest.mark.parametrize("seed", [1])
 def test_a_seed_rerun_gives_back_its_stored_row(seed):
     """Part of one seed, re-run in a fresh process in the portable numeric

@@ -45,6 +45,7 @@ def test_the_sweep_covers_both_settings_and_thirty_seeds():
 
 # seed 0 of each setting, and the two-head seed that fails (copies one token
 # only)
+@pytest.mark.exact
 @pytest.mark.parametrize("num_heads, seed", [(1, 0), (2, 0), (2, 28)])
 def test_a_retrained_seed_matches_its_stored_row(num_heads, seed):
     stored = _data()["runs"][str(num_heads)][seed]

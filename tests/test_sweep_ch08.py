@@ -51,6 +51,7 @@ def test_every_ablation_has_every_seed():
     )
 
 
+@pytest.mark.exact
 @pytest.mark.slow
 def test_seed_0_retrained_matches_its_stored_row():
     stored = _rows(sweep_ch08.OUT)[0]
@@ -65,6 +66,7 @@ def test_seed_0_retrained_matches_its_stored_row():
     assert abs(row["align_rate"] - stored["align_rate"]) < 0.03
 
 
+@pytest.mark.exact
 @pytest.mark.slow
 def test_one_ablation_retrained_matches_its_stored_row():
     stored = next(

@@ -4,50 +4,103 @@ operation.
     python -m tools.fingerprint            prints {"operation": "hash", ...} as
     JSON
 
-Each hash covers the exact bits of one result: the matrix products, softmax,
-LayerNorm, exp, sqrt, GELU, a 1-D convolution, PyTorch's fused attention, the
-backward passes of the course's layers, cross-entropy with label smoothing,
-Adam, a few training steps of ``utils.model.Transformer`` (the model chapters
-7-9 train), and NumPy's exp, sin and matrix product. Two runs that print the
-same fingerprint compute these bit for bit alike.
+Each hash covers the exact bits of one result. Together they cover every
+kind of operation the chapters' stored outputs depend on:
+
+- elementwise maths, float32 and float64: exp, log, sin, cos, tanh, erf,
+  sigmoid, rsqrt, pow, division, GELU (``torch.sqrt`` is left out on purpose:
+  see below);
+- reductions and normalisations: softmax, log-softmax, LayerNorm (PyTorch's
+  and the course's own), variance, norms;
+- matrix products, 1-D convolution, fused attention (``sdpa``),
+  ``nn.MultiheadAttention``, RNN and GRU;
+- the backward pass, cross-entropy with label smoothing, dropout's and
+  sampling's random draws;
+- the optimiser as the course builds it (``utils.runtime.adam``: fused) with
+  each schedule the chapters use (the paper's warm-up, one-cycle);
+- a few training steps of every model the chapters train: chapter 1's CNN
+  and tiny Transformer, chapter 2's two-head copier, chapter 4's position
+  probes, chapter 7's ``utils.model.Transformer``, chapters 8-9's
+  translator recipe (dropout, label smoothing, warm-up) and chapter 10's
+  three pre-training objectives and fine-tuning;
+- NumPy's exp, sin and matrix product.
+
+Two runs that print the same fingerprint compute these bit for bit alike.
 ``tests/test_numeric_mode.py`` compares fingerprints across numeric modes and
-emulated CPUs.
+across CPUs (natively and under qemu's Intel and AMD models).
+
+Left out: ``torch.sqrt``. ATen sends it to MKL's vector maths, whose last bits
+differ between CPUs even on MKL's vendor-neutral branch (measured: natively
+on an AMD EPYC and under qemu's Haswell), so nothing the course stores or
+asserts exactly goes through it; that is why the optimiser is fused
+(``utils.runtime.adam``). ``tests/test_repo.py`` checks every Adam is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 
 def _h(x) -> str:
     if isinstance(x, torch.Tensor):
         x = x.detach().contiguous().numpy()
+    elif isinstance(x, (list, tuple)):
+        x = np.array(x, dtype=np.float64)
     return hashlib.sha1(np.ascontiguousarray(x).tobytes()).hexdigest()[:12]
 
 
-def fingerprint() -> dict[str, str]:
-    from utils.model import Transformer
+def _weights(model: nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
 
+
+def _operations(out: dict[str, str]) -> None:
     torch.manual_seed(0)
-    out: dict[str, str] = {}
     x = torch.randn(4, 48, 64, requires_grad=True)  # (B, T, d)
     w = torch.randn(64, 96)
+    xd = x.detach()
+    pos = xd.abs() + 0.1
     out["randn"] = _h(x)
     out["matmul"] = _h(x @ w)
+    out["linear"] = _h(F.linear(x, w.T, torch.randn(96)))
     out["bmm"] = _h(torch.bmm(x, x.transpose(1, 2)))
     out["softmax"] = _h(torch.softmax(x, -1))
+    out["log_softmax"] = _h(torch.log_softmax(x, -1))
     out["layer_norm"] = _h(F.layer_norm(x, (64,)))
-    out["exp"] = _h(x.exp())
-    out["sqrt"] = _h(x.abs().sqrt())
+    for name, fn in [
+        ("exp", torch.exp),
+        ("log", torch.log),
+        ("sin", torch.sin),
+        ("cos", torch.cos),
+        ("tanh", torch.tanh),
+        ("erf", torch.erf),
+        ("sigmoid", torch.sigmoid),
+        ("rsqrt", torch.rsqrt),
+    ]:
+        out[name] = _h(fn(pos))
+        out[name + "64"] = _h(fn(pos.double()))
+    out["pow"] = _h(pos.pow(1.5))
+    out["div"] = _h(xd / pos)
     out["gelu"] = _h(F.gelu(x))
+    spread = [xd.var(-1), xd.std(0), xd.norm(dim=-1)]
+    out["var_norm"] = _h(torch.cat([t.flatten() for t in spread]))
     out["conv1d"] = _h(F.conv1d(x.transpose(1, 2), torch.randn(8, 64, 3)))
     q = x.view(4, 48, 4, 16).transpose(1, 2)  # (B, h, T, d_head)
     out["sdpa"] = _h(F.scaled_dot_product_attention(q, q, q, is_causal=True))
+    mha = nn.MultiheadAttention(64, 4, batch_first=True)
+    o, a = mha(xd, xd, xd)
+    out["nn_multihead"] = _h(torch.cat([o.flatten(), a.flatten()]))
+    recurrent = [
+        nn.RNN(64, 32, batch_first=True),
+        nn.GRU(64, 32, batch_first=True),
+    ]
+    out["rnn_gru"] = _h(torch.cat([m(xd)[0].flatten() for m in recurrent]))
     loss = (torch.softmax(x @ x.transpose(1, 2), -1) @ x).pow(2).mean()
     loss = loss + F.layer_norm(x, (64,)).pow(3).mean()
     loss.backward()
@@ -56,16 +109,87 @@ def fingerprint() -> dict[str, str]:
     target = torch.randint(0, 17, (64,))
     F.cross_entropy(logits, target, label_smoothing=0.1).backward()
     out["cross_entropy"] = _h(logits.grad)
-    params = [torch.randn(300, requires_grad=True) for _ in range(2)]
-    adam = torch.optim.Adam(params, lr=1e-2, betas=(0.9, 0.98), eps=1e-9)
-    for _ in range(3):
-        for p in params:
-            p.grad = torch.randn(300)
-        adam.step()
-    out["adam"] = _h(torch.cat([p.detach() for p in params]))
+    probs = torch.softmax(torch.randn(16, 30), -1)
+    out["random_draws"] = _h(
+        torch.cat(
+            [
+                F.dropout(torch.ones(500), 0.1).flatten(),
+                torch.multinomial(probs, 4, replacement=True).flatten(),
+            ]
+        ).float()
+    )
 
+    from utils.layers import LayerNorm
+
+    out["course_layer_norm"] = _h(LayerNorm(64)(xd))
+
+
+def _optimisers(out: dict[str, str]) -> None:
+    from utils.runtime import adam
+    from utils.training import noam_scheduler, paper_adam
+
+    torch.manual_seed(1)
+    runs = []
+    for make in (
+        lambda p: (adam(p, lr=1e-2), None),
+        lambda p: (o := paper_adam(p), noam_scheduler(o, 32, 10, 0.5)),
+        lambda p: (
+            o := adam(p, lr=5e-3),
+            torch.optim.lr_scheduler.OneCycleLR(o, 5e-3, total_steps=10),
+        ),
+    ):
+        params = [torch.randn(300, requires_grad=True) for _ in range(2)]
+        opt, sched = make(params)
+        for _ in range(4):
+            for p in params:
+                p.grad = torch.randn(300)
+            opt.step()
+            if sched is not None:
+                sched.step()
+        runs.append(torch.cat([p.detach() for p in params]))
+    out["adam"] = _h(torch.cat(runs))
+
+
+def _models(out: dict[str, str]) -> None:
+    from tools.sweep_ch02 import train_copy
+    from utils import ambiguous
+    from utils import corpus, pretraining
+    from utils.loss import masked_cross_entropy
+    from utils.model import Transformer
+    from utils.position_probe import POSITION_KINDS, train_position_probe
+    from utils.priors import MotifCNN, TinyTransformer, train_classifier
+    from utils.runtime import adam
+    from utils.toy_tasks import make_motif_data
+    from utils.training import noam_scheduler, paper_adam
+    from utils.translator import TranslatorConfig, build_translator
+
+    # chapter 1: a CNN and a tiny Transformer on the motif task
+    x, y = make_motif_data(64, seed=0)
+    weights = []
+    for make in (MotifCNN, TinyTransformer):
+        torch.manual_seed(0)
+        model = make()
+        train_classifier(model, x, y, steps=3, batch_size=32)
+        weights.append(_weights(model))
+    out["ch1_priors"] = _h(torch.cat(weights))
+
+    # chapter 2: the one- and two-head copier (the sweep's code)
+    out["ch2_heads"] = _h([train_copy(h, 0, steps=3)["both"] for h in (1, 2)])
+
+    # chapter 4: each position scheme
+    out["ch4_positions"] = _h(
+        [
+            v
+            for kind in POSITION_KINDS
+            for v in train_position_probe(kind, 0, steps=3).values()
+            if isinstance(v, float)
+        ]
+    )
+
+    # chapter 7: utils.model.Transformer
+    torch.manual_seed(0)
     model = Transformer(20, 20, d_model=32, num_heads=4, num_layers=2, d_ff=64)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt = adam(model.parameters(), lr=1e-3)
     src = torch.randint(3, 20, (8, 10))
     tgt = torch.randint(3, 20, (8, 9))
     for _ in range(3):
@@ -74,10 +198,46 @@ def fingerprint() -> dict[str, str]:
         opt.zero_grad()
         loss.backward()
         opt.step()
-    out["transformer_training"] = _h(
-        torch.cat([p.detach().flatten() for p in model.parameters()])
-    )
+    out["transformer_training"] = _h(_weights(model))
 
+    # chapters 8-9: the translator's recipe (dropout on, label smoothing,
+    # paper_adam with the warm-up schedule), on chapter 9's vocabularies
+    cfg = dataclasses.replace(TranslatorConfig(), warmup_steps=2)
+    torch.manual_seed(0)
+    model = build_translator(cfg, ambiguous.VOCAB_SRC, ambiguous.VOCAB_TGT)
+    opt = paper_adam(model.parameters())
+    sched = noam_scheduler(opt, cfg.d_model, cfg.warmup_steps, cfg.factor)
+    src = torch.randint(3, len(ambiguous.VOCAB_SRC), (16, 12))
+    tgt = torch.randint(3, len(ambiguous.VOCAB_TGT), (16, 10))
+    model.train()
+    for _ in range(3):
+        logits = model(src, tgt[:, :-1])
+        loss = masked_cross_entropy(
+            logits, tgt[:, 1:], tgt[:, 1:] != 0, label_smoothing=0.1
+        )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    out["translator_training"] = _h(_weights(model))
+
+    # chapter 10: the three objectives, then fine-tuning
+    numbers = corpus.make_splits(0)["train"][:200]
+    weights = []
+    for kind in pretraining.OBJECTIVES:
+        lm, losses = pretraining.train_lm(kind, numbers, steps=3, batch=32)
+        weights += [_weights(lm), torch.tensor(losses)]
+    ids = corpus.encode(numbers[:32])
+    labels = torch.tensor([n % 2 for n in numbers[:32]])
+    weights.append(_weights(pretraining.fine_tune(lm, ids, labels, steps=3)))
+    out["ch10_pretraining"] = _h(torch.cat(weights))
+
+
+def fingerprint() -> dict[str, str]:
+    out: dict[str, str] = {}
+    _operations(out)
+    _optimisers(out)
+    _models(out)
     a = np.random.default_rng(0).standard_normal((64, 96))
     out["np_exp"] = _h(np.exp(a))
     out["np_exp32"] = _h(np.exp(a.astype(np.float32)))

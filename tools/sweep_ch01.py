@@ -154,7 +154,7 @@ def main(argv: list[str]) -> None:
         }
         print(json.dumps(row))
         return
-    out = sweep()
+    out = {**sweep(), "numeric_mode": numeric_mode.stamp()}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}")

@@ -19,10 +19,10 @@ import json
 import sys
 import time
 
-if __name__ == "__main__":
-    from . import numeric_mode
+from tools import numeric_mode
 
-    numeric_mode.apply("portable")
+if __name__ == "__main__":  # before torch is imported
+    numeric_mode.reexec_in("portable", "tools.sweep_ch02")
 
 import torch
 import torch.nn.functional as F
@@ -30,6 +30,7 @@ from torch import nn
 
 from tools import ROOT
 from utils.attention import MultiHeadAttention
+from utils.runtime import adam
 
 OUT = ROOT / "book" / "data" / "ch02_heads.json"
 N_SEEDS = 30
@@ -82,7 +83,7 @@ def train_copy(num_heads: int, seed: int, steps: int = STEPS) -> dict:
         torch.manual_seed(seed)
         gen = torch.Generator().manual_seed(100 + seed)
         model = CopyTwo(num_heads)
-        opt = torch.optim.Adam(model.parameters(), lr=LR)
+        opt = adam(model.parameters(), lr=LR)
         for _ in range(steps):
             ids, y = copy_batch(BATCH, gen)
             loss = F.cross_entropy(model(ids).transpose(1, 2), y)
@@ -123,7 +124,7 @@ def main(n_seeds: int = N_SEEDS) -> dict:
             "lr": LR,
             "test_size": TEST_SIZE,
         },
-        "torch": torch.__version__.split("+")[0],
+        "numeric_mode": numeric_mode.stamp(),
         "runs": runs,
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -48,6 +48,7 @@ def main() -> None:
         "task": "previous token",
         "settings": SETTINGS,
         "seeds": SEEDS,
+        "numeric_mode": numeric_mode.stamp(),
         "rows": rows(),
     }
     OUT.parent.mkdir(exist_ok=True)

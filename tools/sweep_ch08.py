@@ -26,10 +26,10 @@ import random
 import sys
 import time
 
-if __name__ == "__main__":
-    from . import numeric_mode
+from tools import numeric_mode
 
-    numeric_mode.apply("portable")
+if __name__ == "__main__":  # before torch is imported
+    numeric_mode.reexec_in("portable", "tools.sweep_ch08")
 
 import torch  # noqa: E402
 
@@ -316,8 +316,7 @@ def ablations(seeds, names) -> None:
     meta = {
         "what": "tools/sweep_ch08.py --ablations: chapter 8's config with "
         "one ingredient changed, per seed",
-        "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "numeric_mode": numeric_mode.stamp(),
         "config": dataclasses.asdict(TranslatorConfig()),
         "ablations": ABLATIONS,
     }
@@ -343,8 +342,7 @@ def main(seeds) -> None:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "what": "tools/sweep_ch08.py: chapter 8's training claims, per seed",
-        "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "numeric_mode": numeric_mode.stamp(),
         "settings": dataclasses.asdict(TranslatorConfig()),
     }
     OUT.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")

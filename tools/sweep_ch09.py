@@ -19,10 +19,10 @@ import json
 import sys
 import time
 
-if __name__ == "__main__":
-    from . import numeric_mode
+from tools import numeric_mode
 
-    numeric_mode.apply("portable")
+if __name__ == "__main__":  # before torch is imported
+    numeric_mode.reexec_in("portable", "tools.sweep_ch09")
 
 
 from tools import ROOT  # noqa: E402
@@ -137,7 +137,8 @@ def main(argv=None) -> None:
         print(f"seed {seed}: {time.perf_counter() - start:.0f} s", flush=True)
         print(json.dumps(rows[-1])[:600], flush=True)
     if sorted(seeds) == list(SEEDS):
-        OUT.write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+        data = {"numeric_mode": numeric_mode.stamp(), "rows": rows}
+        OUT.write_text(json.dumps(data, indent=1) + "\n")
         print("wrote", OUT)
 
 

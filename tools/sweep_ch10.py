@@ -1,8 +1,8 @@
 """Chapter 10's seed sweep: pre-train each objective and fine-tune, over
 seeds; stored in ``book/data/ch10_sweep.json`` for the chapter to load.
 
-Run once, in the portable mode (about 12 minutes on a loaded 2-core machine):
-``python -m tools.numeric_mode portable -- python -m tools.sweep_ch10``.
+``python -m tools.sweep_ch10`` (about 12 minutes on a loaded 2-core machine)
+restarts itself in the portable numeric mode, the stored outputs' mode.
 ``tests/test_pretraining.py`` re-runs one fine-tuning row against it.
 """
 
@@ -11,11 +11,15 @@ from __future__ import annotations
 import json
 import random
 
-import torch
+from tools import ROOT, numeric_mode
 
-from tools import ROOT
-from utils import corpus
-from utils import pretraining as pt
+if __name__ == "__main__":  # before torch is imported
+    numeric_mode.reexec_in("portable", "tools.sweep_ch10")
+
+import torch  # noqa: E402
+
+from utils import corpus  # noqa: E402
+from utils import pretraining as pt  # noqa: E402
 
 SEEDS = [0, 1, 2, 3, 4]
 LABELS = [16, 64, 256]
@@ -77,7 +81,7 @@ def main() -> None:
         "labels": LABELS,
         "steps": STEPS,
         "body_steps": BODY_STEPS,
-        "torch": torch.__version__.split("+")[0],
+        "numeric_mode": numeric_mode.stamp(),
     }
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(

@@ -105,8 +105,10 @@ class LayerNorm(nn.Module):
         check_tensor(x, "x", shape=(*x.shape[:-1], self.d_model))
         mean = x.mean(dim=-1, keepdim=True)
         var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: / d
+        # times rsqrt, as ATen's kernel does: torch.sqrt goes to MKL's
+        # vector maths, whose last bits differ between CPUs
         return (
-            self.weight * (x - mean) / torch.sqrt(var + self.eps) + self.bias
+            self.weight * (x - mean) * torch.rsqrt(var + self.eps) + self.bias
         )
 
     def extra_repr(self) -> str:

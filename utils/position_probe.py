@@ -14,6 +14,7 @@ from torch import nn
 
 from .checks import check_choice, check_heads, check_int
 from .positional import _check_d_model, apply_rotary, sinusoidal_encoding
+from .runtime import adam
 
 __all__ = [
     "POSITION_KINDS",
@@ -124,7 +125,7 @@ def train_position_probe(
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = PositionProbe(vocab, position, max_len=2 * length)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = adam(model.parameters(), lr=lr)
     for _ in range(steps):
         ids, target = previous_token_batch(batch, length, vocab, gen)
         loss = nn.functional.cross_entropy(

@@ -34,6 +34,7 @@ from .layers import Embeddings, EncoderLayer, Stack
 from .loss import masked_cross_entropy
 from .masks import causal_mask
 from .positional import PositionalEncoding
+from .runtime import adam
 
 __all__ = [
     "OBJECTIVES",
@@ -191,7 +192,7 @@ def train_lm(
     torch.manual_seed(seed)
     model, gen = TinyLM(), torch.Generator().manual_seed(seed)
     data = corpus.encode(numbers)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps)
     losses = []
     for _ in range(steps):
@@ -267,7 +268,7 @@ def fine_tune(
         body = TinyLM()
         body.load_state_dict(state)
     model = Classifier(body, pooling)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = adam(model.parameters(), lr=lr)
     model.train()
     for _ in range(check_int(steps, "steps", 1)):
         loss = F.cross_entropy(model(ids), labels)

@@ -22,7 +22,7 @@ from .checks import (
 )
 from .masks import band_mask
 from .positional import sinusoidal_encoding
-from .runtime import evaluating, threads
+from .runtime import adam, evaluating, threads
 from .toy_tasks import symbol_counts
 
 __all__ = [
@@ -197,7 +197,7 @@ def train_classifier(
     if batch_size is not None:
         check_int(batch_size, "batch_size", 1)
     g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = adam(model.parameters(), lr=lr)
     was_training = model.training
     model.train()
     losses = []

@@ -1,5 +1,6 @@
 """The run's surroundings, set and given back: the seed ``make robust`` picks,
-the numeric mode a result depends on, the thread count and the train/eval
+the numeric mode a result depends on, the optimiser that computes alike on
+every CPU, the thread count and the train/eval
 mode. Each is written once here and used by the modules that train or
 evaluate.
 """
@@ -14,7 +15,13 @@ from torch import nn
 
 from .checks import check_int
 
-__all__ = ["course_seed", "numeric_fingerprint", "threads", "evaluating"]
+__all__ = [
+    "course_seed",
+    "numeric_fingerprint",
+    "adam",
+    "threads",
+    "evaluating",
+]
 
 
 def course_seed(default: int = 0) -> int:
@@ -47,6 +54,18 @@ def numeric_fingerprint() -> dict:
         "threads": 1,  # the translator trains on one CPU thread, always
         "cuda": torch.version.cuda if torch.cuda.is_available() else None,
     }
+
+
+def adam(params, lr: float = 1e-3, **kwargs) -> torch.optim.Adam:
+    """``torch.optim.Adam(params, lr, fused=True, **kwargs)``.
+
+    The fused kernel takes Adam's square root in ATen's own code. The
+    default (foreach) path calls ``torch.sqrt``, which goes to MKL's vector
+    maths: its last bits differ between Intel and AMD CPUs even on MKL's
+    vendor-neutral branch, and a training run amplifies them (README,
+    "numeric modes"). Every model the course trains uses this.
+    """
+    return torch.optim.Adam(params, lr=lr, fused=True, **kwargs)
 
 
 @contextlib.contextmanager

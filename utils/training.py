@@ -29,7 +29,7 @@ from torch import nn
 
 from .checks import check_bool, check_ids, check_int, check_number
 from .loss import masked_cross_entropy
-from .runtime import evaluating
+from .runtime import adam, evaluating
 
 __all__ = [
     "noam_lr",
@@ -99,7 +99,7 @@ def noam_scheduler(
 def paper_adam(params, lr: float = 1.0) -> torch.optim.Adam:
     """Adam with the paper's betas (0.9, 0.98) and eps 1e-9; a scheduler
     overwrites ``lr``."""
-    return torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9)
+    return adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9)
 
 
 def _check_batch(src, tgt) -> None:
