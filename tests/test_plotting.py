@@ -115,6 +115,24 @@ def test_figures_are_light_svg_with_a_record():
     assert figures.RECORD_RE.search(svg) and meta == {}
 
 
+def test_figures_keep_every_number_their_text_shows():
+    """Coordinates are rounded to 0.01 pt; the text a reader sees never is
+    (chapter 8's two schedules peak at 0.00625 and 0.0125)."""
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.plot([0, 1000], [0.00625, 0.0125])
+    ax.set(title="peak learning rate 0.00625", xlabel="step 12.3456")
+    ax.set_yticks([0.00625, 0.0125])
+    ax.set_yticklabels(["0.00625", "0.0125"])
+    svg = figures.encode(fig)[0]["image/svg+xml"]
+    plt.close(fig)
+    shown = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    for text in ("peak learning rate 0.00625", "step 12.3456", "0.0125"):
+        assert text in shown, shown
+    # and the coordinates are still rounded: no 3-decimal number in a tag
+    tags = re.sub(r"scale\([^)]*\)", "", " ".join(re.findall("<[^<>]*>", svg)))
+    assert not re.search(r"(?<![\w.#-])\d+\.\d{3,}(?!\d)", tags)
+
+
 def test_chinese_mode_translates_and_refuses_missing_entries(monkeypatch):
     if labels.cjk_font() is None:
         pytest.skip("no CJK font installed")

@@ -241,6 +241,9 @@ def finish(fig: Figure) -> None:
     fig.savefig(f"{report}.{picture}", dpi=72, bbox_inches=box)
 
 
+_NUMBER = re.compile(r"scale\([^)]*\)|(?<![\w.#-])-?\d+\.\d{3,}(?!\d)")
+
+
 def _round(match: re.Match) -> str:
     if match[0].startswith("scale"):  # scale factors keep their digits
         return match[0]
@@ -257,10 +260,9 @@ def _compact(svg: str, record: str) -> str:
     svg = re.sub(r'<g id="[^"]*">', "<g>", svg)
     svg = re.sub(r' transform="rotate\(-?0 [^"]*\)"', "", svg)
     svg = svg.replace("xlink:href=", "href=")
-    # coordinates (not scale factors) to 0.01 pt
-    svg = re.sub(
-        r"scale\([^)]*\)|(?<![\w.#-])-?\d+\.\d{3,}(?!\d)", _round, svg
-    )
+    # coordinates (not scale factors) to 0.01 pt: inside tags only, never
+    # the text a reader sees (a title's 0.00625, a tick's 0.0125)
+    svg = re.sub(r"<[^<>]*>", lambda tag: _NUMBER.sub(_round, tag[0]), svg)
     svg = re.sub(r">\s+<", "><", re.sub(r"\s*\n\s*", " ", svg))
     svg = re.sub(
         r' d="([^"]*)"',
