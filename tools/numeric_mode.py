@@ -156,16 +156,10 @@ def _has_avx2() -> bool:
 def stamp() -> dict[str, str | int]:
     """The mode this process computes in, as a stored sweep records it:
     ``tests/test_repo.py`` fails on a sweep stored in another mode."""
-    import torch
+    from utils.runtime import numeric_stamp
 
     portable = all(os.environ.get(k) == v for k, v in PORTABLE.items())
-    return {
-        "mode": "portable" if portable else "other",
-        "MKL_CBWR": os.environ.get("MKL_CBWR", "unset"),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__.split("+")[0],
-    }
+    return {"mode": "portable" if portable else "other", **numeric_stamp()}
 
 
 def reexec_in(mode: str, module: str) -> None:

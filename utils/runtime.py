@@ -18,6 +18,7 @@ from .checks import check_int
 __all__ = [
     "course_seed",
     "numeric_fingerprint",
+    "numeric_stamp",
     "adam",
     "threads",
     "evaluating",
@@ -53,6 +54,20 @@ def numeric_fingerprint() -> dict:
         "mkl_cbwr": os.environ.get("MKL_CBWR"),
         "threads": 1,  # the translator trains on one CPU thread, always
         "cuda": torch.version.cuda if torch.cuda.is_available() else None,
+    }
+
+
+def numeric_stamp() -> dict:
+    """The numerics a stored sweep was computed with, as it records them:
+    MKL's branch, ATen's CPU path, the thread count and the torch version.
+    A chapter compares its live run with a stored row exactly only when the
+    stamps agree (``make test``'s portable mode); elsewhere (Colab, ``make
+    robust``) it compares by the spread over seeds."""
+    return {
+        "MKL_CBWR": os.environ.get("MKL_CBWR", "unset"),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__.split("+")[0],
     }
 
 
