@@ -414,6 +414,7 @@ def test_every_stored_sweep_was_made_in_the_portable_mode():
 
     now = numeric_mode.stamp()
     assert now["mode"] == "portable"  # conftest.py set it
+
     def recorded(data: dict):  # at the top, or in the file's meta/config
         for where in (data, data.get("meta", {}), data.get("config", {})):
             if "numeric_mode" in where:
