@@ -64,6 +64,22 @@ def one_thread():
         yield
 
 
+def pytest_collection_finish(session):
+    """Start the emulated-CPU fingerprints at once, in the background, when
+    their test is selected: they take a core-minute or more each and would
+    otherwise wait for their turn (tests/test_numeric_mode.py)."""
+    import shutil
+
+    from tools import claims_mode
+
+    wanted = any("emulated" in item.nodeid for item in session.items)
+    if wanted and shutil.which("qemu-x86_64") and claims_mode.notice() is None:
+        from tools import fingerprint
+
+        for cpu in fingerprint.QEMU_CPUS:
+            fingerprint.start(cpu, numeric_mode.environment("portable"))
+
+
 def pytest_runtest_logreport(report):
     path = report.nodeid.split("::")[0]
     if path.endswith(".ipynb"):

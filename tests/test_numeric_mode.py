@@ -21,20 +21,9 @@ import nbformat
 import pytest
 import torch
 
-from tools import ROOT, numeric_mode
+from tools import ROOT, fingerprint, numeric_mode
 
 STORED = ROOT / "tests" / "portable_fingerprint.json"
-# qemu-user's models of the two vendors' CPUs (both with AVX2, neither with
-# AVX-512): MKL, oneDNN and glibc see another CPU and must compute alike
-QEMU_CPUS = ("Haswell", "EPYC")
-
-
-def _command(qemu_cpu: str | None) -> list[str]:
-    cmd = [sys.executable, "-m", "tools.fingerprint"]
-    if qemu_cpu is not None:
-        # the same program, shown another CPU by the emulator
-        cmd = ["qemu-x86_64", "-cpu", qemu_cpu, *cmd]
-    return cmd
 
 
 def _parse(returncode: int, stdout: str, stderr: str) -> dict:
@@ -44,7 +33,7 @@ def _parse(returncode: int, stdout: str, stderr: str) -> dict:
 
 def _fingerprint(env: dict[str, str], qemu_cpu: str | None = None) -> dict:
     run = subprocess.run(
-        _command(qemu_cpu),
+        fingerprint.command(qemu_cpu),
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -104,26 +93,17 @@ def test_native_code_paths_compute_other_bits():
 
 @pytest.fixture(scope="module")
 def emulated() -> dict[str, dict]:
-    """The fingerprint under each of ``QEMU_CPUS``, both runs at once (about
-    a minute and a half of two cores)."""
+    """The fingerprint under each of ``QEMU_CPUS``: both runs started in the
+    background when the session collected these tests (conftest.py), so
+    they overlap with the rest (about a minute and a half of one core)."""
     if shutil.which("qemu-x86_64") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("qemu-x86_64 missing under CI: .ci/run installs it")
         pytest.skip("qemu-x86_64 not installed (apt-get install qemu-user)")
     env = numeric_mode.environment("portable")
-    runs = {
-        cpu: subprocess.Popen(
-            _command(cpu),
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for cpu in QEMU_CPUS
-    }
     out = {}
-    for cpu, run in runs.items():
+    for cpu in fingerprint.QEMU_CPUS:
+        run = fingerprint.start(cpu, env)  # already running, or now
         stdout, stderr = run.communicate(timeout=1800)
         out[cpu] = _parse(run.returncode, stdout, stderr)
     return out
@@ -131,7 +111,7 @@ def emulated() -> dict[str, dict]:
 
 @pytest.mark.exact
 @pytest.mark.slow
-@pytest.mark.parametrize("cpu", QEMU_CPUS)
+@pytest.mark.parametrize("cpu", fingerprint.QEMU_CPUS)
 def test_the_same_bits_on_an_emulated_intel_and_amd_cpu(emulated, cpu):
     """qemu-user shows the same programs an Intel Haswell and an AMD EPYC:
     every library sees another vendor's CPU and must still compute the

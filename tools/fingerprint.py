@@ -41,6 +41,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import subprocess
+import sys
 
 import numpy as np
 import torch
@@ -231,6 +233,39 @@ def _models(out: dict[str, str]) -> None:
     labels = torch.tensor([n % 2 for n in numbers[:32]])
     weights.append(_weights(pretraining.fine_tune(lm, ids, labels, steps=3)))
     out["ch10_pretraining"] = _h(torch.cat(weights))
+
+
+# qemu-user's models of the two vendors' CPUs (both with AVX2, neither with
+# AVX-512): MKL, oneDNN and glibc see another CPU and must compute alike
+QEMU_CPUS = ("Haswell", "EPYC")
+_STARTED: dict[str | None, subprocess.Popen] = {}
+
+
+def command(qemu_cpu: str | None = None) -> list[str]:
+    """This module as a command, on ``qemu_cpu`` (emulated) or natively."""
+    cmd = [sys.executable, "-m", "tools.fingerprint"]
+    if qemu_cpu is not None:
+        # the same program, shown another CPU by the emulator
+        cmd = ["qemu-x86_64", "-cpu", qemu_cpu, *cmd]
+    return cmd
+
+
+def start(qemu_cpu: str | None, env: dict[str, str]) -> subprocess.Popen:
+    """Start the fingerprint in the background, once per CPU in a process,
+    at low priority: under emulation it takes a minute or more, which a test
+    run overlaps with its other tests (``conftest.py`` starts it early)."""
+    if qemu_cpu not in _STARTED:
+        from tools import ROOT
+
+        _STARTED[qemu_cpu] = subprocess.Popen(
+            ["nice", "-n", "10", *command(qemu_cpu)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    return _STARTED[qemu_cpu]
 
 
 def fingerprint() -> dict[str, str]:
