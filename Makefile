@@ -38,10 +38,13 @@ serve: book
 
 # One pytest run: utils unit tests, nbval (strict output comparison) over the notebooks
 # in _toc.yml and the author template, the outside-the-checkout (Colab-style) run, the
-# strict book build and the browser test of every page (one shared build).
+# strict book build and the browser test of every page (one shared build). Two workers
+# (pytest-xdist), one per core: each test file, and each notebook's cells, stay together
+# on one worker (--dist loadscope); every notebook kernel computes on one thread.
 test: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout=300 tests book
+	  --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout=300 \
+	  -n 2 --dist loadscope -rs tests book
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -m "not slow"

@@ -9,6 +9,7 @@ each notebook took to execute.
 from __future__ import annotations
 
 import collections
+import os
 import pathlib
 
 import pytest
@@ -40,18 +41,32 @@ def pytest_ignore_collect(collection_path: pathlib.Path, config):
 
 
 @pytest.fixture(scope="session")
-def built_site():
+def built_site(tmp_path_factory, worker_id):
     """Build both editions once per pytest run (strict, every page) and return
     the result.
 
     English into _build/html/, Chinese into _build/html/zh/
     (tools/build_book.py; the result's output holds both logs).
     tests/test_book.py checks the build itself; tests/test_browser.py reads the
-    pages of both.
+    pages of both. Under ``make test``'s two workers (pytest-xdist) the first
+    worker to ask builds, under a lock, and the other reuses its result.
     """
+    import pickle
+
+    from filelock import FileLock
+
     from tools.build_book import build
 
-    return build()
+    if worker_id == "master":  # one process: nothing to share
+        return build()
+    shared = tmp_path_factory.getbasetemp().parent
+    with FileLock(shared / "built_site.lock"):
+        stored = shared / "built_site.pickle"
+        if stored.is_file():
+            return pickle.loads(stored.read_bytes())
+        result = build()
+        stored.write_bytes(pickle.dumps(result))
+        return result
 
 
 @pytest.fixture
@@ -64,6 +79,24 @@ def one_thread():
         yield
 
 
+def pytest_collection_modifyitems(config, items):
+    """The long files first (every notebook, and each test file with a test
+    marked slow), the quick ones after: the two workers of ``make test``
+    take files in this order, so the quick ones fill the gaps at the end
+    instead of a long notebook starting last. The order within a file is
+    kept."""
+
+    def path(item):
+        return item.nodeid.split("::")[0]
+
+    long = {
+        path(i)
+        for i in items
+        if path(i).endswith(".ipynb") or i.get_closest_marker("slow")
+    }
+    items.sort(key=lambda item: path(item) not in long)
+
+
 def pytest_collection_finish(session):
     """Start the emulated-CPU fingerprints at once, in the background, when
     their test is selected: they take a core-minute or more each and would
@@ -72,6 +105,8 @@ def pytest_collection_finish(session):
 
     from tools import claims_mode
 
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # every worker collects every test: the test starts its own
     wanted = any("emulated" in item.nodeid for item in session.items)
     if wanted and shutil.which("qemu-x86_64") and claims_mode.notice() is None:
         from tools import fingerprint

@@ -153,12 +153,16 @@ def _optimisers(out: dict[str, str]) -> None:
 
 
 def _models(out: dict[str, str]) -> None:
-    from tools.sweep_ch02 import train_copy
+    from tools.sweep_ch02 import CopyTwo, copy_batch
     from utils import ambiguous
     from utils import corpus, pretraining
     from utils.loss import masked_cross_entropy
     from utils.model import Transformer
-    from utils.position_probe import POSITION_KINDS, train_position_probe
+    from utils.position_probe import (
+        POSITION_KINDS,
+        PositionProbe,
+        previous_token_batch,
+    )
     from utils.priors import MotifCNN, TinyTransformer, train_classifier
     from utils.runtime import adam
     from utils.toy_tasks import make_motif_data
@@ -175,18 +179,43 @@ def _models(out: dict[str, str]) -> None:
         weights.append(_weights(model))
     out["ch1_priors"] = _h(torch.cat(weights))
 
-    # chapter 2: the one- and two-head copier (the sweep's code)
-    out["ch2_heads"] = _h([train_copy(h, 0, steps=3)["both"] for h in (1, 2)])
+    # chapter 2: the one- and two-head copier (the sweep's model), and
+    # chapter 4: each position scheme; a few steps each, no test set (a
+    # large one costs a minute under emulation and adds no kind of operation)
+    def steps(model, batch, loss_fn) -> torch.Tensor:
+        opt = adam(model.parameters(), lr=1e-2)
+        for _ in range(3):
+            loss = loss_fn(model, *batch())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return _weights(model)
 
-    # chapter 4: each position scheme
-    out["ch4_positions"] = _h(
-        [
-            v
-            for kind in POSITION_KINDS
-            for v in train_position_probe(kind, 0, steps=3).values()
-            if isinstance(v, float)
-        ]
-    )
+    gen = torch.Generator().manual_seed(0)
+    weights = []
+    for heads in (1, 2):
+        torch.manual_seed(0)
+        weights.append(
+            steps(
+                CopyTwo(heads),
+                lambda: copy_batch(64, gen),
+                lambda m, ids, y: F.cross_entropy(m(ids).transpose(1, 2), y),
+            )
+        )
+    out["ch2_heads"] = _h(torch.cat(weights))
+    weights = []
+    for kind in POSITION_KINDS:
+        torch.manual_seed(0)
+        weights.append(
+            steps(
+                PositionProbe(16, kind, max_len=32),
+                lambda: previous_token_batch(64, 16, 16, gen),
+                lambda m, ids, y: F.cross_entropy(
+                    m(ids).flatten(0, 1), y.flatten()
+                ),
+            )
+        )
+    out["ch4_positions"] = _h(torch.cat(weights))
 
     # chapter 7: utils.model.Transformer
     torch.manual_seed(0)

@@ -284,5 +284,7 @@ def load_or_train_translator(
         return model, {**saved["history"], "cached": True}
     model, history = train_translator(cfg, splits, device, progress, vocabs)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    torch.save({"state_dict": state, "history": history}, path)
+    tmp = path.with_suffix(".tmp")  # whole or absent, never half written
+    torch.save({"state_dict": state, "history": history}, tmp)
+    tmp.replace(path)
     return model, {**history, "cached": False}
