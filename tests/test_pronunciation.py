@@ -100,6 +100,17 @@ def test_pairs_vocabularies_and_batches():
     assert ids.tolist() == [[3, 4, 2], [5, 2, 0]]  # a=3, EOS=2, PAD=0
 
 
+def test_translator_data_holds_every_pronunciation_of_each_side():
+    split = pr.split_words(n_valid=1000, n_test=2000)
+    splits, (letters, phonemes) = pr.translator_data(split)
+    assert len(splits["train"]) == len(pr.to_pairs(split["train"]))
+    n_valid = sum(len(p) for _, p in split["valid"])
+    assert len(splits["valid"]) == n_valid > 1000  # ambiguous words twice
+    assert (len(letters), len(phonemes)) == (29, 72)
+    _, (_, stressless) = pr.translator_data(split, stress=False)
+    assert len(stressless) == 42
+
+
 def test_levenshtein_by_hand():
     assert pr.levenshtein("kitten", "sitting") == 3
     assert pr.levenshtein("", "abc") == pr.levenshtein("abc", "") == 3
