@@ -72,6 +72,40 @@ def test_a_callers_splits_are_the_data_trained_on():
     assert h_same["train_loss"] == h_all["train_loss"]
 
 
+def test_a_stopped_run_continues_to_the_same_result(tmp_path):
+    """Stopped after steps 1 and 2 (mid-epoch) and continued from its
+    checkpoint, a run crosses epochs and ends as one never stopped."""
+    splits = make_splits(0)
+    splits = {"train": splits["train"][:300], "valid": splits["valid"]}
+    cfg = dataclasses.replace(TINY, steps=8, eval_every=4)  # 3 batches/epoch
+    whole = train_translator(cfg, splits, progress=False)
+    path = tmp_path / "run.pt"
+    for done in (1, 2):  # max_seconds=0: stop after one step
+        _, h = train_translator(
+            cfg, splits, progress=False, checkpoint=path, max_seconds=0
+        )
+        assert len(h["train_loss"]) == done
+    model, h = train_translator(
+        cfg, splits, progress=False, checkpoint=path, checkpoint_every=3
+    )
+    for key in ("train_loss", "lr", "valid_step", "valid_loss", "valid_exact"):
+        assert h[key] == whole[1][key], key
+    for p, q in zip(model.parameters(), whole[0].parameters()):
+        assert torch.equal(p, q)
+    other = dataclasses.replace(cfg, dropout=0.0)
+    with pytest.raises(ValueError, match="another cfg"):
+        train_translator(other, splits, progress=False, checkpoint=path)
+
+
+def test_exact_match_counts_any_target_of_a_source():
+    from utils.translator import _first_sources
+
+    pairs = [(["a"], ["x"]), (["b"], ["y"]), (["a"], ["z"]), (["c"], ["w"])]
+    firsts, refs = _first_sources(pairs, 2)
+    assert firsts == [(["a"], ["x"]), (["b"], ["y"])]
+    assert refs == [[["x"], ["z"]], [["y"]]]
+
+
 def test_load_or_train_translator_caches_by_config(tmp_path):
     cfg = dataclasses.replace(TINY, steps=3)
     m1, h1 = load_or_train_translator(cfg, progress=False, directory=tmp_path)

@@ -8,8 +8,9 @@ priors), ``attention`` and ``scoring`` (2), ``masks`` (3), ``positional`` and
 ``loss`` (5), ``efficient_attention`` and ``complexity`` (6: cheaper
 attention, then how cost is counted and measured), ``layers`` and ``model``
 (7: the layers, then the assembled Transformer), ``numerals``,
-``translation``, ``training`` and ``translator`` (8: the task, its data, the
-generic training loop, the translator's config and recipe), ``decoding``,
+``translation``, ``pronunciation``, ``training`` and ``translator`` (8: the
+tasks, their data, the generic training loop, the translator's config and
+recipe), ``decoding``,
 ``cache``, ``sampling``, ``bleu`` and ``ambiguous`` (9: the last is the
 chapter's two-answer experiment), ``corpus`` and ``pretraining`` (10), plus
 the shared ``plotting`` (plots of numbers), ``diagrams`` (a package: diagrams

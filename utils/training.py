@@ -10,6 +10,8 @@ schedule, the paper's Adam, one training step, held-out scores, a progress bar.
 - ``train_step`` / ``evaluate_loss`` / ``evaluate_perplexity``: one
   teacher-forced update and held-out scores (the evaluators restore the
   train/eval mode they found).
+- ``save_checkpoint`` / ``load_checkpoint``: everything a run needs to
+  continue bit for bit where it stopped.
 - ``Progress``: a progress bar that a notebook stores as one final line of at
   most 79 columns.
 
@@ -20,6 +22,7 @@ in ``utils.translator``.
 from __future__ import annotations
 
 import math
+import pathlib
 import sys
 import time
 from typing import Iterable
@@ -38,6 +41,8 @@ __all__ = [
     "train_step",
     "evaluate_loss",
     "evaluate_perplexity",
+    "save_checkpoint",
+    "load_checkpoint",
     "Progress",
 ]
 
@@ -176,6 +181,43 @@ def evaluate_perplexity(
     """``exp`` of the unsmoothed mean cross-entropy per real target token
     (``evaluate_loss``)."""
     return math.exp(evaluate_loss(model, batches, 0.0, pad_id))
+
+
+def save_checkpoint(path, model, optimizer, scheduler=None, **extra) -> None:
+    """Write the state of a training run to ``path``: the weights, the
+    optimiser's and the schedule's state, torch's random state (dropout
+    draws from it; CUDA's too when the model is there) and ``extra`` (the
+    caller's place in its data, its history). The file is replaced whole,
+    so a run killed while saving keeps the previous one."""
+    device = next(model.parameters()).device
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": None if scheduler is None else scheduler.state_dict(),
+        "rng": torch.get_rng_state(),
+        "cuda_rng": (
+            torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+        ),
+        "extra": extra,
+    }
+    tmp = pathlib.Path(f"{path}.tmp")
+    torch.save(state, tmp)
+    tmp.replace(path)
+
+
+def load_checkpoint(path, model, optimizer, scheduler=None) -> dict:
+    """Restore what ``save_checkpoint`` wrote into ``model``, ``optimizer``,
+    ``scheduler`` and torch's random state; returns its ``extra``."""
+    device = next(model.parameters()).device
+    state = torch.load(path, map_location=device, weights_only=False)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if scheduler is not None:
+        scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"].cpu())
+    if state["cuda_rng"] is not None:
+        torch.cuda.set_rng_state(state["cuda_rng"].cpu(), device)
+    return state["extra"]
 
 
 class Progress:

@@ -31,8 +31,10 @@ from .runtime import numeric_fingerprint, threads
 from .training import (
     Progress,
     evaluate_loss,
+    load_checkpoint,
     noam_scheduler,
     paper_adam,
+    save_checkpoint,
     train_step,
 )
 from .translation import (
@@ -132,8 +134,10 @@ def build_translator(
     )
 
 
-def _exact_match(model, src, pairs, vocab_tgt: Vocab) -> float:
-    longest = max(len(tgt) for _, tgt in pairs)
+def _exact_match(model, src, refs, vocab_tgt: Vocab) -> float:
+    """Greedy outputs for ``src``; a row is right if it equals any of its
+    ``refs`` (the targets of every pair with that source)."""
+    longest = max(len(t) for targets in refs for t in targets)
     out = greedy_decode(
         model,
         src,
@@ -143,10 +147,21 @@ def _exact_match(model, src, pairs, vocab_tgt: Vocab) -> float:
         pad_id=vocab_tgt.pad_id,
     )
     right = sum(
-        vocab_tgt.decode(row) == list(tgt)
-        for row, (_, tgt) in zip(out.cpu(), pairs)
+        vocab_tgt.decode(row) in targets
+        for row, targets in zip(out.cpu(), refs)
     )
-    return right / len(pairs)
+    return right / len(refs)
+
+
+def _first_sources(pairs, n: int) -> tuple[list, list]:
+    """The first ``n`` distinct sources of ``pairs`` as pairs, and the
+    targets of every pair with each of those sources."""
+    refs: dict[tuple, list] = {}
+    for src, tgt in pairs:
+        key = tuple(src)
+        if key in refs or len(refs) < n:
+            refs.setdefault(key, []).append(list(tgt))
+    return [(list(k), v[0]) for k, v in refs.items()], list(refs.values())
 
 
 def train_translator(
@@ -155,6 +170,9 @@ def train_translator(
     device: torch.device | str | None = None,
     progress: bool = True,
     vocabs: tuple[Vocab, Vocab] | None = None,
+    checkpoint: str | pathlib.Path | None = None,
+    checkpoint_every: int = 500,
+    max_seconds: float | None = None,
 ) -> tuple[Transformer, dict]:
     """Train the translator that ``cfg`` describes from scratch,
     deterministically.
@@ -172,12 +190,24 @@ def train_translator(
     ``history`` holds per step ``"train_loss"`` and ``"lr"``, every
     ``cfg.eval_every`` steps (and at the last) ``"valid_step"``,
     ``"valid_loss"`` (same smoothing) and ``"valid_exact"`` (greedy exact
-    match on the first ``cfg.n_valid_exact`` validation pairs; decoding draws
-    no random numbers, so it leaves the run unchanged), the ``"config"``
-    used and the wall-clock ``"seconds"`` (the only value that varies).
+    match on the first ``cfg.n_valid_exact`` distinct validation sources,
+    right if equal to the target of any pair with that source; decoding
+    draws no random numbers, so it leaves the run unchanged), the
+    ``"config"`` used and the wall-clock ``"seconds"`` (the only value that
+    varies).
+
+    ``checkpoint``: a file that holds the whole state of the run (weights,
+    optimiser, schedule, random state, place in the epoch, history), written
+    every ``checkpoint_every`` steps and at the end; when it exists, the run
+    continues from it and gives the same result as one never stopped.
+    ``max_seconds``: stop (saving the checkpoint) after that much time in
+    this call; ``len(history["train_loss"]) < cfg.steps`` then.
     """
     _check_config(cfg)
     check_bool(progress, "progress")
+    check_int(checkpoint_every, "checkpoint_every", 1)
+    if max_seconds is not None:
+        check_number(max_seconds, "max_seconds", 0.0)
     device = torch.device(device if device is not None else "cpu")
     vocab_src, vocab_tgt = vocabs or (source_vocab(), target_vocab())
     if splits is None:
@@ -186,7 +216,9 @@ def train_translator(
     valid = make_batches(
         splits["valid"], 500, vocab_src, vocab_tgt, seed=None, device=device
     )
-    exact_pairs = splits["valid"][: cfg.n_valid_exact]
+    exact_pairs, exact_refs = _first_sources(
+        splits["valid"], cfg.n_valid_exact
+    )
     exact_src, _ = encode_batch(exact_pairs, vocab_src, vocab_tgt, device)
     pad = vocab_tgt.pad_id
 
@@ -206,9 +238,21 @@ def train_translator(
             "valid_exact": [],
             "config": dataclasses.asdict(cfg),
         }
+        epoch, batches = 0, []
+        if checkpoint is not None and pathlib.Path(checkpoint).is_file():
+            saved = load_checkpoint(checkpoint, model, optimizer, scheduler)
+            if saved["history"]["config"] != history["config"]:
+                raise ValueError(f"checkpoint {checkpoint} is of another cfg")
+            history, epoch = saved["history"], saved["epoch"]
+            if epoch:  # the batches of this epoch not trained on yet
+                seed = cfg.seed * 1000 + epoch - 1
+                batches = group_pairs(train, cfg.batch_size, seed)[::-1]
+                batches = batches[: saved["left"]]
+        done = len(history["train_loss"])
         bar = Progress(cfg.steps, "training", enabled=progress)
-        start, epoch, batches = time.perf_counter(), 0, []
-        for step in range(1, cfg.steps + 1):
+        bar.update(done)
+        before, start = history.pop("seconds", 0.0), time.perf_counter()
+        for step in range(done + 1, cfg.steps + 1):
             if not batches:  # a new epoch, in a new order
                 seed = cfg.seed * 1000 + epoch
                 batches = group_pairs(train, cfg.batch_size, seed)[::-1]
@@ -227,11 +271,29 @@ def train_translator(
                     evaluate_loss(model, valid, cfg.label_smoothing, pad)
                 )
                 history["valid_exact"].append(
-                    _exact_match(model, exact_src, exact_pairs, vocab_tgt)
+                    _exact_match(model, exact_src, exact_refs, vocab_tgt)
                 )
             bar.update()
+            late = max_seconds is not None and (
+                time.perf_counter() - start > max_seconds
+            )
+            if checkpoint is not None and (
+                step % checkpoint_every == 0 or step == cfg.steps or late
+            ):
+                seconds = time.perf_counter() - start
+                save_checkpoint(
+                    checkpoint,
+                    model,
+                    optimizer,
+                    scheduler,
+                    epoch=epoch,
+                    left=len(batches),
+                    history={**history, "seconds": before + seconds},
+                )
+            if late:
+                break
         bar.close()
-        history["seconds"] = time.perf_counter() - start
+        history["seconds"] = before + time.perf_counter() - start
     model.eval()
     return model, history
 

