@@ -34,7 +34,7 @@ from .layers import Embeddings, EncoderLayer, Stack
 from .loss import masked_cross_entropy
 from .masks import causal_mask
 from .positional import PositionalEncoding
-from .runtime import adam
+from .runtime import adam, threads
 
 __all__ = [
     "OBJECTIVES",
@@ -195,17 +195,18 @@ def train_lm(
     opt = adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps)
     losses = []
-    for _ in range(steps):
-        rows = data[torch.randint(len(data), (batch,), generator=gen)]
-        inputs, mask, targets, loss_mask = objective_batch(kind, rows, gen)
-        loss = masked_cross_entropy(
-            model.head(model(inputs, mask)), targets, loss_mask
-        )
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
+    with threads(1):  # tiny matrices: more threads only fight on a busy CPU
+        for _ in range(steps):
+            rows = data[torch.randint(len(data), (batch,), generator=gen)]
+            inputs, mask, targets, loss_mask = objective_batch(kind, rows, gen)
+            loss = masked_cross_entropy(
+                model.head(model(inputs, mask)), targets, loss_mask
+            )
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
     return model.eval(), losses
 
 
@@ -270,11 +271,12 @@ def fine_tune(
     model = Classifier(body, pooling)
     opt = adam(model.parameters(), lr=lr)
     model.train()
-    for _ in range(check_int(steps, "steps", 1)):
-        loss = F.cross_entropy(model(ids), labels)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    with threads(1):
+        for _ in range(check_int(steps, "steps", 1)):
+            loss = F.cross_entropy(model(ids), labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     return model.eval()
 
 
