@@ -39,10 +39,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from tools import ROOT  # noqa: E402
+from tools.probe_pronouncer import BASE  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
 from utils.runtime import threads  # noqa: E402
 from utils.translator import (  # noqa: E402
-    TranslatorConfig,
     build_translator,
     train_translator,
 )
@@ -52,17 +52,10 @@ from utils.translator import (  # noqa: E402
 # little faster per step than d_model 64 at 1.8x its cost, and has more
 # room to improve in an hour (about 15,000 steps, 17 epochs, at 0.2 s a
 # step on one busy core).
-CONFIG = TranslatorConfig(
+CONFIG = dataclasses.replace(
+    BASE,  # the probes' recipe, at the size and length chosen
     d_model=96,
-    num_heads=4,
-    num_layers=2,
     d_ff=384,
-    dropout=0.1,
-    min_size_share=0.0,
-    label_smoothing=0.1,
-    warmup_steps=400,
-    factor=1.0,
-    batch_size=128,
     steps=15_000,
     eval_every=1000,
     n_valid_exact=500,
