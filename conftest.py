@@ -9,7 +9,6 @@ each notebook took to execute.
 from __future__ import annotations
 
 import collections
-import os
 import pathlib
 
 import pytest
@@ -95,24 +94,6 @@ def pytest_collection_modifyitems(config, items):
         if path(i).endswith(".ipynb") or i.get_closest_marker("slow")
     }
     items.sort(key=lambda item: path(item) not in long)
-
-
-def pytest_collection_finish(session):
-    """Start the emulated-CPU fingerprints at once, in the background, when
-    their test is selected: they take a core-minute or more each and would
-    otherwise wait for their turn (tests/test_numeric_mode.py)."""
-    import shutil
-
-    from tools import claims_mode
-
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return  # every worker collects every test: the test starts its own
-    wanted = any("emulated" in item.nodeid for item in session.items)
-    if wanted and shutil.which("qemu-x86_64") and claims_mode.notice() is None:
-        from tools import fingerprint
-
-        for cpu in fingerprint.QEMU_CPUS:
-            fingerprint.start(cpu, numeric_mode.environment("portable"))
 
 
 def pytest_runtest_logreport(report):

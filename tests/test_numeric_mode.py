@@ -93,17 +93,16 @@ def test_native_code_paths_compute_other_bits():
 
 @pytest.fixture(scope="module")
 def emulated() -> dict[str, dict]:
-    """The fingerprint under each of ``QEMU_CPUS``: both runs started in the
-    background when the session collected these tests (conftest.py), so
-    they overlap with the rest (about a minute and a half of one core)."""
+    """The fingerprint under each of ``QEMU_CPUS``, both runs at once (about
+    a minute of one core each)."""
     if shutil.which("qemu-x86_64") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("qemu-x86_64 missing under CI: .ci/run installs it")
         pytest.skip("qemu-x86_64 not installed (apt-get install qemu-user)")
     env = numeric_mode.environment("portable")
+    runs = {cpu: fingerprint.start(cpu, env) for cpu in fingerprint.QEMU_CPUS}
     out = {}
-    for cpu in fingerprint.QEMU_CPUS:
-        run = fingerprint.start(cpu, env)  # already running, or now
+    for cpu, run in runs.items():
         stdout, stderr = run.communicate(timeout=1800)
         out[cpu] = _parse(run.returncode, stdout, stderr)
     return out

@@ -53,8 +53,6 @@ from torch import nn
 def _h(x) -> str:
     if isinstance(x, torch.Tensor):
         x = x.detach().contiguous().numpy()
-    elif isinstance(x, (list, tuple)):
-        x = np.array(x, dtype=np.float64)
     return hashlib.sha1(np.ascontiguousarray(x).tobytes()).hexdigest()[:12]
 
 
@@ -267,7 +265,6 @@ def _models(out: dict[str, str]) -> None:
 # qemu-user's models of the two vendors' CPUs (both with AVX2, neither with
 # AVX-512): MKL, oneDNN and glibc see another CPU and must compute alike
 QEMU_CPUS = ("Haswell", "EPYC")
-_STARTED: dict[str | None, subprocess.Popen] = {}
 
 
 def command(qemu_cpu: str | None = None) -> list[str]:
@@ -280,21 +277,18 @@ def command(qemu_cpu: str | None = None) -> list[str]:
 
 
 def start(qemu_cpu: str | None, env: dict[str, str]) -> subprocess.Popen:
-    """Start the fingerprint in the background, once per CPU in a process,
-    at low priority: under emulation it takes a minute or more, which a test
-    run overlaps with its other tests (``conftest.py`` starts it early)."""
-    if qemu_cpu not in _STARTED:
-        from tools import ROOT
+    """Start the fingerprint in the background at low priority: under
+    emulation it takes a minute or more, which the other tests overlap."""
+    from tools import ROOT
 
-        _STARTED[qemu_cpu] = subprocess.Popen(
-            ["nice", "-n", "10", *command(qemu_cpu)],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    return _STARTED[qemu_cpu]
+    return subprocess.Popen(
+        ["nice", "-n", "10", *command(qemu_cpu)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def fingerprint() -> dict[str, str]:
