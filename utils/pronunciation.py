@@ -26,6 +26,7 @@ package.
 from __future__ import annotations
 
 import functools
+import pathlib
 import random
 import re
 from typing import Sequence
@@ -33,7 +34,8 @@ from typing import Sequence
 import torch
 
 from .checks import check_at_most, check_bool, check_int
-from .decoding import greedy_decode
+from .decoding import beam_search, greedy_decode, sample_decode
+from .decoding import sequence_log_prob
 from .translation import Vocab, make_batches
 
 __all__ = [
@@ -49,11 +51,16 @@ __all__ = [
     "pronunciation_batches",
     "encode_words",
     "pronounce",
+    "pronounce_beam",
+    "sample_pronunciations",
+    "log_prob",
     "levenshtein",
     "word_error_rate",
     "phoneme_error_rate",
     "phoneme_table",
     "translator_data",
+    "load_pronouncer",
+    "STORED_PRONOUNCER",
 ]
 
 Pron = tuple[str, ...]
@@ -221,19 +228,115 @@ def pronounce(
     Words of similar length are decoded together; each may produce up to
     ``len(word) + 15`` phonemes (``fyi`` has 15).
     """
-    check_int(batch_size, "batch_size", 1)
     vocab = phoneme_vocab(stress)
     device = next(model.parameters()).device
-    order = sorted(range(len(words)), key=lambda i: len(words[i]))
     out: list[Pron] = [()] * len(words)
-    for i in range(0, len(order), batch_size):
-        chunk = order[i : i + batch_size]
+    for chunk in _by_length(words, batch_size):
         src = encode_words([words[j] for j in chunk], device)
         ys = greedy_decode(
             model, src, src.size(1) + 15, vocab.bos_id, vocab.eos_id
         )
         for j, row in zip(chunk, ys.cpu()):
             out[j] = tuple(vocab.decode(row))
+    return out
+
+
+def _by_length(words: Sequence[str], batch_size: int):
+    """Chunks of indices into ``words``, similar lengths together."""
+    check_int(batch_size, "batch_size", 1)
+    order = sorted(range(len(words)), key=lambda i: len(words[i]))
+    for i in range(0, len(order), batch_size):
+        yield order[i : i + batch_size]
+
+
+def pronounce_beam(
+    model,
+    words: Sequence[str],
+    beam_size: int = 4,
+    num_return: int = 1,
+    alpha: float = 0.0,
+    stress: bool = True,
+    batch_size: int = 200,
+) -> list[list[tuple[Pron, float]]]:
+    """Beam search (``utils.decoding.beam_search``) for each word: its
+    ``num_return`` best ``(pronunciation, score)``, best first."""
+    vocab = phoneme_vocab(stress)
+    device = next(model.parameters()).device
+    out: list[list] = [[] for _ in words]
+    for chunk in _by_length(words, batch_size):
+        src = encode_words([words[j] for j in chunk], device)
+        found = beam_search(
+            model,
+            src,
+            src.size(1) + 15,
+            vocab.bos_id,
+            vocab.eos_id,
+            beam_size=beam_size,
+            num_return=num_return,
+            alpha=alpha,
+        )
+        for j, beams in zip(chunk, found):
+            out[j] = [(tuple(vocab.decode(ids)), sc) for ids, sc in beams]
+    return out
+
+
+def sample_pronunciations(
+    model,
+    words: Sequence[str],
+    n: int,
+    temperature: float = 1.0,
+    seed: int = 0,
+    stress: bool = True,
+) -> list[list[Pron]]:
+    """``n`` pronunciations drawn for each word (``sample_decode`` at
+    ``temperature``, from a ``torch.Generator`` seeded with ``seed``)."""
+    check_int(n, "n", 1)
+    vocab = phoneme_vocab(stress)
+    device = next(model.parameters()).device
+    gen = torch.Generator(device=device).manual_seed(seed)
+    src = encode_words([w for w in words for _ in range(n)], device)
+    ys = sample_decode(
+        model,
+        src,
+        src.size(1) + 15,
+        vocab.bos_id,
+        vocab.eos_id,
+        temperature=temperature,
+        generator=gen,
+    )
+    flat = [tuple(vocab.decode(row)) for row in ys.cpu()]
+    return [flat[i * n : (i + 1) * n] for i in range(len(words))]
+
+
+def log_prob(
+    model,
+    words: Sequence[str],
+    prons: Sequence[Sequence[str]],
+    stress: bool = True,
+    batch_size: int = 500,
+) -> list[float]:
+    """log p(``prons[i]`` | ``words[i]``) under ``model``: one
+    teacher-forced pass (``sequence_log_prob``), whoever wrote the
+    pronunciation."""
+    if len(words) != len(prons):
+        raise ValueError(
+            f"words and prons must have the same length, got {len(words)} "
+            f"and {len(prons)}"
+        )
+    vocab = phoneme_vocab(stress)
+    device = next(model.parameters()).device
+    out = [0.0] * len(words)
+    for chunk in _by_length(words, batch_size):
+        src = encode_words([words[j] for j in chunk], device)
+        rows = [vocab.encode(list(prons[j]), bos=True) for j in chunk]
+        width = max(map(len, rows))
+        ys = torch.tensor(
+            [r + [vocab.pad_id] * (width - len(r)) for r in rows],
+            device=device,
+        )
+        scores = sequence_log_prob(model, src, ys, vocab.eos_id)
+        for j, sc in zip(chunk, scores.tolist()):
+            out[j] = sc
     return out
 
 
@@ -315,3 +418,34 @@ def translator_data(
     match then counts a word right on any of its pronunciations)."""
     pairs = {k: to_pairs(v, stress=stress) for k, v in split.items()}
     return pairs, (letter_vocab(), phoneme_vocab(stress))
+
+
+# made by tools/train_pronouncer.py (its log: book/data/pronouncer.json)
+STORED_PRONOUNCER = (
+    pathlib.Path(__file__).resolve().parent.parent
+    / "book"
+    / "data"
+    / "pronouncer.pt"
+)
+
+
+def load_pronouncer(path=STORED_PRONOUNCER, device=None):
+    """The stored pronouncer -> ``(model, cfg, stress)``: a ``Transformer``
+    in eval mode (fp16 weights as stored, computed in fp32), its
+    ``TranslatorConfig`` and whether its phonemes carry stress (read from
+    its output size)."""
+    from .translator import TranslatorConfig, build_translator
+
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no stored pronouncer at {path}: python -m tools.train_pronouncer"
+        )
+    stored = torch.load(path, map_location="cpu", weights_only=True)
+    cfg = TranslatorConfig(**stored["config"])
+    weights = {k: v.float() for k, v in stored["state_dict"].items()}
+    n_out = weights["generator.weight"].size(0)
+    stress = n_out == len(phoneme_vocab(True))
+    model = build_translator(cfg, letter_vocab(), phoneme_vocab(stress))
+    model.load_state_dict(weights)
+    return model.to(device or "cpu").eval(), cfg, stress
