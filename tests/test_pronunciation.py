@@ -159,6 +159,65 @@ def test_pronounce_keeps_the_order_of_the_words():
     assert pr.pronounce(model, words[::-1], batch_size=3) == out[::-1]
 
 
+@pytest.fixture(scope="module")
+def tiny():
+    """A small random pronouncer without stress (its outputs vary)."""
+    torch.manual_seed(1)
+    cfg = TranslatorConfig(d_model=16, num_heads=2, d_ff=32, dropout=0.0)
+    vocab = pr.phoneme_vocab(stress=False)
+    return build_translator(cfg, pr.letter_vocab(), vocab).eval(), cfg
+
+
+WORDS = ["read", "either", "a", "tomato", "live"]
+
+
+def test_beam_of_one_is_greedy_and_scores_are_log_probabilities(tiny):
+    model, _ = tiny
+    greedy = pr.pronounce(model, WORDS, stress=False)
+    one = pr.pronounce_beam(model, WORDS, beam_size=1, stress=False)
+    assert [b[0][0] for b in one] == greedy
+    two = pr.pronounce_beam(
+        model, WORDS, beam_size=4, num_return=2, stress=False, batch_size=2
+    )
+    assert all(len(b) == 2 and b[0][0] != b[1][0] for b in two)
+    assert all(b[0][1] >= b[1][1] for b in two)
+    # a beam's score (alpha 0) is the teacher-forced log-probability of
+    # its output and EOS (for the outputs that ended before the length cap)
+    ended = [i for i, b in enumerate(two) if len(b[0][0]) < 15]
+    assert len(ended) >= 2
+    firsts = [two[i][0][0] for i in ended]
+    scored = pr.log_prob(model, [WORDS[i] for i in ended], firsts, False)
+    assert scored == pytest.approx([two[i][0][1] for i in ended], abs=1e-4)
+    assert two[0][0][1] >= pr.log_prob(model, WORDS[:1], greedy[:1], False)[0]
+
+
+def test_sampling_is_seeded_and_cold_sampling_is_greedy(tiny):
+    model, _ = tiny
+    a = pr.sample_pronunciations(model, WORDS, 3, 1.0, seed=5, stress=False)
+    b = pr.sample_pronunciations(model, WORDS, 3, 1.0, seed=5, stress=False)
+    c = pr.sample_pronunciations(model, WORDS, 3, 1.0, seed=6, stress=False)
+    assert a == b and a != c
+    assert [len(x) for x in a] == [3] * len(WORDS)
+    cold = pr.sample_pronunciations(model, WORDS, 2, 0.0, stress=False)
+    greedy = pr.pronounce(model, WORDS, stress=False)
+    assert cold == [[g, g] for g in greedy]
+
+
+def test_stored_pronouncer_round_trip(tiny, tmp_path):
+    import dataclasses
+
+    model, cfg = tiny
+    half = {k: v.half() for k, v in model.state_dict().items()}
+    path = tmp_path / "p.pt"
+    torch.save({"config": dataclasses.asdict(cfg), "state_dict": half}, path)
+    loaded, cfg2, stress = pr.load_pronouncer(path)
+    assert cfg2 == cfg and stress is False and not loaded.training
+    w = loaded.state_dict()["generator.weight"]
+    assert torch.equal(w, half["generator.weight"].float())
+    with pytest.raises(FileNotFoundError, match="train_pronouncer"):
+        pr.load_pronouncer(tmp_path / "missing.pt")
+
+
 @pytest.mark.parametrize(
     "call, error, named",
     [
@@ -180,6 +239,8 @@ def test_pronounce_keeps_the_order_of_the_words():
         (lambda: pr.phoneme_error_rate([("R",)], [[]]), ValueError, "refs"),
         (lambda: pr.phoneme_error_rate([], []), ValueError, "refs"),
         (lambda: pr.word_error_rate(HYPS, REFS, "no"), TypeError, "stress"),
+        (lambda: pr.log_prob(None, ["a"], []), ValueError, "prons"),
+        (lambda: pr.pronounce(None, ["a"], batch_size=0), ValueError, "batch"),
     ],
 )
 def test_bad_arguments_name_themselves(call, error, named):

@@ -228,10 +228,11 @@ def pronounce(
     Words of similar length are decoded together; each may produce up to
     ``len(word) + 15`` phonemes (``fyi`` has 15).
     """
+    chunks = _by_length(words, batch_size)
     vocab = phoneme_vocab(stress)
     device = next(model.parameters()).device
     out: list[Pron] = [()] * len(words)
-    for chunk in _by_length(words, batch_size):
+    for chunk in chunks:
         src = encode_words([words[j] for j in chunk], device)
         ys = greedy_decode(
             model, src, src.size(1) + 15, vocab.bos_id, vocab.eos_id
@@ -241,12 +242,13 @@ def pronounce(
     return out
 
 
-def _by_length(words: Sequence[str], batch_size: int):
+def _by_length(words: Sequence[str], batch_size: int) -> list[list[int]]:
     """Chunks of indices into ``words``, similar lengths together."""
     check_int(batch_size, "batch_size", 1)
     order = sorted(range(len(words)), key=lambda i: len(words[i]))
-    for i in range(0, len(order), batch_size):
-        yield order[i : i + batch_size]
+    return [
+        order[i : i + batch_size] for i in range(0, len(order), batch_size)
+    ]
 
 
 def pronounce_beam(
@@ -260,10 +262,11 @@ def pronounce_beam(
 ) -> list[list[tuple[Pron, float]]]:
     """Beam search (``utils.decoding.beam_search``) for each word: its
     ``num_return`` best ``(pronunciation, score)``, best first."""
+    chunks = _by_length(words, batch_size)
     vocab = phoneme_vocab(stress)
     device = next(model.parameters()).device
     out: list[list] = [[] for _ in words]
-    for chunk in _by_length(words, batch_size):
+    for chunk in chunks:
         src = encode_words([words[j] for j in chunk], device)
         found = beam_search(
             model,
@@ -323,10 +326,11 @@ def log_prob(
             f"words and prons must have the same length, got {len(words)} "
             f"and {len(prons)}"
         )
+    chunks = _by_length(words, batch_size)
     vocab = phoneme_vocab(stress)
     device = next(model.parameters()).device
     out = [0.0] * len(words)
-    for chunk in _by_length(words, batch_size):
+    for chunk in chunks:
         src = encode_words([words[j] for j in chunk], device)
         rows = [vocab.encode(list(prons[j]), bos=True) for j in chunk]
         width = max(map(len, rows))
