@@ -2,6 +2,8 @@
 
     python -m tools.sweep_pronouncer [NAME ...]   (default: every run)
     python -m tools.sweep_pronouncer --list
+    python -m tools.sweep_pronouncer --out B.json NAME ...  (a 2nd core)
+    python -m tools.sweep_pronouncer --merge B.json   (its rows into OUT)
 
 The stored pronouncer (``tools/train_pronouncer.py``) is one run of an
 hour; a claim needs seeds. Each run here is the same recipe at d_model 64
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pathlib
 import sys
 import time
 
@@ -171,8 +174,8 @@ def run(name: str) -> dict:
     return row
 
 
-def main(names) -> None:
-    stored = json.loads(OUT.read_text()) if OUT.exists() else {"rows": []}
+def main(names, out=OUT) -> None:
+    stored = json.loads(out.read_text()) if out.exists() else {"rows": []}
     stamp = numeric_mode.stamp()
     if stored["rows"] and stored.get("numeric_mode") != stamp:
         raise SystemExit(f"{OUT} was made in {stored['numeric_mode']}")
@@ -197,13 +200,29 @@ def main(names) -> None:
             },
             "rows": sorted(rows, key=lambda r: RUNS.index(r["name"])),
         }
-        OUT.write_text(json.dumps(stored, indent=1) + "\n")
+        out.write_text(json.dumps(stored, indent=1) + "\n")
         took = time.perf_counter() - start
         print(f"{name}: {took:.0f} s {json.dumps(row['valid'])}", flush=True)
 
 
+def merge(other) -> None:
+    """Add the rows of ``other`` (a sweep written with ``--out``) to OUT."""
+    a, b = json.loads(OUT.read_text()), json.loads(other.read_text())
+    if a["numeric_mode"] != b["numeric_mode"] or a["meta"] != b["meta"]:
+        raise SystemExit(f"{other} was made with other settings")
+    rows = {r["name"]: r for r in a["rows"] + b["rows"]}
+    a["rows"] = [rows[n] for n in RUNS if n in rows]
+    OUT.write_text(json.dumps(a, indent=1) + "\n")
+    print(f"{OUT}: {len(a['rows'])} of {len(RUNS)} runs")
+
+
 if __name__ == "__main__":
-    if "--list" in sys.argv:
+    args = sys.argv[1:]
+    if "--list" in args:
         print("\n".join(RUNS))
+    elif args[:1] == ["--merge"]:
+        merge(pathlib.Path(args[1]))
+    elif args[:1] == ["--out"]:
+        main(args[2:], pathlib.Path(args[1]))
     else:
-        main(sys.argv[1:])
+        main(args)

@@ -1,0 +1,94 @@
+"""The stored pronouncer (book/data/pronouncer.json, .pt: tools/
+train_pronouncer.py) and its seed sweep (book/data/pronouncer_sweep.json:
+tools/sweep_pronouncer.py) are complete, small, good enough, and what the
+code computes: the first steps of each, trained again here in the portable
+numeric mode, give the stored losses bit for bit."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from tools import sweep_pronouncer, train_pronouncer
+from utils import pronunciation as pr
+from utils.translator import train_translator
+
+LOG = train_pronouncer.OUT / "pronouncer.json"
+STEPS = 12  # replayed
+
+
+@pytest.fixture(scope="module")
+def log():
+    return json.loads(LOG.read_text())
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return json.loads(sweep_pronouncer.OUT.read_text())
+
+
+def test_the_stored_run_is_complete_and_meets_the_target(log):
+    cfg = dataclasses.asdict(train_pronouncer.CONFIG)
+    assert log["complete"] and log["meta"]["config"] == cfg
+    assert len(log["train_loss"]) == cfg["steps"] == log["steps_done"]
+    assert log["meta"]["stress"] is train_pronouncer.STRESS is False
+    assert log["seconds"] < 60 * 60  # trained within the hour
+    assert log["test"]["wer"] <= 0.30  # the issue's target
+    assert log["test"]["per"] < log["test"]["wer"]
+    assert log["valid_step"][-1] == cfg["steps"]
+
+
+def test_the_stored_weights_are_fp16_small_and_load():
+    size = pr.STORED_PRONOUNCER.stat().st_size
+    assert size < 1.5e6, size
+    model, cfg, stress = pr.load_pronouncer()
+    assert cfg == train_pronouncer.CONFIG and stress is False
+    n = sum(p.numel() for p in model.parameters())
+    assert 2 * n <= size < 2 * n + 200_000  # two bytes a weight
+
+
+def test_the_sweep_has_every_run_in_the_portable_mode(sweep):
+    names = [r["name"] for r in sweep["rows"]]
+    assert names == sweep_pronouncer.RUNS
+    assert sweep["meta"]["recipe"] == dataclasses.asdict(
+        sweep_pronouncer.RECIPE
+    )
+    for r in sweep["rows"]:
+        assert r["valid_step"][-1] == sweep_pronouncer.RECIPE.steps
+        assert 0 < r["valid"]["per"] < r["valid"]["wer"] <= 1
+        assert ("test" in r) == (r["variant"] == "recipe")
+
+
+def _replay(cfg, steps):
+    split = pr.split_words(
+        train_pronouncer.N_VALID, train_pronouncer.N_TEST, 0
+    )
+    split["valid"] = split["valid"][:50]  # evaluation draws nothing
+    splits, vocabs = pr.translator_data(split, stress=False)
+    cfg = dataclasses.replace(
+        cfg, steps=steps, eval_every=steps, n_valid_exact=10
+    )
+    _, h = train_translator(cfg, splits, progress=False, vocabs=vocabs)
+    return np.array(h["train_loss"], dtype=np.float32)
+
+
+@pytest.mark.exact
+def test_the_stored_run_replays_bit_for_bit(log):
+    live = _replay(train_pronouncer.CONFIG, STEPS)
+    stored = np.array(log["train_loss"][:STEPS], dtype=np.float32)
+    assert np.array_equal(live, stored), (live, stored)
+
+
+@pytest.mark.exact
+def test_a_sweep_run_replays_bit_for_bit(sweep):
+    row = sweep["rows"][-1]  # an ablation, on the last seed
+    variant = sweep_pronouncer.VARIANTS[row["variant"]]
+    cfg = dataclasses.replace(
+        sweep_pronouncer.RECIPE, seed=row["seed"], **variant
+    )
+    live = _replay(cfg, STEPS)
+    stored = np.array(row["train_loss_first"][:STEPS], dtype=np.float32)
+    assert np.array_equal(live, stored), (live, stored)
