@@ -36,9 +36,9 @@ def test_the_stored_run_is_complete_and_meets_the_target(log):
     assert len(log["train_loss"]) == cfg["steps"] == log["steps_done"]
     assert log["meta"]["stress"] is train_pronouncer.STRESS is False
     assert log["seconds"] < 60 * 60  # trained within the hour
-    # measured 0.371 (greedy, 12,000 test words); the published
-    # Transformer is near 0.22, the course's goal 0.30: not reached yet
-    assert log["test"]["wer"] < 0.38
+    # the course's goal: WER at most 0.30 (greedy, 12,000 test words;
+    # measured 0.295); the published Transformer is near 0.22
+    assert log["test"]["wer"] <= 0.30
     assert log["test"]["per"] < log["test"]["wer"]
     assert log["valid_step"][-1] == cfg["steps"]
 
@@ -70,8 +70,10 @@ def _replay(cfg, steps):
     )
     split["valid"] = split["valid"][:50]  # evaluation draws nothing
     splits, vocabs = pr.translator_data(split, stress=False)
+    # a run's first steps are the plain schedule: its cooldown, if any,
+    # comes at its end
     cfg = dataclasses.replace(
-        cfg, steps=steps, eval_every=steps, n_valid_exact=10
+        cfg, steps=steps, eval_every=steps, n_valid_exact=10, cooldown_steps=0
     )
     _, h = train_translator(cfg, splits, progress=False, vocabs=vocabs)
     return np.array(h["train_loss"], dtype=np.float32)

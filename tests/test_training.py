@@ -73,6 +73,29 @@ def test_without_warmup_the_rate_starts_at_the_peak_and_decays_the_same():
         noam_scheduler(opt, 64, 10, warmup=1)
 
 
+def test_the_cooldown_falls_linearly_from_where_the_decay_left_it():
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = paper_adam([p])
+    sched = noam_scheduler(opt, 64, 10, steps=40, cooldown_steps=9)
+    seen = []
+    for _ in range(40):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    plain = [noam_lr(s, 64, 10) for s in range(1, 41)]
+    assert all(math.isclose(a, b) for a, b in zip(seen[:31], plain[:31]))
+    # steps 32..40: the rate of step 31 times 9/10, 8/10, ..., 1/10
+    for k, rate in enumerate(seen[31:]):
+        assert math.isclose(rate, plain[30] * (9 - k) / 10)
+    assert seen[-1] > 0 and seen[31] < plain[31]  # below the plain decay
+    with pytest.raises(ValueError, match="needs steps"):
+        noam_scheduler(opt, 64, 10, cooldown_steps=5)
+    with pytest.raises(ValueError, match="steps must be an int >= 6"):
+        noam_scheduler(opt, 64, 10, steps=5, cooldown_steps=5)
+    with pytest.raises(ValueError, match="cooldown_steps"):
+        noam_scheduler(opt, 64, 10, steps=50, cooldown_steps=-1)
+
+
 def _batch(numbers=(5, 17, 305, 12305)):
     from utils.numerals import chinese_numerals, english_words
 

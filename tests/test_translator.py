@@ -165,5 +165,7 @@ def test_bad_settings_name_the_field():
         TranslatorConfig(label_smoothing=1.0)
     with pytest.raises(ValueError, match="factor"):
         TranslatorConfig(factor=0)
+    with pytest.raises(ValueError, match=r"cooldown_steps must be < steps"):
+        TranslatorConfig(steps=10, cooldown_steps=10)
     with pytest.raises(TypeError, match="cfg must be a TranslatorConfig"):
         train_translator({"steps": 1}, progress=False)

@@ -8,11 +8,12 @@
 The stored pronouncer (``tools/train_pronouncer.py``) is one run of an
 hour; a claim needs seeds. Each run here is the same recipe at d_model 64
 for 2,000 steps (about 4 minutes of one core; ``RECIPE``), on seeds 0-4,
-and the recipe without warm-up, without label smoothing and without
-dropout on the same seeds. Every run is scored greedily on the 2,000
-validation words; the recipe's runs are also measured on the 12,000 test
-words as chapter 9 needs: greedy and beam search, search vs model errors,
-the n-best list on the words with two pronunciations, sampling.
+and the recipe without warm-up, without label smoothing, without
+dropout and with a cooldown on the same seeds. Every run is scored
+greedily on the 2,000 validation words; the recipe's runs are also
+measured on the 12,000 test words as chapter 9 needs: greedy and beam
+search, search vs model errors, the n-best list on the words with two
+pronunciations, sampling.
 
 Rows go to ``book/data/pronouncer_sweep.json`` as each run finishes (a
 stopped sweep goes on where it stopped; a run named again is replaced),
@@ -49,6 +50,8 @@ VARIANTS = {
     "no_warmup": {"warmup": False},
     "no_smoothing": {"label_smoothing": 0.0},
     "no_dropout": {"dropout": 0.0},
+    # the rate falls linearly towards 0 over the last third of the run
+    "cooldown": {"cooldown_steps": RECIPE.steps // 3},
 }
 RUNS = [f"{v}_s{s}" for v in VARIANTS for s in SEEDS]
 BEAM, N_SAMPLES, TEMPERATURES = 4, 10, (0.5, 1.0, 1.5)

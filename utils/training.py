@@ -70,6 +70,8 @@ def noam_scheduler(
     warmup_steps: int,
     factor: float = 1.0,
     warmup: bool = True,
+    steps: int | None = None,
+    cooldown_steps: int = 0,
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """A ``LambdaLR`` that sets every group's learning rate to ``noam_lr``
     exactly.
@@ -79,11 +81,27 @@ def noam_scheduler(
     one (the formula starts at 1). Call ``scheduler.step()`` after each
     ``optimizer.step()``. ``warmup=False`` (for an ablation) starts at the
     peak and keeps it until ``warmup_steps``: the same peak and decay,
-    without the ramp.
+    without the ramp. ``cooldown_steps`` (needs ``steps``, the length of
+    the run): over the last ``cooldown_steps`` steps the rate falls linearly
+    from where the decay left it towards 0 (a run's noisy last steps
+    settled); the steps before are the plain schedule, whatever the length.
     """
     noam_lr(1, d_model, warmup_steps, factor)  # validate now, not later
     check_bool(warmup, "warmup")
+    check_int(cooldown_steps, "cooldown_steps", 0)
+    if cooldown_steps:
+        if steps is None:
+            raise ValueError("cooldown_steps needs steps, the run's length")
+        check_int(steps, "steps", cooldown_steps + 1)
     first = 1 if warmup else warmup_steps
+    last = None if not cooldown_steps else steps - cooldown_steps
+
+    def rate(step: int) -> float:
+        if last is None or step <= last:
+            return noam_lr(max(step, first), d_model, warmup_steps, factor)
+        left = (steps - step + 1) / (cooldown_steps + 1)  # 1 > left > 0
+        return noam_lr(max(last, first), d_model, warmup_steps, factor) * left
+
     lambdas = []
     for group in optimizer.param_groups:
         base = group["lr"]
@@ -92,12 +110,7 @@ def noam_scheduler(
                 f"the optimizer's lr must be > 0 (it is divided out), "
                 f"got {base!r}"
             )
-        lambdas.append(
-            lambda i, base=base: (
-                noam_lr(max(i + 1, first), d_model, warmup_steps, factor)
-                / base
-            )
-        )
+        lambdas.append(lambda i, base=base: rate(i + 1) / base)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
 
 

@@ -79,6 +79,8 @@ class TranslatorConfig:
     warmup_steps: int = 100
     warmup: bool = True
     factor: float = 0.5
+    # the last cooldown_steps steps: the rate falls linearly towards 0
+    cooldown_steps: int = 0
     batch_size: int = 128
     steps: int = 600
     seed: int = 0
@@ -95,6 +97,12 @@ class TranslatorConfig:
         for name in ("batch_size", "steps", "eval_every", "n_valid_exact"):
             check_int(getattr(self, name), name, 1)
         check_int(self.seed, "seed", 0)
+        check_int(self.cooldown_steps, "cooldown_steps", 0)
+        if self.cooldown_steps >= self.steps:
+            raise ValueError(
+                f"cooldown_steps must be < steps ({self.steps}), "
+                f"got {self.cooldown_steps}"
+            )
         check_bool(self.norm_first, "norm_first")
         check_bool(self.warmup, "warmup")
         check_probability(self.dropout, "dropout")
@@ -228,7 +236,13 @@ def train_translator(
         model = build_translator(cfg, vocab_src, vocab_tgt).to(device)
         optimizer = paper_adam(model.parameters())
         scheduler = noam_scheduler(
-            optimizer, cfg.d_model, cfg.warmup_steps, cfg.factor, cfg.warmup
+            optimizer,
+            cfg.d_model,
+            cfg.warmup_steps,
+            cfg.factor,
+            cfg.warmup,
+            cfg.steps,
+            cfg.cooldown_steps,
         )
         history = {
             "train_loss": [],
