@@ -580,6 +580,8 @@
     input.focus();
   }
 
+  window.PronouncerModel = Pronouncer; // for tests and the curious
+
   function init() {
     document.querySelectorAll(".pronouncer-live").forEach(setup);
   }
