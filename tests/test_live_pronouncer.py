@@ -217,7 +217,10 @@ def _mismatches(word: str, got: dict, want: dict) -> list[str]:
 
 @pytest.mark.parametrize("edition", EDITIONS)
 def test_live_pronouncer_equals_pytorch(
-    chromium, site_url, expected, edition
+    chromium,
+    site_url,  # noqa: F811 (the fixture imported above)
+    expected,
+    edition,
 ):
     width, height = EDITIONS[edition]
     prefix = "zh/" if edition == "zh" else ""
@@ -229,7 +232,9 @@ def test_live_pronouncer_equals_pytorch(
         before = list(fetched)
         assert not any(WEIGHTS in u for u in before), "weights before click"
         button = page.inner_text(".pronouncer-live .pl-load")
-        assert button == ("加载发音模型" if edition == "zh" else "Load the pronouncer")
+        assert button == (
+            "加载发音模型" if edition == "zh" else "Load the pronouncer"
+        )
         _load(page)
         assert any(WEIGHTS in u for u in fetched), "no weights after click"
         print(
