@@ -10,7 +10,8 @@ and asserts, against the same checkpoint in PyTorch:
 - the greedy phonemes equal ``pr.pronounce`` exactly;
 - the beam list (beam 4, 4 returned, alpha 0) equals
   ``pr.pronounce_beam(model, [word], 4, num_return=4)`` in order, each
-  score within ``SCORE_TOL``;
+  score within ``SCORE_TOL`` (and, called directly, with alpha 1 for a few
+  words);
 - every cross-attention weight (layer, head, step, letter) of the greedy
   run equals the decoder's ``cross_weights`` when it reads the greedy
   output teacher-forced (as chapter 8 draws them) within ``ATTENTION_TOL``.
@@ -32,7 +33,7 @@ import urllib.parse
 
 import pytest
 import torch
-from test_browser import (  # noqa: F401 (site_url: a fixture)
+from tests.test_browser import (  # noqa: F401 (site_url: a fixture)
     CHROMIUM_FLAGS,
     HTML,
     INSTALL_HINT,
@@ -61,6 +62,8 @@ BAD = {
     "café": "an accent",
 }
 EDITIONS = {"en": (390, 844), "zh": (1280, 800)}
+# beam search with alpha = 1 (the widget shows alpha = 0), called directly
+ALPHA_WORDS = INVENTED[:3]
 
 
 def _test_words() -> list[str]:
@@ -91,6 +94,11 @@ def expected():
             "beam": [(" ".join(p), s) for p, s in beam[0]],
             "attention": torch.stack(attention),
         }
+        if word in ALPHA_WORDS:  # length normalisation, alpha = 1
+            normed = pr.pronounce_beam(
+                model, [word], 4, num_return=4, alpha=1.0, stress=stress
+            )
+            out[word]["beam_alpha1"] = [(" ".join(p), s) for p, s in normed[0]]
     return out
 
 
@@ -248,6 +256,18 @@ def test_live_pronouncer_equals_pytorch(
             layers, heads = want["attention"].shape[:2]
             if got["heatmaps"] != layers * heads:
                 problems.append(f"{word}: {got['heatmaps']} heatmaps")
+        for word in ALPHA_WORDS:
+            got = page.evaluate(
+                "w => window.PronouncerLive.model.beam(w, 4, 4, 1)"
+                ".map((r) => [r.phonemes.join(' '), r.score])",
+                word,
+            )
+            want = expected[word]["beam_alpha1"]
+            same = [p for p, _ in got] == [p for p, _ in want] and all(
+                abs(s - t) <= SCORE_TOL for (_, s), (_, t) in zip(got, want)
+            )
+            if not same:
+                problems.append(f"{word}: alpha=1 beam {got} != {want}")
         for word, kind in BAD.items():
             got = _answer(page, word)
             if got["state"] != "error" or not got["message"].strip():
