@@ -304,7 +304,8 @@ def test_live_pronouncer_equals_pytorch(
 
 
 def test_live_pronouncer_works_from_a_file(chromium, built_site, expected):
-    """Opened from file:// (no server): the weights load by a <script>."""
+    """Opened from file:// (no server): the weights load by a <script>, and
+    they are the model's fp32 weights exactly (fp16 decoded without loss)."""
     if built_site.returncode != 0:
         pytest.fail("the site did not build (see test_book.py)")
     base = (HTML / PAGE).with_suffix(".html").as_uri()
@@ -312,6 +313,18 @@ def test_live_pronouncer_works_from_a_file(chromium, built_site, expected):
     context, page, problems, _ = _open(chromium, root, base, 390, 844)
     try:
         _load(page)
+        # the weights the page computes with: the chapters' fp32, exactly
+        weights = page.evaluate(
+            "() => Object.fromEntries(Object.entries("
+            "window.PronouncerLive.model.W).map(([k, v]) => [k, [...v]]))"
+        )
+        model, _, _ = pr.load_pronouncer()
+        for name, tensor in model.state_dict().items():
+            got = torch.tensor(weights.pop(name)).view(tensor.shape)
+            if not torch.equal(got, tensor):
+                worst = (got - tensor).abs().max().item()
+                problems.append(f"weight {name} differs by {worst:.2e}")
+        assert not weights, f"tensors the model lacks: {sorted(weights)}"
         for word in [*_test_words()[:3], *INVENTED[:2]]:
             got = _answer(page, word)
             problems += _mismatches(word, got, expected[word])
