@@ -391,7 +391,7 @@
       truth: "In the dictionary (a held-out test word, never seen in training):",
       right: "the greedy answer is one of them",
       wrong: "the greedy answer is none of them",
-      notTest: "Not a held-out test word: a training word or an invented one (only the 12,000 test words' pronunciations ship with this page).",
+      notTest: (n) => `Not a held-out test word: a training word or an invented one (only the ${n.toLocaleString("en")} test words' pronunciations ship with this page).`,
       attention: "Cross-attention: which letters each output phoneme looked at, per layer and head (rows: phonemes written, columns: letters read; · marks the end of the word).",
       layerHead: (l, h) => `layer ${l}, head ${h}`,
       heatAlt: (l, h, w) => `Cross-attention weights of layer ${l}, head ${h} for “${w}”`,
@@ -414,7 +414,7 @@
       truth: "词典中的读音（留出的测试词，训练时从未见过）：",
       right: "贪婪解码的结果是其中之一",
       wrong: "贪婪解码的结果不在其中",
-      notTest: "不是留出的测试词：可能是训练词或自造的词（本页只附带 12000 个测试词的读音）。",
+      notTest: (n) => `不是留出的测试词：可能是训练词或自造的词（本页只附带 ${n} 个测试词的读音）。`,
       attention: "交叉注意力：每个输出音素看了哪些字母，按层和头分开（行：写出的音素，列：读入的字母；· 表示单词结束）。",
       layerHead: (l, h) => `第 ${l} 层，第 ${h} 个头`,
       heatAlt: (l, h, w) => `“${w}”在第 ${l} 层第 ${h} 个头的交叉注意力权重`,
@@ -574,7 +574,7 @@
           ` (${ok ? T.right : T.wrong})`,
         ]));
       } else {
-        output.append(el("p", { class: "pl-truth" }, [T.notTest]));
+        output.append(el("p", { class: "pl-truth" }, [T.notTest(Object.keys(data.test).length)]));
       }
       output.append(el("p", { text: T.attention }));
       const grid = el("div", { class: "pl-grid" });
