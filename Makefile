@@ -54,7 +54,7 @@ notebooks: $(STAMP)
 
 browser: $(STAMP)
 	$(BIN)/python -m pytest tests/test_book.py tests/test_browser.py tests/test_phone.py \
-	  tests/test_translations.py tests/test_zh_notebooks.py
+	  tests/test_live_pronouncer.py tests/test_translations.py tests/test_zh_notebooks.py
 
 # Link each chapter's first use of every glossary term (markdown only: no re-execution).
 link-terms: $(STAMP)

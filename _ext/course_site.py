@@ -18,6 +18,9 @@
    that it passes through gettext. The label of folded cells and dropdowns, which myst-nb's
    HTML writer and sphinx-togglebutton's JavaScript write in English, is replaced in the
    page by a small script.
+5. The live pronouncer's scripts (_static/pronouncer/: the model and its weights) load only
+   on its own page, which asks for them: Jupyter Book adds every .js file under _static to
+   every page, and these are taken out of that list again.
 """
 
 from __future__ import annotations
@@ -203,6 +206,20 @@ def _add_templates(app, config):
         ]
 
 
+# Scripts under _static that a page loads itself, not every page.
+OWN_SCRIPTS = "pronouncer/"
+
+
+def _drop_own_scripts(app, config):
+    config.html_js_files = [
+        js
+        for js in config.html_js_files
+        if not str(js[0] if isinstance(js, tuple) else js).startswith(
+            OWN_SCRIPTS
+        )
+    ]
+
+
 def setup(app):
     register_plugin(
         "pybtex.style.labels", "course_author_year", AuthorYearLabelStyle
@@ -215,6 +232,7 @@ def setup(app):
     )
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("config-inited", _add_templates)
+    app.connect("config-inited", _drop_own_scripts)
     app.connect("config-inited", _localise_theme)
     app.connect("builder-inited", _relabel_script)
     app.connect("html-page-context", _language_switch)

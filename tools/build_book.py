@@ -26,7 +26,7 @@ import time
 
 import yaml
 
-from . import translations, zh_notebooks
+from . import export_pronouncer, translations, zh_notebooks
 from .notebooks import ROOT, toc_files
 
 HTML = ROOT / "_build" / "html"
@@ -37,7 +37,11 @@ ZH_HTML = HTML / "zh"
 ZH_TITLE = "一步一步读懂 Transformer"
 ZH_AUTHOR = "Transformer 课程作者"
 # The part captions of _toc.yml, shown in the Chinese sidebar.
-ZH_CAPTIONS = {"Chapters": "章节", "Reference": "参考资料"}
+ZH_CAPTIONS = {
+    "Chapters": "章节",
+    "Try it": "动手试试",
+    "Reference": "参考资料",
+}
 # Labels of folded cells: the book's default, and the exercise solutions' own
 # (cell metadata).
 ZH_CODE_PROMPTS = {
@@ -136,6 +140,9 @@ def build() -> subprocess.CompletedProcess:
     # A page dropped from _toc.yml must not linger in the output from an
     # earlier build.
     shutil.rmtree(HTML, ignore_errors=True)
+    # the live pronouncer's weights (_static/pronouncer/weights.js, not
+    # committed): re-exported when the checkpoint's hash differs
+    export_pronouncer.ensure()
     zh_source()
     runs = {  # both editions build at once, one process each
         name: subprocess.Popen(

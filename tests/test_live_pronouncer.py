@@ -1,0 +1,360 @@
+"""The live pronouncer (book/pronouncer_live.md, _static/pronouncer/) equals
+PyTorch, in a real browser.
+
+The site is built once (the `built_site` fixture) and served on 127.0.0.1
+as tests/test_browser.py does, every request outside it blocked. In both
+editions (English at a phone's 390 px, Chinese at 1280 px) the test presses
+the widget's button, types 50 held-out test words and a few invented ones,
+and asserts, against the same checkpoint in PyTorch:
+
+- the greedy phonemes equal ``pr.pronounce`` exactly;
+- the beam list (beam 4, 4 returned, alpha 0) equals
+  ``pr.pronounce_beam(model, [word], 4, num_return=4)`` in order, each
+  score within ``SCORE_TOL`` (and, called directly, with alpha 1 for a few
+  words);
+- every cross-attention weight (layer, head, step, letter) of the greedy
+  run equals the decoder's ``cross_weights`` when it reads the greedy
+  output teacher-forced (as chapter 8 draws them) within ``ATTENTION_TOL``.
+
+Also: the weights are not requested before the button is pressed (the
+bytes before and after are printed); bad input (empty, digits, 80 letters,
+other scripts) gives a message and no answer, without a console error; the
+keystroke-to-greedy-answer time (measured in the page from the input
+event's timestamp) stays under a wide bound (the machine may be loaded; it
+is printed); and the page works opened from file://. Screenshots go to
+_build/screenshots/live_pronouncer-*.jpeg.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import urllib.parse
+
+import pytest
+import torch
+from tests.test_browser import (  # noqa: F401 (site_url: a fixture)
+    CHROMIUM_FLAGS,
+    HTML,
+    INSTALL_HINT,
+    SHOTS,
+    _chromium,
+    _skip_or_fail,
+    site_url,
+)
+
+from utils import pronunciation as pr
+
+pytestmark = pytest.mark.slow
+
+PAGE = "book/pronouncer_live"
+WEIGHTS = "_static/pronouncer/weights.js"
+SCORE_TOL = 1e-4  # summed log-probabilities; seen: below 1e-5
+ATTENTION_TOL = 1e-5  # softmax weights in [0, 1]; seen: below 3e-6
+LATENCY_BOUND_MS = 1000  # here about 10 ms; loaded machines are slower
+INVENTED = ["blorptastic", "zyxquv", "transformerize", "a", "ngwe"]
+BAD = {
+    "": "empty",
+    "12345": "digits",
+    "a" * 80: "80 letters",
+    "пример": "Cyrillic",
+    "汉字": "Chinese characters",
+    "café": "an accent",
+}
+EDITIONS = {"en": (390, 844), "zh": (1280, 800)}
+# beam search with alpha = 1 (the widget shows alpha = 0), called directly
+ALPHA_WORDS = INVENTED[:3]
+
+
+def _test_words() -> list[str]:
+    test = pr.split_words()["test"]
+    step = len(test) // 50
+    return [w for w, _ in test[::step][:50]]
+
+
+@pytest.fixture(scope="module")
+def expected():
+    """PyTorch's answers for every word typed, on the stored checkpoint."""
+    model, _, stress = pr.load_pronouncer()
+    vocab = pr.phoneme_vocab(stress)
+    out = {}
+    for word in [*_test_words(), *INVENTED]:
+        greedy = pr.pronounce(model, [word], stress=stress)[0]
+        beam = pr.pronounce_beam(model, [word], 4, num_return=4, stress=stress)
+        src = pr.encode_words([word])
+        ys = torch.tensor([vocab.encode(list(greedy), bos=True, eos=False)])
+        with torch.no_grad():
+            memory, src_mask = model.encode(src)
+            model.decode(ys, memory, src_mask)
+        attention = [  # (layers, heads, T, S)
+            layer.cross_weights[0] for layer in model.decoder.layers
+        ]
+        out[word] = {
+            "greedy": " ".join(greedy),
+            "beam": [(" ".join(p), s) for p, s in beam[0]],
+            "attention": torch.stack(attention),
+        }
+        if word in ALPHA_WORDS:  # length normalisation, alpha = 1
+            normed = pr.pronounce_beam(
+                model, [word], 4, num_return=4, alpha=1.0, stress=stress
+            )
+            out[word]["beam_alpha1"] = [(" ".join(p), s) for p, s in normed[0]]
+    return out
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    executable = _chromium()
+    if executable is None:
+        _skip_or_fail(INSTALL_HINT)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip_or_fail("playwright is not installed: make venv")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=executable, args=CHROMIUM_FLAGS
+        )
+        yield browser
+        browser.close()
+
+
+def _open(chromium, base: str, url: str, width: int, height: int):
+    """A page at ``url`` with every request outside ``base`` blocked; the
+    lists of problems and of the site's files it fetched."""
+    context = chromium.new_context(
+        viewport={"width": width, "height": height},
+        device_scale_factor=1,
+        service_workers="block",
+    )
+    problems: list[str] = []
+    fetched: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith(base):
+            fetched.append(r.request.url)
+            r.continue_()
+        else:
+            problems.append(f"external request blocked: {r.request.url}")
+            r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("requestfailed", lambda q: problems.append(f"failed: {q.url}"))
+    page.on(
+        "console",
+        lambda m: m.type == "error" and problems.append(f"console: {m.text}"),
+    )
+    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+    page.goto(url, wait_until="load")
+    return context, page, problems, fetched
+
+
+def _bytes(urls: list[str]) -> int:
+    """The size on disk of the site files behind ``urls``."""
+    total = 0
+    for url in set(urls):
+        path = urllib.parse.unquote(urllib.parse.urlparse(url).path)
+        path = path.split("/html/", 1)[-1] if "/html/" in path else path
+        file = HTML / path.lstrip("/")
+        if file.is_file():
+            total += file.stat().st_size
+    return total
+
+
+def _load(page) -> None:
+    page.click(".pronouncer-live .pl-load")
+    page.wait_for_selector(".pronouncer-live .pl-input", timeout=30_000)
+
+
+def _answer(page, word: str) -> dict:
+    """Type ``word`` (the input event runs the model) and read the answer
+    from the page: phonemes and scores from the DOM, the attention the
+    heatmaps were drawn from."""
+    page.fill(".pronouncer-live .pl-input", word)
+    page.wait_for_function(
+        "w => document.querySelector('.pronouncer-live').dataset.word === w",
+        arg=word.strip().lower(),
+        timeout=10_000,
+    )
+    return page.evaluate(
+        """() => {
+          const root = document.querySelector('.pronouncer-live');
+          const g = root.querySelector('.pl-greedy');
+          const last = window.PronouncerLive.last;
+          return {
+            state: root.dataset.state,
+            message: root.querySelector('.pl-message').textContent,
+            greedy: g ? g.dataset.phonemes : null,
+            beam: [...root.querySelectorAll('.pl-beam li')].map(
+              (li) => [li.dataset.phonemes, Number(li.dataset.score)]),
+            attention: last.greedy ? last.greedy.attention : null,
+            ms: last.greedyMs === undefined ? null : last.greedyMs,
+            beamMs: last.beamMs === undefined ? null : last.beamMs,
+            heatmaps: root.querySelectorAll('canvas.pl-heat').length,
+          };
+        }"""
+    )
+
+
+def _mismatches(word: str, got: dict, want: dict) -> list[str]:
+    problems = []
+    if got["greedy"] != want["greedy"]:
+        problems.append(
+            f"{word}: greedy {got['greedy']!r} != {want['greedy']!r}"
+        )
+    names = [p for p, _ in got["beam"]]
+    if names != [p for p, _ in want["beam"]]:
+        problems.append(f"{word}: beam {got['beam']} != {want['beam']}")
+    else:
+        for (p, s), (_, t) in zip(got["beam"], want["beam"]):
+            if abs(s - t) > SCORE_TOL:
+                problems.append(f"{word}: beam {p!r} score {s} != {t}")
+    attention = torch.tensor(got["attention"])
+    if attention.shape != want["attention"].shape:
+        problems.append(
+            f"{word}: attention {tuple(attention.shape)} != "
+            f"{tuple(want['attention'].shape)}"
+        )
+    else:
+        worst = (attention - want["attention"]).abs().max().item()
+        if worst > ATTENTION_TOL:
+            problems.append(f"{word}: attention differs by {worst:.2e}")
+    return problems
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_live_pronouncer_equals_pytorch(
+    chromium,
+    site_url,  # noqa: F811 (the fixture imported above)
+    expected,
+    edition,
+):
+    width, height = EDITIONS[edition]
+    prefix = "zh/" if edition == "zh" else ""
+    url = f"{site_url}/{prefix}{PAGE}.html"
+    context, page, problems, fetched = _open(
+        chromium, site_url + "/", url, width, height
+    )
+    try:
+        before = list(fetched)
+        assert not any(WEIGHTS in u for u in before), "weights before click"
+        button = page.inner_text(".pronouncer-live .pl-load")
+        assert button == (
+            "加载发音模型" if edition == "zh" else "Load the pronouncer"
+        )
+        _load(page)
+        assert any(WEIGHTS in u for u in fetched), "no weights after click"
+        # before the click the widget costs its script only (the rest is
+        # the theme, fonts and MathJax every page of the site loads)
+        own = _bytes([u for u in before if "/_static/pronouncer/" in u])
+        assert 0 < own < 50_000, f"the widget loads {own} bytes before"
+        print(
+            f"\n{edition}: {_bytes(before) / 1e6:.2f} MB before the click "
+            f"(the widget's script {own / 1e3:.0f} kB), "
+            f"{_bytes(fetched) / 1e6:.2f} MB after"
+        )
+        for word, want in expected.items():
+            got = _answer(page, word)
+            assert got["state"] == "done", (word, got["message"])
+            problems += _mismatches(word, got, want)
+            layers, heads = want["attention"].shape[:2]
+            if got["heatmaps"] != layers * heads:
+                problems.append(f"{word}: {got['heatmaps']} heatmaps")
+        for word in ALPHA_WORDS:
+            got = page.evaluate(
+                "w => window.PronouncerLive.model.beam(w, 4, 4, 1)"
+                ".map((r) => [r.phonemes.join(' '), r.score])",
+                word,
+            )
+            want = expected[word]["beam_alpha1"]
+            same = [p for p, _ in got] == [p for p, _ in want] and all(
+                abs(s - t) <= SCORE_TOL for (_, s), (_, t) in zip(got, want)
+            )
+            if not same:
+                problems.append(f"{word}: alpha=1 beam {got} != {want}")
+        for word, kind in BAD.items():
+            got = _answer(page, word)
+            if got["state"] != "error" or not got["message"].strip():
+                problems.append(f"{kind} input: no message ({got['state']})")
+            if got["greedy"] is not None:
+                problems.append(f"{kind} input: an answer {got['greedy']}")
+        # keystroke -> greedy answer: the whole word typed key by key
+        times, beams = [], []
+        for word in _test_words()[:10]:
+            page.fill(".pronouncer-live .pl-input", "")
+            page.type(".pronouncer-live .pl-input", word)
+            got = _answer(page, word)
+            times.append(got["ms"])
+            beams.append(got["beamMs"])
+        print(
+            f"{edition}: keystroke to greedy answer, median "
+            f"{statistics.median(times):.1f} ms, max {max(times):.1f} ms; "
+            f"beam search after it, median {statistics.median(beams):.1f} ms"
+        )
+        assert max(times) < LATENCY_BOUND_MS, times
+        _answer(page, "pronunciation")
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth > window.innerWidth"
+        )
+        if overflow:
+            problems.append(f"page wider than the window at {width} px")
+        page.screenshot(
+            path=SHOTS / f"live_pronouncer-{edition}-{width}.jpeg",
+            full_page=True,
+            type="jpeg",
+            quality=80,
+        )
+    finally:
+        context.close()
+    assert not problems, "\n".join(problems[:30])
+
+
+def test_live_pronouncer_works_from_a_file(chromium, built_site, expected):
+    """Opened from file:// (no server): the weights load by a <script>, and
+    they are the model's fp32 weights exactly (fp16 decoded without loss)."""
+    if built_site.returncode != 0:
+        pytest.fail("the site did not build (see test_book.py)")
+    base = (HTML / PAGE).with_suffix(".html").as_uri()
+    root = HTML.as_uri() + "/"
+    context, page, problems, _ = _open(chromium, root, base, 390, 844)
+    try:
+        _load(page)
+        # the weights the page computes with: the chapters' fp32, exactly
+        weights = page.evaluate(
+            "() => Object.fromEntries(Object.entries("
+            "window.PronouncerLive.model.W).map(([k, v]) => [k, [...v]]))"
+        )
+        model, _, _ = pr.load_pronouncer()
+        for name, tensor in model.state_dict().items():
+            got = torch.tensor(weights.pop(name)).view(tensor.shape)
+            if not torch.equal(got, tensor):
+                worst = (got - tensor).abs().max().item()
+                problems.append(f"weight {name} differs by {worst:.2e}")
+        assert not weights, f"tensors the model lacks: {sorted(weights)}"
+        for word in [*_test_words()[:3], *INVENTED[:2]]:
+            got = _answer(page, word)
+            problems += _mismatches(word, got, expected[word])
+    finally:
+        context.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_export_is_the_checkpoint(tmp_path):
+    """The exported fp16 numbers decode to exactly the model's weights (the
+    export checks it as it writes) and the build re-exports only when the
+    checkpoint changes."""
+    from tools import export_pronouncer as ex
+
+    out = tmp_path / "weights.js"
+    assert ex.ensure(out=out) and not ex.ensure(out=out)
+    text = out.read_text()
+    data = json.loads(text[text.index(ex.PREFIX) + len(ex.PREFIX) :][:-2])
+    assert len(data["phonemes"]) == 42 and len(data["examples"]) == 39
+    assert len(data["test"]) == 12000
+    model, _, _ = pr.load_pronouncer()
+    assert [n for n, _, _ in data["tensors"]] == list(model.state_dict())
+    changed = tmp_path / "other.pt"
+    changed.write_bytes(ex.CHECKPOINT.read_bytes() + b"\0")
+    assert not ex.is_current(out, changed)

@@ -1,0 +1,157 @@
+"""Export the stored pronouncer for the live page (book/pronouncer_live.md).
+
+    python -m tools.export_pronouncer        (tools/build_book.py calls it)
+
+Writes ``_static/pronouncer/weights.js`` (generated, not committed: it is
+rebuilt whenever ``book/data/pronouncer.pt`` or this exporter changes, found
+by their SHA-256 written in the file). The file is one JavaScript
+statement, ``window.PRONOUNCER_DATA = {...}``, so the page can load it with
+a ``<script>`` tag: that works from ``file://`` too, where ``fetch()``
+fails.
+It holds:
+
+- ``config``: d_model, heads, layers, d_ff, max_len, and the ids of PAD,
+  BOS and EOS;
+- ``letters`` / ``phonemes``: the vocabularies (``letter_vocab()``,
+  ``phoneme_vocab(stress)``), id order;
+- ``examples``: an example word for each phoneme (``PHONEMES``);
+- ``tensors``: ``[name, shape, offset]`` into ``fp16``, the state dict's
+  tensors in order, each row-major, little-endian IEEE half floats, base64;
+  the SAME fp16 numbers as the checkpoint (no re-rounding): decoded to
+  float32 they equal, bit for bit, the weights ``load_pronouncer`` gives
+  the chapters (checked here before writing);
+- ``test``: the held-out test words (``split_words()["test"]``) with their
+  pronunciations without stress, ``"word": "P1 P2|Q1 Q2"``. Only the test
+  words ship: they are the ones the model never saw, so comparing with them
+  is honest, and the whole dictionary would triple the file.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import pathlib
+import re
+
+from . import ROOT
+
+CHECKPOINT = ROOT / "book" / "data" / "pronouncer.pt"
+OUT = ROOT / "_static" / "pronouncer" / "weights.js"
+PREFIX = "window.PRONOUNCER_DATA = "
+HASH_LINE = re.compile(r"^// source sha256 ([0-9a-f]{64})$", re.M)
+
+
+def checkpoint_hash(path: pathlib.Path = CHECKPOINT) -> str:
+    """SHA-256 of the checkpoint and of this exporter: a change to either
+    makes the build export again."""
+    digest = hashlib.sha256(pathlib.Path(path).read_bytes())
+    digest.update(pathlib.Path(__file__).read_bytes())
+    return digest.hexdigest()
+
+
+def is_current(
+    out: pathlib.Path = OUT, checkpoint: pathlib.Path = CHECKPOINT
+) -> bool:
+    """True if ``out`` exists and was made from this checkpoint."""
+    out = pathlib.Path(out)
+    if not out.is_file():
+        return False
+    with out.open() as f:
+        head = f.read(200)
+    found = HASH_LINE.search(head)
+    return bool(found) and found.group(1) == checkpoint_hash(checkpoint)
+
+
+def payload(checkpoint: pathlib.Path = CHECKPOINT) -> dict:
+    """The exported data as a dict (``fp16`` as base64 text)."""
+    import numpy as np
+    import torch
+
+    from utils import pronunciation as pr
+
+    checkpoint = pathlib.Path(checkpoint)
+    stored = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    model, cfg, stress = pr.load_pronouncer(checkpoint)
+    if stress:
+        raise ValueError(
+            f"checkpoint {checkpoint} predicts stress digits; the live page "
+            "shows the 39 phonemes without stress"
+        )
+    fp32 = model.state_dict()
+    chunks, tensors, offset = [], [], 0
+    for name, t in stored["state_dict"].items():
+        if t.dtype != torch.float16:
+            raise TypeError(f"{name} is {t.dtype}, expected torch.float16")
+        half = t.contiguous().numpy().astype("<f2")
+        # the page decodes these halves to float32: exactly the chapters'
+        back = torch.from_numpy(half.astype(np.float32))
+        if not torch.equal(back, fp32[name]):
+            raise ValueError(f"{name}: fp16 -> fp32 differs from the model")
+        tensors.append([name, list(t.shape), offset])
+        chunks.append(half.tobytes())
+        offset += t.numel()
+    letters, phonemes = pr.letter_vocab(), pr.phoneme_vocab(stress)
+    test = {
+        word: "|".join(
+            dict.fromkeys(" ".join(pr.strip_stress(p)) for p in prons)
+        )
+        for word, prons in sorted(pr.split_words()["test"])
+    }
+    return {
+        "format": "course-pronouncer-1",
+        "config": {
+            "d_model": cfg.d_model,
+            "num_heads": cfg.num_heads,
+            "num_layers": cfg.num_layers,
+            "d_ff": cfg.d_ff,
+            "max_len": cfg.max_len,
+            "pad_id": phonemes.pad_id,
+            "bos_id": phonemes.bos_id,
+            "eos_id": phonemes.eos_id,
+        },
+        "letters": [letters.itos[i] for i in range(len(letters))],
+        "phonemes": [phonemes.itos[i] for i in range(len(phonemes))],
+        "examples": {p: w for p, (_, w) in pr.PHONEMES.items()},
+        "tensors": tensors,
+        "fp16": base64.b64encode(b"".join(chunks)).decode("ascii"),
+        "test": test,
+    }
+
+
+def export(
+    checkpoint: pathlib.Path = CHECKPOINT, out: pathlib.Path = OUT
+) -> pathlib.Path:
+    """Write ``out`` from ``checkpoint``; return ``out``."""
+    data = payload(checkpoint)
+    out = pathlib.Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = (
+        "// Generated by tools/export_pronouncer.py from "
+        "book/data/pronouncer.pt: do not edit.\n"
+        f"// source sha256 {checkpoint_hash(checkpoint)}\n"
+        "// The test words' pronunciations: CMUdict, Copyright (C) 1993-2015 "
+        "Carnegie Mellon University, BSD-style licence "
+        "(book/data/CMUDICT_LICENSE.txt).\n"
+        + PREFIX
+        + json.dumps(data, separators=(",", ":"), ensure_ascii=True)
+        + ";\n"
+    )
+    out.write_text(text)
+    return out
+
+
+def ensure(
+    checkpoint: pathlib.Path = CHECKPOINT, out: pathlib.Path = OUT
+) -> bool:
+    """Export unless ``out`` is current; True if it wrote the file."""
+    if is_current(out, checkpoint):
+        return False
+    export(checkpoint, out)
+    return True
+
+
+if __name__ == "__main__":
+    path = export()
+    size = path.stat().st_size
+    print(f"wrote {path.relative_to(ROOT)} ({size / 1e6:.2f} MB)")
