@@ -113,7 +113,7 @@ def test_the_glossary_accepts_natural_and_d2l_forms():
     forms = chinese_forms()
     assert forms["softmax"] == ("softmax", "归一化指数函数")
     assert "BLEU" in forms["BLEU"]
-    assert forms["beam search"] == ("集束搜索", "束搜索")
+    assert forms["beam search"] == ("束搜索", "集束搜索")
     assert "层规范化" in forms["layer normalisation"]
     assert forms["token"] == ("词元",)
 
