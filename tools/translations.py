@@ -208,6 +208,7 @@ TERMS: list[tuple[str, str, tuple[str, ...]]] = [
     ("teacher forcing", "教师强制", ("强制教学",)),
 ]
 # A rejected form is allowed in parentheses right after the form to write
+# (but for 词元, whose English is written once, at the first use)
 # (束搜索（集束搜索）, 层归一化（d2l-zh 译作层规范化）: where another name is
 # given for the reader who knows it) and in the glossary's pinyin index,
 # which lists every name a reader may look up (| 集束搜索 | jíshù sōusuǒ |
@@ -261,7 +262,10 @@ def term_problems(page: pathlib.Path) -> list[str]:
             first = False
         for concept, preferred, rejected in TERMS:
             # the other name given in parentheses after the preferred one
-            said = re.sub(re.escape(preferred) + r"（[^（）]*）", " ", prose)
+            # (not for 词元: its English is given once, by FIRST_USE)
+            said = prose
+            if preferred != FIRST_USE[0]:
+                said = re.sub(re.escape(preferred) + r"（[^（）]*）", " ", said)
             for pattern in rejected:
                 for m in re.finditer(pattern, said):
                     found.append(
