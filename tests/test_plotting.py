@@ -168,17 +168,21 @@ def test_categorical_ticks_are_translated_and_checked(monkeypatch):
     """A categorical axis (``ax.barh(names, values)``) makes its tick texts
     only when drawn: they are translated from the formatter, a missing one
     raises like any other text, and the axis still converts English data.
-    The Chinese text's font stack ends with the generic sans-serif."""
+    Every font stack of a Chinese figure ends with the generic sans-serif."""
     if labels.cjk_font() is None:
         pytest.skip("no CJK font installed")
     monkeypatch.setattr(
         labels,
         "table",
-        lambda: ({"shared embedding": "共享嵌入", "output bias": "输出偏置"}, ()),
+        lambda: (
+            {"shared embedding": "共享嵌入", "output bias": "输出偏置"},
+            (),
+        ),
     )
     assert labels.set_language("zh") == "zh"
     fig, ax = plt.subplots(figsize=(4, 2))
-    ax.barh(["shared embedding", "output bias"], [1, 2])
+    ax.barh(["shared embedding", "output bias"], [1, 200])
+    ax.set_xscale("log")  # mathtext ticks ($10^{2}$) name their own font
     figures.finish(fig)
     shown = [t.get_text() for t in ax.get_yticklabels()]
     assert shown == ["共享嵌入", "输出偏置"]

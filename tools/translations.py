@@ -265,7 +265,8 @@ def term_problems(page: pathlib.Path) -> list[str]:
             # (not for 词元: its English is given once, by FIRST_USE)
             said = prose
             if preferred != FIRST_USE[0]:
-                said = re.sub(re.escape(preferred) + r"（[^（）]*）", " ", said)
+                aside = re.escape(preferred) + r"（[^（）]*）"
+                said = re.sub(aside, " ", said)
             for pattern in rejected:
                 for m in re.finditer(pattern, said):
                     found.append(

@@ -43,6 +43,8 @@ def font_stack(font: str | None = None) -> list[str]:
     """The font families of Chinese figure text, the generic one last."""
     names = ["DejaVu Sans", font or cjk_font()]
     return [n for n in names if n] + [GENERIC]
+
+
 # Maths ($...$) and runs without two letters in a row stay as they are.
 _MATHS = re.compile(r"\$[^$]*\$")
 _WORD = re.compile(r"[A-Za-z]{2,}")
@@ -72,6 +74,23 @@ def set_language(language: str) -> str:
         plt.rcParams["font.sans-serif"] = stack[:-1]
         plt.rcParams["font.family"] = stack
     return language
+
+
+_FAMILY = re.compile(r"font-family: ?([^;\"}]*)")
+
+
+def generic_fonts(svg: str) -> str:
+    """A Chinese figure's SVG with the generic family last in every font
+    stack: the texts get it from ``font_stack``, but mathtext (a tick's
+    $10^{-2}$) names only its own font."""
+
+    def last(m: re.Match) -> str:
+        names = m[1].rstrip()
+        if names.split(",")[-1].strip() == GENERIC:
+            return m[0]
+        return f"font-family: {names}, {GENERIC}"
+
+    return _FAMILY.sub(last, svg)
 
 
 def language() -> str:
