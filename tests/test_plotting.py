@@ -164,6 +164,38 @@ def test_chinese_mode_translates_and_refuses_missing_entries(monkeypatch):
         figures.finish(fig)
 
 
+def test_categorical_ticks_are_translated_and_checked(monkeypatch):
+    """A categorical axis (``ax.barh(names, values)``) makes its tick texts
+    only when drawn: they are translated from the formatter, a missing one
+    raises like any other text, and the axis still converts English data.
+    Every font stack of a Chinese figure ends with the generic sans-serif."""
+    if labels.cjk_font() is None:
+        pytest.skip("no CJK font installed")
+    monkeypatch.setattr(
+        labels,
+        "table",
+        lambda: (
+            {"shared embedding": "共享嵌入", "output bias": "输出偏置"},
+            (),
+        ),
+    )
+    assert labels.set_language("zh") == "zh"
+    fig, ax = plt.subplots(figsize=(4, 2))
+    ax.barh(["shared embedding", "output bias"], [1, 200])
+    ax.set_xscale("log")  # mathtext ticks ($10^{2}$) name their own font
+    figures.finish(fig)
+    shown = [t.get_text() for t in ax.get_yticklabels()]
+    assert shown == ["共享嵌入", "输出偏置"]
+    assert ax.yaxis.convert_units("output bias") == 1
+    svg = figures.encode(fig)[0]["image/svg+xml"]
+    stacks = set(re.findall(r"font-family: ([^;}]*)", svg))
+    assert stacks and all(s.endswith("sans-serif") for s in stacks), stacks
+    fig, ax = plt.subplots(figsize=(4, 2))
+    ax.barh(["shared embedding", "decoder (6 layers)"], [1, 2])
+    with pytest.raises(KeyError, match="'decoder \\(6 layers\\)'"):
+        figures.finish(fig)
+
+
 def test_no_chinese_entry_mixes_maths_and_cjk(caplog):
     """mathtext has no font fallback: Chinese beside $maths$ in one text
     draws missing-glyph boxes, so such entries write the maths as text."""

@@ -113,7 +113,7 @@ def test_the_glossary_accepts_natural_and_d2l_forms():
     forms = chinese_forms()
     assert forms["softmax"] == ("softmax", "归一化指数函数")
     assert "BLEU" in forms["BLEU"]
-    assert forms["beam search"] == ("集束搜索", "束搜索")
+    assert forms["beam search"] == ("束搜索", "集束搜索")
     assert "层规范化" in forms["layer normalisation"]
     assert forms["token"] == ("词元",)
 
@@ -132,6 +132,52 @@ def test_chinese_uses_one_word_per_concept():
         f"{len(found)} rejected forms in the Chinese edition ({table}):\n"
         + "\n".join(found)
     )
+
+
+def test_figure_labels_use_one_word_per_concept():
+    """The figures speak the prose's words: no Chinese figure text
+    (locale/zh/figures/labels.yml) holds a rejected form of TERMS. Entries
+    that keep a text as it is (an English example word, a code name such as
+    ``memory`` in ``decode(tgt, memory)``) are not Chinese prose."""
+    import yaml
+
+    from utils import labels
+
+    raw = yaml.safe_load(labels.TABLE.read_text(encoding="utf-8"))
+    found = [
+        f"{en!r}: {zh!r} has {m.group(0)!r} for {concept!r}: write {pref}"
+        for en, zh in raw.items()
+        if zh != en
+        for concept, pref, rejected in translations.TERMS
+        for pattern in rejected
+        for m in re.finditer(pattern, zh)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_an_other_name_in_parentheses_and_the_index_are_allowed(
+    scratch, monkeypatch
+):
+    _, chapter = scratch
+    translations.sync(chapter)
+    entries = translations.load(chapter)
+    key = next(iter(entries))
+    for zh, flagged in [
+        ("先做束搜索（集束搜索），再比较。", False),
+        ("层归一化（《动手学深度学习》译作层规范化）。", False),
+        ("先做集束搜索，再比较。", True),
+        ("| 集束搜索 | jíshù sōusuǒ | {term}`beam search` |", False),
+        ("贪婪解码。", True),
+        ("训练了 3 个轮次。", True),
+    ]:
+        entries[key]["zh"] = zh
+        translations.save(chapter, entries)
+        found = [
+            m
+            for m in translations.term_problems(chapter)
+            if f"[{key}]" in m and "词元（token）" not in m
+        ]
+        assert bool(found) == flagged, (zh, found)
 
 
 def test_term_problems_names_page_unit_and_form(scratch):

@@ -186,7 +186,36 @@ TERMS: list[tuple[str, str, tuple[str, ...]]] = [
     ("quadratic", "二次", ("平方级", "平方增长")),
     ("to mask (the verb)", "屏蔽", ("掩掉", "遮住", "遮盖", "加掩码")),
     ("one-hot", "独热", (r"(?i)one-hot",)),
+    # d2l-zh's words (贪心搜索, 束搜索, 迭代周期)
+    ("greedy", "贪心", ("贪婪",)),
+    ("beam search", "束搜索", ("集束",)),
+    # an epoch, one pass over the training set; ch6's timing rounds are a
+    # different concept, written 轮 (多轮交替计时), never 轮次
+    (
+        "epoch",
+        "迭代周期",
+        (r"(?i)(?<![A-Za-z_])epochs?(?![A-Za-z_])", "轮次"),
+    ),
+    # the encoder's output the decoder reads (glossary: 记忆（编码器输出）);
+    # a computer's memory is 内存
+    ("memory", "记忆", (r"(?<![A-Za-z_])memory(?![A-Za-z_])",)),
+    ("the mask zoo", "掩码一览", ("掩码大全",)),
+    # the course writes mask 掩码 (d2l-zh: 遮蔽/掩蔽, 带遮蔽的…损失函数)
+    ("masked loss", "带掩码的损失", ("掩码损失",)),
+    # this edition's words where d2l-zh has another; d2l-zh's is given once,
+    # in parentheses after the first use: 层归一化（d2l-zh 译作层规范化）
+    ("layer normalisation", "层归一化", ("层规范化",)),
+    ("teacher forcing", "教师强制", ("强制教学",)),
 ]
+# A rejected form is allowed in parentheses right after the form to write
+# (but for 词元, whose English is written once, at the first use)
+# (束搜索（集束搜索）, 层归一化（d2l-zh 译作层规范化）: where another name is
+# given for the reader who knows it) and in the glossary's pinyin index,
+# which lists every name a reader may look up (| 集束搜索 | jíshù sōusuǒ |
+# {term}`beam search` |).
+INDEX_ROW = re.compile(
+    r"^\| [^|`]+ \| [^|`\u3400-\u9fff]+ \| \{term\}`[^`]*` \|$", re.M
+)
 # In a chapter (a notebook), the first 词元 is written so, and only there.
 FIRST_USE = ("词元", "词元（token）")
 SOLUTION = re.compile(r"^:::\{admonition\} Solution (\d+), explained$", re.M)
@@ -217,7 +246,7 @@ def term_problems(page: pathlib.Path) -> list[str]:
     found, store, first = [], load(page), page.suffix == ".ipynb"
     for key, text in units(page).items():
         zh = str(store.get(key, {}).get("zh") or "")
-        prose = chinese_prose(zh)
+        prose = chinese_prose(INDEX_ROW.sub(" ", zh))
         if first and FIRST_USE[0] in prose:
             at = prose.index(FIRST_USE[0])
             if prose.startswith(FIRST_USE[1], at):
@@ -232,12 +261,18 @@ def term_problems(page: pathlib.Path) -> list[str]:
                 )
             first = False
         for concept, preferred, rejected in TERMS:
+            # the other name given in parentheses after the preferred one
+            # (not for 词元: its English is given once, by FIRST_USE)
+            said = prose
+            if preferred != FIRST_USE[0]:
+                aside = re.escape(preferred) + r"（[^（）]*）"
+                said = re.sub(aside, " ", said)
             for pattern in rejected:
-                for m in re.finditer(pattern, prose):
+                for m in re.finditer(pattern, said):
                     found.append(
                         f"{page.name} [{key}] {m.group(0)!r} for {concept!r}: "
                         f"write {preferred} "
-                        f"({prose[max(0, m.start() - 12) : m.end() + 12]!r})"
+                        f"({said[max(0, m.start() - 12) : m.end() + 12]!r})"
                     )
         for n in SOLUTION.findall(text):
             if f":::{{admonition}} 解答 {n} 及讲解" not in zh:

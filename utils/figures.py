@@ -270,6 +270,8 @@ def _compact(svg: str, record: str) -> str:
         svg,
     )
     svg = re.sub(r"translate\((-?[\d.]+) 0\)", r"translate(\1)", svg)
+    if labels.language() == "zh":
+        svg = labels.generic_fonts(svg)
     svg = _classes(svg)
     return svg.replace("<desc/>", f"<desc>{record}</desc>", 1)
 

@@ -18,6 +18,7 @@ import re
 
 import matplotlib.pyplot as plt
 from matplotlib import font_manager
+from matplotlib.category import StrCategoryFormatter
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
@@ -30,6 +31,20 @@ TABLE = (
     / "labels.yml"
 )
 CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC")
+# A Chinese figure's text: DejaVu Sans for Latin and symbols, the CJK font
+# for Chinese, and the generic family last (the SVG keeps text as text, so a
+# browser without either font still picks a sans-serif one). matplotlib
+# expands "sans-serif" in the SVG into font.sans-serif, which Chinese mode
+# sets to the same two fonts, so the stack stays short.
+GENERIC = "sans-serif"
+
+
+def font_stack(font: str | None = None) -> list[str]:
+    """The font families of Chinese figure text, the generic one last."""
+    names = ["DejaVu Sans", font or cjk_font()]
+    return [n for n in names if n] + [GENERIC]
+
+
 # Maths ($...$) and runs without two letters in a row stay as they are.
 _MATHS = re.compile(r"\$[^$]*\$")
 _WORD = re.compile(r"[A-Za-z]{2,}")
@@ -55,8 +70,27 @@ def set_language(language: str) -> str:
         language = "en"
     _state["language"] = language
     if language == "zh":  # also for texts made later, such as new ticks
-        plt.rcParams["font.family"] = ["DejaVu Sans", font]
+        stack = font_stack(font)
+        plt.rcParams["font.sans-serif"] = stack[:-1]
+        plt.rcParams["font.family"] = stack
     return language
+
+
+_FAMILY = re.compile(r"font-family: ?([^;\"}]*)")
+
+
+def generic_fonts(svg: str) -> str:
+    """A Chinese figure's SVG with the generic family last in every font
+    stack: the texts get it from ``font_stack``, but mathtext (a tick's
+    $10^{-2}$) names only its own font."""
+
+    def last(m: re.Match) -> str:
+        names = m[1].rstrip()
+        if names.split(",")[-1].strip() == GENERIC:
+            return m[0]
+        return f"font-family: {names}, {GENERIC}"
+
+    return _FAMILY.sub(last, svg)
 
 
 def language() -> str:
@@ -129,7 +163,17 @@ def used() -> set[str]:
 
 def _translate_ticks(formatter, lookup) -> None:
     """Word tick labels live in the formatter: a FixedFormatter's ``seq``,
-    or the dict of ``set_xticks(ticks, labels)`` (a FuncFormatter)."""
+    the dict of ``set_xticks(ticks, labels)`` (a FuncFormatter), or the
+    categories of a categorical axis (``ax.barh(names, values)``: a
+    StrCategoryFormatter, whose texts are made only when the figure is drawn,
+    so the ``Text`` pass of ``translate_figure`` never sees them)."""
+    if isinstance(formatter, StrCategoryFormatter):
+        # a new dict: the old one is the axis's category -> number mapping,
+        # which converting data still needs in English
+        formatter._units = {
+            lookup(str(name)): place
+            for name, place in formatter._units.items()
+        }
     if hasattr(formatter, "seq"):
         formatter.seq = [lookup(str(s)) for s in formatter.seq]
     args = getattr(getattr(formatter, "func", None), "args", ())
@@ -141,7 +185,8 @@ def _translate_ticks(formatter, lookup) -> None:
 
 def translate_figure(fig: Figure, strict: bool = True) -> list[str]:
     """In Chinese mode, replace every text of ``fig`` by its translation and
-    give it the CJK font (DejaVu Sans first, for Latin and symbols).
+    give it the CJK font (DejaVu Sans first, for Latin and symbols;
+    ``sans-serif`` last).
 
     ``strict=False`` keeps a text with no entry and returns those texts
     instead of raising."""
@@ -158,7 +203,7 @@ def translate_figure(fig: Figure, strict: bool = True) -> list[str]:
             missing.append(text)
             return text
 
-    family = ["DejaVu Sans", cjk_font()]
+    family = font_stack()
     for ax in fig.axes:
         for axis in ax._axis_map.values():
             _translate_ticks(axis.get_major_formatter(), lookup)
