@@ -35,6 +35,7 @@ Chromium the test skips, except under CI=true, where it fails.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -148,8 +149,10 @@ def site_url(request):
     server.server_close()
 
 
-@pytest.fixture(scope="module")
-def browser():
+@contextlib.contextmanager
+def launched_chromium():
+    """Headless Chromium for a module's tests; skips (fails under CI=true)
+    where there is no Chromium or no Playwright."""
     executable = _chromium()
     if executable is None:
         _skip_or_fail(INSTALL_HINT)
@@ -157,14 +160,21 @@ def browser():
         from playwright.sync_api import sync_playwright
     except ImportError:
         _skip_or_fail("playwright is not installed: make venv")
-    shutil.rmtree(SHOTS, ignore_errors=True)  # no stale pictures of old pages
-    SHOTS.mkdir(parents=True)
     with sync_playwright() as p:
         chromium = p.chromium.launch(
             executable_path=executable, args=CHROMIUM_FLAGS
         )
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with launched_chromium() as chromium:
+        # no stale pictures of old pages
+        shutil.rmtree(SHOTS, ignore_errors=True)
+        SHOTS.mkdir(parents=True)
+        yield chromium
 
 
 # Runs in the page (tests/inspect_page.js): what a reader would see wrong.

@@ -34,12 +34,9 @@ import urllib.parse
 import pytest
 import torch
 from tests.test_browser import (  # noqa: F401 (site_url: a fixture)
-    CHROMIUM_FLAGS,
     HTML,
-    INSTALL_HINT,
     SHOTS,
-    _chromium,
-    _skip_or_fail,
+    launched_chromium,
     site_url,
 )
 
@@ -104,20 +101,9 @@ def expected():
 
 @pytest.fixture(scope="module")
 def chromium():
-    executable = _chromium()
-    if executable is None:
-        _skip_or_fail(INSTALL_HINT)
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip_or_fail("playwright is not installed: make venv")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=executable, args=CHROMIUM_FLAGS
-        )
+    with launched_chromium() as browser:
+        SHOTS.mkdir(parents=True, exist_ok=True)
         yield browser
-        browser.close()
 
 
 def _open(chromium, base: str, url: str, width: int, height: int):

@@ -133,25 +133,22 @@ def test_figures_keep_every_number_their_text_shows():
     assert not re.search(r"(?<![\w.#-])\d+\.\d{3,}(?!\d)", tags)
 
 
-def test_chinese_mode_translates_and_refuses_missing_entries(monkeypatch):
+def _chinese(monkeypatch, entries, patterns=()):
+    """Chinese mode with ``entries`` (and ``patterns``) as the label table;
+    skips where no CJK font is installed."""
     if labels.cjk_font() is None:
         pytest.skip("no CJK font installed")
-    monkeypatch.setattr(
-        labels,
-        "table",
-        lambda: (
-            {"Training loss": "训练损失", "step": "步", "loss": "损失"},
-            tuple(
-                (
-                    re.compile(r"^seed (?P<n>[^A-Za-z\s]+)$"),
-                    "seed {n}",
-                    "种子 {n}",
-                )
-                for _ in [0]
-            ),
-        ),
-    )
+    monkeypatch.setattr(labels, "table", lambda: (entries, tuple(patterns)))
     assert labels.set_language("zh") == "zh"
+
+
+def test_chinese_mode_translates_and_refuses_missing_entries(monkeypatch):
+    seed = (re.compile(r"^seed (?P<n>[^A-Za-z\s]+)$"), "seed {n}", "种子 {n}")
+    _chinese(
+        monkeypatch,
+        {"Training loss": "训练损失", "step": "步", "loss": "损失"},
+        [seed],
+    )
     fig = _line()
     fig.axes[0].set_xticks([0, 1], ["step", "seed 3"])
     figures.finish(fig)
@@ -169,17 +166,10 @@ def test_categorical_ticks_are_translated_and_checked(monkeypatch):
     only when drawn: they are translated from the formatter, a missing one
     raises like any other text, and the axis still converts English data.
     Every font stack of a Chinese figure ends with the generic sans-serif."""
-    if labels.cjk_font() is None:
-        pytest.skip("no CJK font installed")
-    monkeypatch.setattr(
-        labels,
-        "table",
-        lambda: (
-            {"shared embedding": "共享嵌入", "output bias": "输出偏置"},
-            (),
-        ),
+    _chinese(
+        monkeypatch,
+        {"shared embedding": "共享嵌入", "output bias": "输出偏置"},
     )
-    assert labels.set_language("zh") == "zh"
     fig, ax = plt.subplots(figsize=(4, 2))
     ax.barh(["shared embedding", "output bias"], [1, 200])
     ax.set_xscale("log")  # mathtext ticks ($10^{2}$) name their own font
