@@ -107,3 +107,10 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("notebook execution times (nbval)")
         for path, seconds in sorted(_NOTEBOOK_SECONDS.items()):
             terminalreporter.write_line(f"{seconds:7.1f} s  {path}")
+        # the lean main path of chapters 1-7 (tools/main_path_words.py)
+        from tools import main_path_words
+
+        terminalreporter.section("main-path words, chapters 1-7")
+        lines, _ = main_path_words.table(main_path_words.lean_notebooks())
+        for line in lines:
+            terminalreporter.write_line(line)
