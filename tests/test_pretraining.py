@@ -1,67 +1,91 @@
-"""utils.pretraining: BERT's masking rule (statistically), the loss on
-chosen positions only, the three attention masks, and one row of chapter
-10's stored sweep re-run."""
+"""utils.pretraining on English words: BERT's masking procedure (exact
+counts, then its 80/10/10 rule statistically), the loss on chosen letters
+only, the three attention masks, the hand-over of a masked LM to the
+pronouncer's encoder, sampling and completion, and the first steps of
+chapter 10's stored runs re-run."""
 
 from __future__ import annotations
 
 import json
 import pathlib
-import random
 
 import pytest
 import torch
 
-from utils import corpus
 from utils import pretraining as pt
+from utils import pronunciation as pr
 from utils.loss import masked_cross_entropy
 from utils.masks import causal_mask, prefix_lm_mask
-from utils.runtime import threads
+from utils.translator import TranslatorConfig, build_translator
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-BIG = corpus.encode(corpus.make_splits(0)["train"]).repeat(30, 1)
+WORDS = [w for w, _ in pr.split_words(2000, 12000, 0)["train"][:20000]]
+IDS = pt.encode(WORDS)
 
 
 def _within(k: int, n: int, p: float, sds: float = 4.0) -> bool:
     return abs(k / n - p) < sds * (p * (1 - p) / n) ** 0.5
 
 
+def test_encode_decode_and_bad_words():
+    ids = pt.encode(["cat", "a"], bos=True)
+    assert ids.tolist() == [[1, 5, 3, 22, 2], [1, 3, 2, 0, 0]]
+    assert pt.decode(ids[0]) == "cat"
+    assert pt.decode(torch.tensor([5, pt.MASK, 22])) == "c_t"
+    with pytest.raises(TypeError, match="words"):
+        pt.encode("cat")
+    with pytest.raises(ValueError, match="Cat"):
+        pt.encode(["Cat"])
+    with pytest.raises(ValueError, match="words"):
+        pt.encode([])
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_bert_rule_15_percent_then_80_10_10(seed):
-    inputs, chosen = pt.bert_mask(BIG, torch.Generator().manual_seed(seed))
-    normal = BIG >= len(corpus.SPECIALS)
-    assert not chosen[~normal].any()
-    assert torch.equal(inputs[~chosen], BIG[~chosen])  # the rest untouched
-    n_normal, n_chosen = int(normal.sum()), int(chosen.sum())
-    assert n_normal > 100_000
-    assert _within(n_chosen, n_normal, 0.15)
-    same = 1 / len(corpus.NORMAL_IDS)
-    masked = chosen & (inputs == corpus.MASK)
-    kept = chosen & (inputs == BIG)
+def test_bert_chooses_a_fixed_count_per_word(seed):
+    inputs, chosen = pt.bert_mask(IDS, torch.Generator().manual_seed(seed))
+    length = (IDS != 0).sum(1)  # letters and EOS
+    letters = (IDS >= 3) & (IDS < pt.MASK)
+    want = [
+        min(max(1, round(0.15 * int(n))), int(m))
+        for n, m in zip(length, letters.sum(1))
+    ]
+    assert chosen.sum(1).tolist() == want  # BERT's count, never random
+    assert not chosen[~letters].any()  # EOS and PAD are never chosen
+    assert torch.equal(inputs[~chosen], IDS[~chosen])  # the rest untouched
+    # about 1.3 per word: the dictionary's words are short
+    assert 1.0 < chosen.sum(1).float().mean() < 1.6
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bert_80_10_10(seed):
+    big = IDS.repeat(3, 1)
+    inputs, chosen = pt.bert_mask(big, torch.Generator().manual_seed(seed))
+    n = int(chosen.sum())
+    same = 1 / 26  # a random letter may be the letter that was there
+    masked = chosen & (inputs == pt.MASK)
+    kept = chosen & (inputs == big)
     randomised = chosen & ~masked & ~kept
-    assert _within(int(masked.sum()), n_chosen, 0.8)
-    assert _within(int(randomised.sum()), n_chosen, 0.1 * (1 - same))
-    assert _within(int(kept.sum()), n_chosen, 0.1 * (1 + same))
-    # random replacements are normal tokens, never a special one
-    assert (inputs[randomised] >= len(corpus.SPECIALS)).all()
+    assert _within(int(masked.sum()), n, 0.8)
+    assert _within(int(randomised.sum()), n, 0.1 * (1 - same))
+    assert _within(int(kept.sum()), n, 0.1 * (1 + same))
+    assert ((inputs[randomised] >= 3) & (inputs[randomised] < pt.MASK)).all()
 
 
-def test_bert_rule_other_rates_and_bad_rates():
+def test_bert_other_rates_and_bad_rates():
     inputs, chosen = pt.bert_mask(
-        BIG, torch.Generator().manual_seed(0), p=0.5, p_mask=1.0, p_random=0.0
+        IDS, torch.Generator().manual_seed(0), p=0.5, p_mask=1.0, p_random=0
     )
-    normal = BIG >= len(corpus.SPECIALS)
-    assert _within(int(chosen.sum()), int(normal.sum()), 0.5)
-    assert (inputs[chosen] == corpus.MASK).all()
+    assert (inputs[chosen] == pt.MASK).all()
+    assert chosen.sum() > 0.4 * ((IDS >= 3).sum())
     with pytest.raises(ValueError, match="p_mask \\+ p_random"):
-        pt.bert_mask(BIG[:2], p_mask=0.95, p_random=0.1)
+        pt.bert_mask(IDS[:2], p_mask=0.95, p_random=0.1)
 
 
 def test_mlm_loss_ignores_unchosen_positions():
     torch.manual_seed(0)
-    ids = BIG[:16]
+    ids = IDS[:16]
     _, chosen = pt.bert_mask(ids, torch.Generator().manual_seed(4))
-    assert chosen.any() and (~chosen).any()
-    logits = torch.randn(*ids.shape, len(corpus.TOKENS), requires_grad=True)
+    logits = torch.randn(*ids.shape, pt.VOCAB, requires_grad=True)
     loss = masked_cross_entropy(logits, ids, chosen)
     (grad,) = torch.autograd.grad(loss, logits)
     other = logits.detach().clone()
@@ -78,35 +102,25 @@ def test_mlm_loss_ignores_unchosen_positions():
     torch.testing.assert_close(loss, theirs)
 
 
-def test_prefix_lm_mask_hand_written():
-    # [CLS] seven = 7 [EOS] and a padded row; prefix "[CLS] seven =" is 3
-    ids = corpus.encode([7, 15])[:, :5]
-    ids[1, 4] = corpus.PAD
+def test_prefix_mask_hand_written():
+    # [BOS] c a t, prefix [BOS] c a (3), and "a" padded
+    ids = pt.encode(["cat", "a"], bos=True)[:, :-1]
     mask = pt.attention_mask("plm", ids, torch.tensor([3, 3]))
     expected = torch.tensor(
-        [
-            [1, 1, 1, 0, 0],
-            [1, 1, 1, 0, 0],
-            [1, 1, 1, 0, 0],
-            [1, 1, 1, 1, 0],
-            [1, 1, 1, 1, 1],
-        ],
+        [[1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 1]],
         dtype=torch.bool,
     )
-    assert mask.shape == (2, 1, 5, 5)
     assert torch.equal(mask[0, 0], expected)
-    assert torch.equal(
-        mask[1, 0], expected & torch.tensor([1, 1, 1, 1, 0]).bool()
-    )
-    assert torch.equal(mask[0, 0], prefix_lm_mask(5, 3))
+    assert torch.equal(mask[0, 0], prefix_lm_mask(4, 3))
+    real = torch.tensor([1, 1, 1, 0]).bool()  # [BOS] a [EOS] [PAD]
+    assert torch.equal(mask[1, 0], expected & real)
 
 
-def test_causal_and_bidirectional_masks_hide_padding():
-    ids = corpus.encode([7, 777])
-    real = ids != corpus.PAD
-    clm = pt.attention_mask("clm", ids)
-    mlm = pt.attention_mask("mlm", ids)
+def test_masks_hide_padding_and_bad_kind():
+    ids = pt.encode(["a", "word"])
+    real = ids != 0
     size = ids.size(1)
+    clm, mlm = pt.attention_mask("clm", ids), pt.attention_mask("mlm", ids)
     for b in range(2):
         assert torch.equal(clm[b, 0], causal_mask(size) & real[b][None, :])
         assert torch.equal(mlm[b, 0], real[b][None, :].expand(size, size))
@@ -118,60 +132,130 @@ def test_causal_and_bidirectional_masks_hide_padding():
 
 @pytest.mark.parametrize("kind", ["clm", "plm"])
 def test_no_scored_row_sees_its_target(kind):
-    ids = corpus.encode([305, 7, 999, 40])
-    _, mask, targets, on = pt.objective_batch(kind, ids)
-    torch.testing.assert_close(targets, ids[:, 1:])
+    words = ["pronounce", "cat", "a", "dictionary"]
+    gen = torch.Generator().manual_seed(0)
+    inputs, mask, targets, on = pt.objective_batch(kind, words, gen)
+    ids = pt.encode(words, bos=True)
+    assert torch.equal(inputs, ids[:, :-1])
+    assert torch.equal(targets, ids[:, 1:])
     for b, t in on.nonzero().tolist():
         assert t + 1 >= mask.size(-1) or not mask[b, 0, t, t + 1]
-    if kind == "plm":  # scored: the digits and [EOS] only
-        assert on.sum(1).tolist() == [4, 2, 4, 3]
+    if kind == "plm":  # 3 letters of prefix: the rest of the word and EOS
+        _, _, _, on3 = pt.objective_batch(kind, words, prefix_letters=3)
+        # "cat" and "a": the prefix is capped at all letters but one
+        assert on3.sum(1).tolist() == [7, 2, 1, 8]
 
 
-def test_causal_model_output_ignores_the_future():
+def test_causal_output_ignores_the_future():
     torch.manual_seed(0)
     model = pt.TinyLM().eval()
-    ids = corpus.encode([305])
+    ids = pt.encode(["pronounce"], bos=True)
     changed = ids.clone()
-    changed[0, 6:] = corpus.TOKEN_ID["9"]  # rewrite the digits
+    changed[0, 5:] = 3  # rewrite the end of the word
     with torch.no_grad():
         a = model(ids, pt.attention_mask("clm", ids))
         b = model(changed, pt.attention_mask("clm", changed))
         c = model(changed, pt.attention_mask("mlm", changed))
         d = model(ids, pt.attention_mask("mlm", ids))
-    torch.testing.assert_close(a[:, :6], b[:, :6])
-    assert not torch.allclose(c[:, :6], d[:, :6])  # bidirectional sees it
+    torch.testing.assert_close(a[:, :5], b[:, :5])
+    assert not torch.allclose(c[:, :5], d[:, :5])  # bidirectional sees it
 
 
-def test_statement_data_changes_one_digit_in_false_rows():
-    numbers = list(range(1, 400))
-    ids, labels = pt.statement_data(numbers, seed=3)
-    truth = corpus.encode(numbers)
-    diff = (ids != truth).sum(1)
-    assert torch.equal(diff == 0, labels == 1)
-    assert (diff[labels == 0] == 1).all()
-    assert 0.4 < labels.float().mean() < 0.6
+def test_masked_lm_becomes_the_pronouncer_encoder():
+    cfg = TranslatorConfig(d_model=32, d_ff=64, num_layers=2, dropout=0.0)
+    torch.manual_seed(1)
+    lm = pt.TinyLM(pt.LMConfig.like(cfg)).eval()
+    torch.manual_seed(2)
+    model = build_translator(cfg, pr.letter_vocab(), pr.phoneme_vocab(False))
+    state = pt.encoder_state(lm)
+    model.load_state_dict({**model.state_dict(), **state})
+    src = pr.encode_words(["cat", "pronounce"])
+    with torch.no_grad():
+        memory, _ = model.eval().encode(src)
+        hidden = lm(src, pt.attention_mask("mlm", src))
+    real = src != 0
+    torch.testing.assert_close(memory[real], hidden[real])
+    with pytest.raises(TypeError, match="lm"):
+        pt.encoder_state(model)
+
+
+def test_train_translator_init_is_checked():
+    from utils.translator import train_translator
+
+    cfg = TranslatorConfig(
+        d_model=32, d_ff=64, steps=2, eval_every=2, min_size_share=0.0
+    )
+    split = pr.split_words(20, 20, 0)
+    data = {"train": split["train"][:40], "valid": split["valid"]}
+    splits, vocabs = pr.translator_data(data, stress=False)
+    bad = {"encoder.nothing": torch.zeros(1)}
+    with pytest.raises(ValueError, match="encoder.nothing"):
+        train_translator(cfg, splits, vocabs=vocabs, progress=False, init=bad)
+    wrong = {"src_embed.lut.weight": torch.zeros(30, 32)}
+    with pytest.raises(ValueError, match="shape"):
+        train_translator(
+            cfg, splits, vocabs=vocabs, progress=False, init=wrong
+        )
+    with pytest.raises(TypeError, match="init"):
+        train_translator(cfg, splits, vocabs=vocabs, progress=False, init=[1])
+
+
+def test_sampling_and_completion():
+    torch.manual_seed(0)
+    model = pt.TinyLM().eval()
+    words = pt.sample_words(model, 20, 1.0, seed=3, max_len=6)
+    assert words == pt.sample_words(model, 20, 1.0, seed=3, max_len=6)
+    assert all(w == "" or (w.isalpha() and len(w) <= 6) for w in words)
+    assert words != pt.sample_words(model, 20, 1.0, seed=4, max_len=6)
+    with pytest.raises(ValueError, match="temperature"):
+        pt.sample_words(model, 2, 0.0)
+    done = pt.complete("plm", model, ["pro", "th"], max_new=4)
+    assert [w[: len(p)] for w, p in zip(done, ["pro", "th"])] == ["pro", "th"]
+    assert all(len(w) <= len(p) + 4 for w, p in zip(done, ["pro", "th"]))
+    with pytest.raises(ValueError, match="kind"):
+        pt.complete("mlm", model, ["pro"])
+
+
+def test_baselines_count_the_same_tokens():
+    valid = WORDS[:300]
+    for kind in pt.OBJECTIVES:
+        base = pt.baselines(kind, WORDS[300:5000], valid)
+        model = pt.TinyLM().eval()
+        assert base["n"] == pt.evaluate_lm(kind, model, valid)["n"]
+        assert 0 < base["unigram"] < base["bigram"] < 1
 
 
 @pytest.mark.exact
-def test_sweep_row_reproduces():
-    """Re-run seed 0 of tools/sweep_ch10.py (about 30 s): the pre-trained
-    masked LM's test accuracy and one fine-tuning row, against the JSON."""
-    sweep = json.loads((ROOT / "book/data/ch10_sweep.json").read_text())
-    steps = sweep["config"]["body_steps"]
-    splits = corpus.make_splits(0)
-    with threads(1):
-        body, _ = pt.train_lm("mlm", splits["train"], steps, seed=0)
-    stats = pt.evaluate_lm("mlm", body, splits["test"])
-    stored = sweep["pretrain"][0]
-    assert stored["seed"] == 0
-    assert abs(stats["accuracy"] - stored["mlm_body"]["accuracy"]) < 0.03
-    row = next(
-        r
-        for r in sweep["finetune"]
-        if (r["seed"], r["labels"], r["init"], r["pooling"])
-        == (0, 16, "pretrained", "cls")
+def test_stored_runs_first_steps_replay():
+    """The first steps of tools/sweep_ch10.py's seed-1 runs, re-run: a
+    causal LM and a pronouncer from scratch on 500 labelled words."""
+    from tools import sweep_ch10 as sw
+    from utils.translator import train_translator
+
+    lines = sw.OUT.read_text().splitlines()
+    rows = {r["run"]: r for r in map(json.loads, lines)}
+    d = sw.data()
+    _, losses = pt.train_lm(
+        "clm",
+        d["train"],
+        sw.PRE_STEPS["clm"],
+        sw.PRE_BATCH,
+        1,
+        sw.PRE_LR,
+        sw.LM,
+        stop_after=sw.REPLAY,
     )
-    train = list(splits["train"])
-    random.Random(1000).shuffle(train)
-    acc = pt.fine_tune_row(body, train, splits["test"], 16, "cls", 0)
-    assert abs(acc - row["accuracy"]) < 0.05
+    assert [round(x, 5) for x in losses] == rows["pre_clm_s1"]["losses"]
+    entries = sw.label_order(d["split"]["train"], 1)[:500]
+    splits, vocabs = pr.translator_data(
+        {"train": entries, "valid": d["split"]["valid"]}, stress=False
+    )
+    _, history = train_translator(
+        sw.tune_config(sw.TUNE_STEPS, 1),
+        splits,
+        progress=False,
+        vocabs=vocabs,
+        stop_after=sw.REPLAY,
+    )
+    got = [round(x, 5) for x in history["train_loss"]]
+    assert got == rows[f"tune_500_scratch_{sw.TUNE_STEPS}_s1"]["losses"]

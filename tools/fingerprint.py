@@ -153,7 +153,7 @@ def _optimisers(out: dict[str, str]) -> None:
 def _models(out: dict[str, str]) -> None:
     from tools.sweep_ch02 import CopyTwo, copy_batch
     from utils import ambiguous
-    from utils import corpus, pretraining
+    from utils import pretraining, pronunciation
     from utils.loss import masked_cross_entropy
     from utils.model import Transformer
     from utils.position_probe import (
@@ -165,7 +165,11 @@ def _models(out: dict[str, str]) -> None:
     from utils.runtime import adam
     from utils.toy_tasks import make_motif_data
     from utils.training import noam_scheduler, paper_adam
-    from utils.translator import TranslatorConfig, build_translator
+    from utils.translator import (
+        TranslatorConfig,
+        build_translator,
+        train_translator,
+    )
 
     # chapter 1: a CNN and a tiny Transformer on the motif task
     x, y = make_motif_data(64, seed=0)
@@ -250,15 +254,33 @@ def _models(out: dict[str, str]) -> None:
         sched.step()
     out["translator_training"] = _h(_weights(model))
 
-    # chapter 10: the three objectives, then fine-tuning
-    numbers = corpus.make_splits(0)["train"][:200]
+    # chapter 10: the three objectives on words, then a pronouncer whose
+    # encoder starts from the masked LM
+    split = pronunciation.split_words(20, 20, 0)
+    words = [w for w, _ in split["train"][:200]]
     weights = []
     for kind in pretraining.OBJECTIVES:
-        lm, losses = pretraining.train_lm(kind, numbers, steps=3, batch=32)
+        lm, losses = pretraining.train_lm(kind, words, steps=3, batch=32)
         weights += [_weights(lm), torch.tensor(losses)]
-    ids = corpus.encode(numbers[:32])
-    labels = torch.tensor([n % 2 for n in numbers[:32]])
-    weights.append(_weights(pretraining.fine_tune(lm, ids, labels, steps=3)))
+    cfg = TranslatorConfig(
+        d_model=64,
+        d_ff=256,
+        num_layers=2,
+        steps=3,
+        eval_every=3,
+        min_size_share=0.0,
+        n_valid_exact=4,
+    )
+    data = {"train": split["train"][:64], "valid": split["valid"][:4]}
+    pairs, vocabs = pronunciation.translator_data(data, stress=False)
+    tuned, _ = train_translator(
+        cfg,
+        pairs,
+        progress=False,
+        vocabs=vocabs,
+        init=pretraining.encoder_state(lm),
+    )
+    weights.append(_weights(tuned))
     out["ch10_pretraining"] = _h(torch.cat(weights))
 
 

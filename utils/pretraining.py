@@ -1,59 +1,134 @@
-"""One stack, three pre-training objectives, and fine-tuning (chapter 10).
+"""One stack, three pre-training objectives on English words (chapter 10).
 
-The same small stack of the course's ``EncoderLayer``s becomes a different
-model family by its attention mask and its loss targets alone:
+The unlabelled data is the spelling of dictionary words; letters are the
+tokens (ids of ``utils.pronunciation.letter_vocab``: PAD 0, BOS 1, EOS 2,
+the letters 3-28) plus one more, ``MASK`` (29). The same stack of the
+course's ``EncoderLayer``s is trained three ways; what differs is the
+input, the attention mask and where the loss is taken:
 
-==========  ============================  ==================================
-objective   attention mask                loss on
-==========  ============================  ==================================
-``"mlm"``   bidirectional (real keys)     the 15% chosen positions only
-``"clm"``   causal                        every next token
-``"plm"``   prefix bidirectional, then    the next tokens after the prefix
-            causal                        (``= digits [EOS]`` -> the digits)
-==========  ============================  ==================================
+==========  =====================  ===================  ====================
+objective   input                  attention mask       loss on
+==========  =====================  ===================  ====================
+``"mlm"``   letters EOS, corrupted bidirectional        the chosen letters
+``"clm"``   BOS letters            causal               every next token
+``"plm"``   BOS letters            prefix both ways,    the tokens after the
+                                   then causal          prefix
+==========  =====================  ===================  ====================
 
-Ids follow ``utils.corpus``; masks are boolean, True = may attend.
+The masked LM's input is exactly what chapter 8's pronouncer encoder reads
+(letters, EOS), so its weights can start that encoder (``encoder_state``).
+Masks are boolean, True = may attend.
 """
 
 from __future__ import annotations
 
-import random
+import collections
+import math
+from typing import Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from . import corpus
 from .checks import (
     check_at_most,
     check_choice,
     check_int,
+    check_number,
     check_probability,
 )
 from .layers import Embeddings, EncoderLayer, Stack
 from .loss import masked_cross_entropy
 from .masks import causal_mask
 from .positional import PositionalEncoding
+from .pronunciation import letter_vocab
 from .runtime import adam, threads
 
 __all__ = [
+    "round_fp16",
     "OBJECTIVES",
+    "MASK",
+    "VOCAB",
+    "LMConfig",
+    "encode",
+    "decode",
     "bert_mask",
     "attention_mask",
     "objective_batch",
     "TinyLM",
-    "Classifier",
     "train_lm",
     "evaluate_lm",
-    "generate",
-    "fine_tune",
-    "accuracy",
-    "exact_match",
-    "statement_data",
-    "fine_tune_row",
+    "baselines",
+    "encoder_state",
+    "sample_words",
+    "complete",
 ]
 
 OBJECTIVES = ("mlm", "clm", "plm")
+PAD, BOS, EOS = 0, 1, 2
+FIRST_LETTER = 3
+N_LETTERS = 26
+MASK = FIRST_LETTER + N_LETTERS  # 29: one id past the pronouncer's letters
+VOCAB = MASK + 1
+
+
+def _check_words(words, name: str = "words") -> list[str]:
+    if isinstance(words, str) or not isinstance(words, Sequence):
+        raise TypeError(f"{name} must be a list of words, got {words!r:.40}")
+    bad = [w for w in words if not (isinstance(w, str) and w.isalpha())]
+    bad += [w for w in words if isinstance(w, str) and not w.islower()]
+    if bad or not words:
+        raise ValueError(f"{name} must be >= 1 words of a-z, got {bad[:3]}")
+    return list(words)
+
+
+def encode(words, bos: bool = False) -> torch.Tensor:
+    """Words -> ids ``(N, L)``: [BOS] (if ``bos``), the letters, EOS, PAD."""
+    words = _check_words(words)
+    vocab = letter_vocab()
+    rows = [[BOS] * bos + vocab.encode(list(w)) for w in words]
+    width = max(map(len, rows))
+    return torch.tensor([r + [PAD] * (width - len(r)) for r in rows])
+
+
+def decode(ids) -> str:
+    """Letter ids -> the word they spell (specials dropped; MASK is '_')."""
+    out = []
+    for i in torch.as_tensor(ids).tolist():
+        if i == MASK:
+            out.append("_")
+        elif FIRST_LETTER <= i < MASK:
+            out.append(chr(ord("a") + i - FIRST_LETTER))
+    return "".join(out)
+
+
+class LMConfig:
+    """The stack's sizes: those of chapter 8's pronouncer encoder, so that
+    a masked LM's weights fit it (``TranslatorConfig`` fields of the same
+    names)."""
+
+    def __init__(
+        self,
+        d_model: int = 64,
+        num_heads: int = 4,
+        num_layers: int = 2,
+        d_ff: int = 256,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+    ):
+        self.d_model = check_int(d_model, "d_model", 1)
+        self.num_heads = check_int(num_heads, "num_heads", 1)
+        self.num_layers = check_int(num_layers, "num_layers", 1)
+        self.d_ff = check_int(d_ff, "d_ff", 1)
+        self.dropout = check_probability(dropout, "dropout")
+        self.norm_first = bool(norm_first)
+
+    @classmethod
+    def like(cls, cfg) -> LMConfig:
+        """The sizes of a ``TranslatorConfig`` (the pronouncer's encoder)."""
+        names = ("d_model", "num_heads", "num_layers", "d_ff", "dropout")
+        return cls(
+            **{n: getattr(cfg, n) for n in names}, norm_first=cfg.norm_first
+        )
 
 
 def bert_mask(
@@ -63,25 +138,35 @@ def bert_mask(
     p_mask: float = 0.8,
     p_random: float = 0.1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's corruption rule. ids ``(B, L)`` -> ``(inputs, chosen)``.
+    """BERT's corruption, as its ``create_pretraining_data.py`` does it.
+    ids ``(B, L)`` of letters, EOS, PAD -> ``(inputs, chosen)``.
 
-    Each normal token (not [PAD], [CLS], [EOS]) is chosen with probability
-    ``p``; a chosen token becomes [MASK] with probability ``p_mask``, a
-    random normal token with ``p_random``, and stays itself otherwise. The
-    loss is taken at ``chosen`` positions only, against the original ids.
+    Each row gets exactly ``max(1, round(p * n))`` chosen letters, ``n``
+    its length with EOS (BERT counts its [CLS] and [SEP] too), drawn
+    without replacement; a chosen letter becomes MASK with probability
+    ``p_mask``, a random letter with ``p_random``, and stays itself
+    otherwise. The loss is taken at ``chosen`` positions only.
     """
     p = check_probability(p, "p", allow_one=True)
     p_mask = check_probability(p_mask, "p_mask", allow_one=True)
     p_random = check_probability(p_random, "p_random", allow_one=True)
     check_at_most(p_mask + p_random, "p_mask + p_random", 1)
-    normal = ids >= len(corpus.SPECIALS)
+    letters = (ids >= FIRST_LETTER) & (ids < MASK)
+    length = (ids != PAD).sum(1)
+    # Python's round (half to even), as BERT's script
+    k = torch.tensor([max(1, round(p * int(n))) for n in length])
+    k = torch.minimum(k, letters.sum(1))  # never more than the letters
+    score = torch.rand(ids.shape, generator=generator)
+    score = score.masked_fill(~letters, 2.0)  # non-letters sort last
+    rank = score.argsort(1).argsort(1)
+    chosen = rank < k[:, None]
     u = torch.rand(ids.shape, generator=generator)
-    chosen = normal & (torch.rand(ids.shape, generator=generator) < p)
     to_mask = chosen & (u < p_mask)
     to_random = chosen & (u >= p_mask) & (u < p_mask + p_random)
-    first, n = corpus.NORMAL_IDS[0], len(corpus.NORMAL_IDS)
-    random_ids = first + torch.randint(n, ids.shape, generator=generator)
-    inputs = torch.where(to_mask, torch.full_like(ids, corpus.MASK), ids)
+    random_ids = FIRST_LETTER + torch.randint(
+        N_LETTERS, ids.shape, generator=generator
+    )
+    inputs = torch.where(to_mask, torch.full_like(ids, MASK), ids)
     inputs = torch.where(to_random, random_ids, inputs)
     return inputs, chosen
 
@@ -96,7 +181,7 @@ def attention_mask(
     """
     check_choice(kind, "kind", OBJECTIVES)
     b, size = ids.shape
-    real = (ids != corpus.PAD)[:, None, None, :]  # (B, 1, 1, L)
+    real = (ids != PAD)[:, None, None, :]  # (B, 1, 1, L)
     if kind == "mlm":
         return real.expand(b, 1, size, size)
     pattern = causal_mask(size, device=ids.device)[None, None]  # (1,1,L,L)
@@ -109,98 +194,121 @@ def attention_mask(
     return real & pattern
 
 
-def objective_batch(
-    kind: str, ids: torch.Tensor, generator: torch.Generator | None = None
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(inputs, mask, targets, loss_mask)`` for one objective.
+def _prefix_lengths(ids, generator, prefix_letters) -> torch.Tensor:
+    """[BOS] plus a number of letters per row: ``prefix_letters`` (capped
+    at the word's length - 1), or uniform in 1..len-1 when None."""
+    n = (ids >= FIRST_LETTER).sum(1)  # letters per row
+    top = torch.clamp(n - 1, min=1)
+    if prefix_letters is None:
+        k = 1 + (torch.rand(n.shape, generator=generator) * top).long()
+    else:
+        k = torch.minimum(torch.full_like(n, prefix_letters), top)
+    return 1 + k
 
-    MLM: inputs corrupted by ``bert_mask``, targets the original ids at the
-    same positions. CLM and PLM: inputs ``ids[:, :-1]``, targets
-    ``ids[:, 1:]`` (next token); PLM keeps only targets after the prefix.
+
+def objective_batch(
+    kind: str,
+    words,
+    generator: torch.Generator | None = None,
+    prefix_letters: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(inputs, mask, targets, loss_mask)`` of one objective on words.
+
+    MLM: letters EOS corrupted by ``bert_mask``; targets the original ids,
+    loss at the chosen positions. CLM and PLM: ``[BOS] letters EOS``, inputs
+    all but the last token, targets all but the first (the next token);
+    PLM's prefix is [BOS] and the first letters (``prefix_letters``, or a
+    random 1..len-1 per word), and it keeps only targets after the prefix;
+    so does CLM when ``prefix_letters`` is given (the same job, scored on
+    the same tokens).
     """
-    if kind == "mlm":  # attention_mask checks kind
+    check_choice(kind, "kind", OBJECTIVES)
+    if prefix_letters is not None:
+        check_int(prefix_letters, "prefix_letters", 1)
+    if kind == "mlm":
+        ids = encode(words)
         inputs, chosen = bert_mask(ids, generator)
         return inputs, attention_mask("mlm", ids), ids, chosen
+    ids = encode(words, bos=True)
     inputs, targets = ids[:, :-1], ids[:, 1:]
-    loss_mask = targets != corpus.PAD
-    prefix = corpus.prefix_lengths(ids)
-    if kind == "plm":
-        # target t is token t + 1: keep it when it is past the prefix
-        t = torch.arange(targets.size(1), device=ids.device)
+    loss_mask = targets != PAD
+    prefix = _prefix_lengths(ids, generator, prefix_letters)
+    if kind == "plm" or prefix_letters is not None:
+        # target t is token t + 1: keep it when it lies past the prefix
+        t = torch.arange(targets.size(1))
         loss_mask = loss_mask & (t[None, :] + 1 >= prefix[:, None])
     return inputs, attention_mask(kind, inputs, prefix), targets, loss_mask
 
 
 class TinyLM(nn.Module):
-    """Embeddings + positions + a Pre-Norm stack of encoder layers + a token
-    head.
+    """Letter embeddings + positions + a stack of encoder layers + a token
+    head: the pronouncer's encoder with a language-model head.
 
     ``forward(ids (B, L), mask (B, 1, L, L)) -> hidden (B, L, d_model)``;
-    ``head(hidden) -> logits (B, L, vocab)``.
+    ``head(hidden) -> logits (B, L, VOCAB)``.
     """
 
-    def __init__(self, d_model=64, num_heads=4, num_layers=2, d_ff=128):
+    def __init__(self, cfg: LMConfig | None = None):
         super().__init__()
-        vocab = len(corpus.TOKENS)
-        self.embed = Embeddings(vocab, d_model)
-        self.pos = PositionalEncoding(d_model, max_len=64)
+        cfg = cfg or LMConfig()
+        if not isinstance(cfg, LMConfig):
+            raise TypeError(f"cfg must be an LMConfig, got {cfg!r:.40}")
+        sizes = (cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout)
+        self.embed = Embeddings(VOCAB, cfg.d_model)
+        self.pos = PositionalEncoding(cfg.d_model, cfg.dropout, max_len=64)
         self.encoder = Stack(
-            lambda: EncoderLayer(d_model, num_heads, d_ff, 0.0, True),
-            num_layers,
-            d_model,
-            norm_first=True,
+            lambda: EncoderLayer(*sizes, cfg.norm_first),
+            cfg.num_layers,
+            cfg.d_model,
+            cfg.norm_first,
         )
-        self.head = nn.Linear(d_model, vocab)
+        self.head = nn.Linear(cfg.d_model, VOCAB)
+        for p in self.parameters():  # as utils.model.Transformer does
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
 
     def forward(self, ids, mask):
         return self.encoder(self.pos(self.embed(ids)), mask)
 
-
-class Classifier(nn.Module):
-    """A sentence classifier on a ``TinyLM`` body: bidirectional mask, then
-    the [CLS] vector (``pooling="cls"``) or the mean of real tokens
-    (``"mean"``), then a linear layer."""
-
-    def __init__(self, body: TinyLM, pooling: str = "cls", classes: int = 2):
-        super().__init__()
-        check_choice(pooling, "pooling", ("cls", "mean"))
-        self.body, self.pooling = body, pooling
-        self.out = nn.Linear(body.head.in_features, classes)
-
-    def forward(self, ids):  # (B, L) -> (B, classes)
-        hidden = self.body(ids, attention_mask("mlm", ids))
-        if self.pooling == "cls":
-            return self.out(hidden[:, 0])  # [CLS] is position 0
-        real = (ids != corpus.PAD)[..., None].float()  # (B, L, 1)
-        return self.out((hidden * real).sum(1) / real.sum(1))
+    def logits(self, ids, mask):  # (B, L) -> (B, L, VOCAB)
+        return self.head(self(ids, mask))
 
 
 def train_lm(
     kind: str,
-    numbers,
+    words,
     steps: int = 300,
     batch: int = 128,
     seed: int = 0,
-    lr: float = 5e-3,
+    lr: float = 3e-3,
+    cfg: LMConfig | None = None,
+    stop_after: int | None = None,
 ) -> tuple[TinyLM, list[float]]:
-    """Train a fresh ``TinyLM`` on one objective; return it and the losses.
+    """Train a fresh ``TinyLM`` on one objective; return it (eval mode)
+    and the losses per step (``stop_after``: only the first steps of the
+    ``steps``-step run, to replay them).
 
-    Batches are sampled from ``numbers`` with a generator seeded by ``seed``
-    (which also seeds the weights and the MLM corruption)."""
+    Batches of ``batch`` words are drawn from ``words`` with a generator
+    seeded by ``seed`` (which also seeds the weights, the corruption and
+    the prefixes); Adam with a one-cycle rate peaking at ``lr``."""
     check_choice(kind, "kind", OBJECTIVES)
+    words = _check_words(words)
     steps, batch = check_int(steps, "steps", 1), check_int(batch, "batch", 1)
+    check_number(lr, "lr", 0.0, min_inclusive=False)
     torch.manual_seed(seed)
-    model, gen = TinyLM(), torch.Generator().manual_seed(seed)
-    data = corpus.encode(numbers)
+    model, gen = TinyLM(cfg), torch.Generator().manual_seed(seed)
     opt = adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps)
     losses = []
+    if stop_after is not None:
+        check_int(stop_after, "stop_after", 1)
     with threads(1):  # tiny matrices: more threads only fight on a busy CPU
-        for _ in range(steps):
-            rows = data[torch.randint(len(data), (batch,), generator=gen)]
-            inputs, mask, targets, loss_mask = objective_batch(kind, rows, gen)
+        for _ in range(min(steps, stop_after or steps)):
+            pick = torch.randint(len(words), (batch,), generator=gen)
+            rows = [words[i] for i in pick.tolist()]
+            inputs, mask, targets, keep = objective_batch(kind, rows, gen)
             loss = masked_cross_entropy(
-                model.head(model(inputs, mask)), targets, loss_mask
+                model.logits(inputs, mask), targets, keep
             )
             opt.zero_grad()
             loss.backward()
@@ -211,115 +319,175 @@ def train_lm(
 
 
 @torch.no_grad()
-def evaluate_lm(kind: str, model: TinyLM, numbers, seed: int = 123) -> dict:
-    """Held-out loss and token accuracy of ``kind`` on ``numbers``
-    (MLM: at the chosen positions of a seeded corruption)."""
-    ids = corpus.encode(numbers)
+def evaluate_lm(
+    kind: str,
+    model: TinyLM,
+    words,
+    seed: int = 123,
+    prefix_letters: int | None = None,
+) -> dict:
+    """Held-out ``loss`` and token ``accuracy`` of ``kind`` on ``words``
+    (MLM: at the chosen positions of a seeded corruption; PLM: after a
+    seeded random prefix; CLM and PLM after ``prefix_letters`` letters if
+    given) and ``n`` tokens scored."""
     gen = torch.Generator().manual_seed(seed)
-    inputs, mask, targets, loss_mask = objective_batch(kind, ids, gen)
-    logits = model.head(model(inputs, mask))
-    loss = masked_cross_entropy(logits, targets, loss_mask).item()
-    right = (logits.argmax(-1) == targets)[loss_mask]
-    return {"loss": loss, "accuracy": right.float().mean().item()}
+    inputs, mask, targets, keep = objective_batch(
+        kind, words, gen, prefix_letters
+    )
+    logits = model.logits(inputs, mask)
+    loss = masked_cross_entropy(logits, targets, keep).item()
+    right = (logits.argmax(-1) == targets)[keep]
+    return {
+        "loss": loss,
+        "accuracy": right.float().mean().item(),
+        "n": int(keep.sum()),
+    }
 
 
-@torch.no_grad()
-def generate(
-    kind: str, model: TinyLM, prompt: torch.Tensor, max_new: int = 12
-) -> torch.Tensor:
-    """Greedy continuation of one prompt ``(L,)`` until [EOS].
-
-    ``"clm"``: causal over everything. ``"plm"``: the prompt is the prefix,
-    read bidirectionally; new tokens are causal."""
-    check_choice(kind, "kind", ("clm", "plm"))
-    ids, n_prefix = prompt[None], torch.tensor([prompt.numel()])
-    for _ in range(max_new):
-        mask = attention_mask(kind, ids, n_prefix)
-        nxt = model.head(model(ids, mask))[:, -1].argmax(-1, keepdim=True)
-        ids = torch.cat([ids, nxt], dim=1)
-        if nxt.item() == corpus.EOS:
-            break
-    return ids[0]
-
-
-@torch.no_grad()
-def accuracy(model: Classifier, ids: torch.Tensor, labels) -> float:
-    """Fraction of ``ids`` rows whose argmax class equals ``labels``."""
-    return (model(ids).argmax(-1) == labels).float().mean().item()
-
-
-def fine_tune(
-    body: TinyLM | None,
-    ids: torch.Tensor,
-    labels: torch.Tensor,
-    pooling: str = "cls",
-    steps: int = 150,
-    seed: int = 0,
-    lr: float = 1e-3,
-) -> Classifier:
-    """Train a ``Classifier`` on ``(ids (N, L), labels (N,))``, full batch.
-
-    ``body=None`` starts from random weights (from scratch); otherwise a
-    copy of ``body`` (the pre-trained stack) is fine-tuned whole."""
-    torch.manual_seed(seed)
-    if body is None:
-        body = TinyLM()
-    else:
-        state = {k: v.clone() for k, v in body.state_dict().items()}
-        body = TinyLM()
-        body.load_state_dict(state)
-    model = Classifier(body, pooling)
-    opt = adam(model.parameters(), lr=lr)
-    model.train()
-    with threads(1):
-        for _ in range(check_int(steps, "steps", 1)):
-            loss = F.cross_entropy(model(ids), labels)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    return model.eval()
-
-
-@torch.no_grad()
-def exact_match(kind: str, model: TinyLM, numbers) -> float:
-    """Fraction of ``numbers`` whose digits the model generates exactly
-    from the prompt ``[CLS] words =``."""
-    right = 0
-    for n in numbers:
-        ids = corpus.encode([n])[0]
-        cut = int(corpus.prefix_lengths(ids[None])[0])
-        out = generate(kind, model, ids[:cut], max_new=5)
-        right += corpus.decode(out[cut:]) == " ".join(str(n))
-    return right / len(numbers)
-
-
-def statement_data(
-    numbers, seed: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The downstream task: is the sentence true? Ids ``(N, L)`` and labels
-    ``(N,)``: 1 for ``words = digits`` as written, 0 when one digit (drawn
-    with ``random.Random(seed)``) was changed to another digit."""
-    rng = random.Random(seed)
-    ids, labels = corpus.encode(numbers), []
-    for row in ids:
-        true = rng.random() < 0.5
-        labels.append(int(true))
-        if not true:
-            digits = (row >= corpus.TOKEN_ID["0"]) & (
-                row <= corpus.TOKEN_ID["9"]
+def baselines(
+    kind: str,
+    train_words,
+    words,
+    seed: int = 123,
+    prefix_letters: int | None = None,
+) -> dict:
+    """Accuracy of two counting models on the tokens ``evaluate_lm`` scores
+    (same seed, same positions): ``"unigram"`` always says the commonest
+    target of the training words; ``"bigram"`` the commonest next token
+    after the previous one (CLM, PLM), or for MLM the letter x that
+    maximises P(x | left) P(right | x), given the true neighbours."""
+    train_words = _check_words(train_words, "train_words")
+    after = collections.defaultdict(collections.Counter)
+    for w in train_words:
+        seq = [BOS, *encode([w])[0].tolist()]
+        for a, b in zip(seq, seq[1:]):
+            after[a][b] += 1
+    gen = torch.Generator().manual_seed(seed)
+    inputs, _, targets, keep = objective_batch(
+        kind, words, gen, prefix_letters
+    )
+    letters = range(FIRST_LETTER, MASK)
+    if kind == "mlm":
+        counts = collections.Counter()
+        for a in after:
+            counts.update({b: c for b, c in after[a].items() if b in letters})
+        top = counts.most_common(1)[0][0]
+        full = encode(words)
+        total = {x: sum(after[x].values()) for x in letters}
+        uni = bi = 0
+        for r, t in keep.nonzero().tolist():
+            left = BOS if t == 0 else int(full[r, t - 1])
+            right = int(full[r, t + 1])
+            truth = int(full[r, t])
+            best = max(
+                letters,
+                key=lambda x: (
+                    (after[left][x] + 1)
+                    * (after[x][right] + 1)
+                    / (total[x] + VOCAB)
+                ),
             )
-            where = rng.choice(digits.nonzero().flatten().tolist())
-            old = int(row[where]) - corpus.TOKEN_ID["0"]
-            new = rng.choice([d for d in range(10) if d != old])
-            row[where] = corpus.TOKEN_ID["0"] + new
-    return ids, torch.tensor(labels)
+            uni += top == truth
+            bi += best == truth
+    else:
+        counts = collections.Counter()
+        for a in after:
+            counts.update(after[a])
+        top = counts.most_common(1)[0][0]
+        uni = bi = 0
+        for r, t in keep.nonzero().tolist():
+            prev, truth = int(inputs[r, t]), int(targets[r, t])
+            best = after[prev].most_common(1)[0][0] if after[prev] else top
+            uni += top == truth
+            bi += best == truth
+    n = int(keep.sum())
+    return {"unigram": uni / n, "bigram": bi / n, "n": n}
 
 
-def fine_tune_row(
-    body: TinyLM | None, train, test, labels: int, pooling: str, seed: int
-) -> float:
-    """Test accuracy of one fine-tuning run on the first ``labels`` numbers
-    of ``train`` (the sweep's unit)."""
-    ids, y = statement_data(train[:labels], seed)
-    model = fine_tune(body, ids, y, pooling, seed=seed)
-    return accuracy(model, *statement_data(test, 99))
+def round_fp16(model: nn.Module) -> nn.Module:
+    """Round every weight to float16 and back, in place: the model as it is
+    stored (half the bytes), so what is measured is what is shipped."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.half().float())
+    return model
+
+
+def encoder_state(lm: TinyLM) -> dict[str, torch.Tensor]:
+    """The masked LM's weights under the names of a ``utils.model.
+    Transformer``'s encoder: ``src_embed`` (without the MASK row) and
+    ``encoder.*``; for ``train_translator(..., init=...)``."""
+    if not isinstance(lm, TinyLM):
+        raise TypeError(f"lm must be a TinyLM, got {type(lm).__name__}")
+    state = {"src_embed.lut.weight": lm.embed.lut.weight[:MASK].detach()}
+    for name, value in lm.encoder.state_dict().items():
+        state["encoder." + name] = value.detach()
+    return {k: v.clone() for k, v in state.items()}
+
+
+@torch.no_grad()
+def _next_logits(kind, model, ids, n_prefix) -> torch.Tensor:
+    mask = attention_mask(kind, ids, n_prefix)
+    return model.logits(ids, mask)[:, -1]  # (B, VOCAB)
+
+
+@torch.no_grad()
+def sample_words(
+    model: TinyLM,
+    n: int,
+    temperature: float = 1.0,
+    seed: int = 0,
+    max_len: int = 20,
+) -> list[str]:
+    """``n`` words sampled from a causal LM, letter by letter from [BOS]
+    until EOS (at most ``max_len`` letters), at ``temperature``; only
+    letters and EOS may be drawn."""
+    check_int(n, "n", 1)
+    check_number(temperature, "temperature", 0.0, min_inclusive=False)
+    check_int(max_len, "max_len", 1)
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.full((n, 1), BOS)
+    done = torch.zeros(n, dtype=torch.bool)
+    allowed = torch.full((VOCAB,), -math.inf)
+    allowed[EOS], allowed[FIRST_LETTER:MASK] = 0.0, 0.0
+    with threads(1):
+        for _ in range(max_len + 1):
+            logits = _next_logits("clm", model, ids, None)
+            probs = torch.softmax(logits / temperature + allowed, -1)
+            nxt = torch.multinomial(probs, 1, generator=gen)[:, 0]
+            nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
+            ids = torch.cat([ids, nxt[:, None]], 1)
+            done |= nxt == EOS
+            if done.all():
+                break
+    words = []
+    for row in ids:
+        row = row.tolist()
+        words.append(decode(row[: row.index(EOS)] if EOS in row else []))
+    return words
+
+
+@torch.no_grad()
+def complete(
+    kind: str, model: TinyLM, prefixes, max_new: int = 20
+) -> list[str]:
+    """Greedy completions of word beginnings: each prefix is read as
+    ``[BOS] letters`` (both ways for ``"plm"``, causally for ``"clm"``),
+    then letters are added one by one until EOS. Returns whole words."""
+    check_choice(kind, "kind", ("clm", "plm"))
+    prefixes = _check_words(prefixes, "prefixes")
+    check_int(max_new, "max_new", 1)
+    out = []
+    with threads(1):
+        for p in prefixes:
+            ids = encode([p], bos=True)[:, :-1]  # without EOS
+            n_prefix = torch.tensor([ids.size(1)])
+            for _ in range(max_new):
+                logits = _next_logits(kind, model, ids, n_prefix)
+                logits[:, [PAD, BOS, MASK]] = -math.inf
+                nxt = logits.argmax(-1, keepdim=True)
+                if nxt.item() == EOS:
+                    break
+                ids = torch.cat([ids, nxt], 1)
+            out.append(decode(ids[0]))
+    return out

@@ -181,6 +181,8 @@ def train_translator(
     checkpoint: str | pathlib.Path | None = None,
     checkpoint_every: int = 500,
     max_seconds: float | None = None,
+    init: dict[str, torch.Tensor] | None = None,
+    stop_after: int | None = None,
 ) -> tuple[Transformer, dict]:
     """Train the translator that ``cfg`` describes from scratch,
     deterministically.
@@ -210,12 +212,18 @@ def train_translator(
     continues from it and gives the same result as one never stopped.
     ``max_seconds``: stop (saving the checkpoint) after that much time in
     this call; ``len(history["train_loss"]) < cfg.steps`` then.
+    ``init``: weights (name -> tensor, a part of the model's state dict,
+    e.g. a pre-trained encoder) put over the random ones before training;
+    the rest is drawn exactly as without it. ``stop_after``: only the
+    first steps of the run (to replay a stored run's beginning).
     """
     _check_config(cfg)
     check_bool(progress, "progress")
     check_int(checkpoint_every, "checkpoint_every", 1)
     if max_seconds is not None:
         check_number(max_seconds, "max_seconds", 0.0)
+    if stop_after is not None:
+        check_int(stop_after, "stop_after", 1)
     device = torch.device(device if device is not None else "cpu")
     vocab_src, vocab_tgt = vocabs or (source_vocab(), target_vocab())
     if splits is None:
@@ -234,6 +242,8 @@ def train_translator(
     with threads(1) if cpu else contextlib.nullcontext():
         torch.manual_seed(cfg.seed)
         model = build_translator(cfg, vocab_src, vocab_tgt).to(device)
+        if init is not None:
+            _load_part(model, init)
         optimizer = paper_adam(model.parameters())
         scheduler = noam_scheduler(
             optimizer,
@@ -304,12 +314,30 @@ def train_translator(
                     left=len(batches),
                     history={**history, "seconds": before + seconds},
                 )
-            if late:
+            if late or (stop_after is not None and step >= stop_after):
                 break
         bar.close()
         history["seconds"] = before + time.perf_counter() - start
     model.eval()
     return model, history
+
+
+def _load_part(model: Transformer, init) -> None:
+    """Copy ``init``'s tensors into ``model``; every name must exist in it
+    with the same shape."""
+    if not isinstance(init, dict):
+        raise TypeError(f"init must be a dict, got {type(init).__name__}")
+    state = model.state_dict()
+    unknown = sorted(set(init) - set(state))
+    if unknown:
+        raise ValueError(f"init has names the model lacks: {unknown[:3]}")
+    for name, value in init.items():
+        if tuple(value.shape) != tuple(state[name].shape):
+            raise ValueError(
+                f"init[{name!r}] has shape {tuple(value.shape)}, "
+                f"the model's is {tuple(state[name].shape)}"
+            )
+    model.load_state_dict({**state, **init})
 
 
 def _cache_path(cfg, splits, device, vocabs, directory) -> pathlib.Path:
