@@ -12,7 +12,7 @@ attention, then how cost is counted and measured), ``layers`` and ``model``
 tasks, their data, the generic training loop, the translator's config and
 recipe), ``decoding``,
 ``cache``, ``sampling``, ``bleu`` and ``ambiguous`` (9: the last is the
-chapter's two-answer experiment), ``corpus`` and ``pretraining`` (10), plus
+chapter's two-answer experiment), ``pretraining`` (10), plus
 the shared ``plotting`` (plots of numbers), ``diagrams`` (a package: diagrams
 drawn by code), ``figures``, ``funnel`` and ``labels`` (every figure shown is
 checked for a phone, translated in the Chinese notebooks and encoded),
