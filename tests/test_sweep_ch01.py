@@ -69,11 +69,12 @@ def test_data_seeds_differ_between_runs_and_from_the_test_sets():
 
 
 @pytest.mark.exact
-@pytest.mark.parametrize("seed", [1])
-def test_a_seed_rerun_gives_back_its_stored_row(seed):
-    """Part of one seed, re-run in a fresh process in the portable numeric
-    mode."""
-    motif, ends = [32, 512], [128]
+@pytest.mark.parametrize("seed", [0])
+def test_the_chapters_live_seed_rerun_gives_back_its_stored_row(seed):
+    """Part of the chapter's live seed (0), re-run in a fresh process in the
+    portable numeric mode: the same code and numeric mode give the same
+    accuracies, to the last of the 1000 test examples."""
+    motif, ends = [32, 512], [512]
     cmd = [
         sys.executable,
         "-m",
@@ -95,11 +96,6 @@ def test_a_seed_rerun_gives_back_its_stored_row(seed):
     )
     row = json.loads(done.stdout.strip().splitlines()[-1])
     i = STORED["seeds"].index(seed)
-    # Same code and numeric mode: the same numbers. The stored seeds were
-    # trained in the SSE2 baseline mode tried first (tools/numeric_mode.py);
-    # re-run in today's AVX2 mode, seed 1 moves by 10 of the 1000 test
-    # examples. The tolerance (20) leaves room for that, not for a different
-    # experiment.
     for task, sizes, key in (
         ("motif", motif, "motif_sizes"),
         ("ends", ends, "ends_sizes"),
@@ -108,7 +104,4 @@ def test_a_seed_rerun_gives_back_its_stored_row(seed):
             stored = [
                 STORED[task][i][name][STORED[key].index(n)] for n in sizes
             ]
-            assert row[task][name] == pytest.approx(stored, abs=0.02), (
-                task,
-                name,
-            )
+            assert row[task][name] == stored, (task, name)
