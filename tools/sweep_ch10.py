@@ -42,7 +42,7 @@ from tools import ROOT  # noqa: E402
 from tools.sweep_pronouncer import RECIPE  # noqa: E402
 from utils import pretraining as pt  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
-from utils.runtime import threads  # noqa: E402
+from utils.runtime import numeric_stamp, threads  # noqa: E402
 from utils.translator import train_translator  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "ch10_runs.jsonl"
@@ -116,6 +116,10 @@ def store(row: dict) -> None:
         fcntl.flock(f, fcntl.LOCK_EX)
         f.write(json.dumps(row) + "\n")
     print({k: v for k, v in row.items() if k != "losses"}, flush=True)
+
+
+def numeric_mode_row() -> dict:
+    return {"mode": "portable", **numeric_stamp()}
 
 
 def r5(x: float) -> float:
@@ -231,6 +235,8 @@ def main() -> None:
             print(*(f"tune_{n}_{i}_{t}_s{s}" for n, i, t in tune_runs(s)))
         return
     torch.set_num_threads(1)
+    if "meta" not in done_runs():  # the numerics every row is computed in
+        store({"run": "meta", "numeric_mode": numeric_mode_row()})
     d = data()
     with threads(1):
         for seed in args.seeds:
