@@ -97,3 +97,40 @@ def test_shape_text_names_dimensions():
 def test_tensor_writes_no_negative_zero(ax):
     D.tensor(ax, (3, 1.5), torch.tensor([[-0.001, -0.5]]), fmt="{:.2f}")
     assert _texts(ax) == ["0.00", "-0.50"]
+
+
+def _architecture_shapes():
+    return {
+        "src_ids": (2, 6),
+        "tgt_ids": (2, 5),
+        "src_embed": (2, 6, 16),
+        "tgt_embed": (2, 5, 16),
+        "src_pos": (2, 6, 16),
+        "tgt_pos": torch.Size([2, 5, 16]),
+        "encoder": (2, 6, 16),
+        "decoder": torch.zeros(2, 5, 16),
+        "generator": (2, 5, 13),
+    }
+
+
+def test_architecture_writes_the_shapes_it_is_given():
+    fig, ax = D.transformer_architecture(_architecture_shapes(), 2)
+    texts = _texts(ax)
+    assert "memory (2, 6, 16)" in texts and "logits (2, 5, 13)" in texts
+    assert "src ids (2, 6)" in texts and "2 x" in texts
+    assert texts.count("Add & LayerNorm") == 5  # 2 encoder + 3 decoder
+    assert "cross-attention" in texts and "masked self-attention" in texts
+    plt.close(fig)
+
+
+def test_architecture_checks_its_arguments():
+    shapes = _architecture_shapes()
+    del shapes["generator"]
+    with pytest.raises(ValueError, match="shapes lacks \\['generator'\\]"):
+        D.transformer_architecture(shapes, 2)
+    with pytest.raises(TypeError, match="shapes must be a mapping"):
+        D.transformer_architecture([(2, 6)], 2)
+    with pytest.raises(ValueError, match="num_layers must be an int >= 1"):
+        D.transformer_architecture(_architecture_shapes(), 0)
+    with pytest.raises(ValueError, match="norm must be 'Post-Norm'"):
+        D.transformer_architecture(_architecture_shapes(), 2, norm="Pre")

@@ -14,6 +14,7 @@ a general diagram library: it has what the chapters need.
 
 from __future__ import annotations
 
+from .architecture import transformer_architecture
 from .base import COLORS, Box, bracket, canvas, label, shape_text
 from .shapes import arrow, box, tensor
 
@@ -27,4 +28,5 @@ __all__ = [
     "label",
     "shape_text",
     "tensor",
+    "transformer_architecture",
 ]
