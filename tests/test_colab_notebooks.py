@@ -12,16 +12,16 @@ import nbformat
 import pytest
 from tools import colab_notebooks as colab
 from tools import zh_notebooks
+from tools.code_comments import width
 from tools.notebooks import ROOT, config, toc_notebooks
 
 PAGES = toc_notebooks()
 CASES = [(p, lang) for p in PAGES for lang in colab.LANGUAGES]
 IDS = [f"{lang}-{p.stem}" for p, lang in CASES]
 # What the site shows and a notebook viewer does not: a role is {...}`,
-# looked for outside inline code (`y_{T-1}` is code: its backtick follows
-# no brace).
-RAW_ROLE = re.compile(r"\{[^{}\s]*\}`")
-CODE_SPAN = re.compile(r"(?<![}`])`[^`]+`(?!`)")
+# looked for outside inline code (read left to right, a span is a role or
+# code: `y_{T-1}` is code).
+ROLE_OR_CODE = re.compile(r"\{[^{}\s]*\}`[^`]*`|`[^`]*`")
 FENCE = re.compile(r"^\s*:::", re.MULTILINE)
 LABEL = re.compile(r"^\s*\([\w.:-]+\)=\s*$", re.MULTILINE)
 TITLE = re.compile(r"^#@title \S.*$")
@@ -29,6 +29,14 @@ TITLE = re.compile(r"^#@title \S.*$")
 
 def _read(path):
     return nbformat.read(path, as_version=4)
+
+
+def _roles(text: str) -> list[str]:
+    return [
+        m.group(0)
+        for m in ROLE_OR_CODE.finditer(text)
+        if m.group(0).startswith("{")
+    ]
 
 
 def _markdown(nb) -> list:
@@ -55,23 +63,19 @@ def test_no_myst_syntax_left(page, language):
     nb = _read(colab.colab_path(page, language))
     found = []
     for cell in _markdown(nb):
-        for pattern, what in (
-            (RAW_ROLE, "raw role"),
-            (FENCE, "::: fence"),
-            (LABEL, "(label)= line"),
-        ):
-            text = CODE_SPAN.sub("", cell.source)
+        found += [f"{cell.id}: raw role {r!r}" for r in _roles(cell.source)]
+        for pattern, what in ((FENCE, "::: fence"), (LABEL, "(label)= line")):
             found += [
-                f"{cell.id}: {what} {m!r}" for m in pattern.findall(text)
+                f"{cell.id}: {what} {m!r}"
+                for m in pattern.findall(cell.source)
             ]
     assert not found, "\n".join(found[:20])
 
 
 def test_a_role_is_found_and_code_is_not():
-    assert RAW_ROLE.findall(CODE_SPAN.sub("", "a {term}`mask` b")) == [
-        "{term}`"
-    ]
-    assert not RAW_ROLE.findall(CODE_SPAN.sub("", "`y_{T-1}` and `y1`"))
+    said = "a {term}`mask` and {term}`key`, `code` {cite:p}`x`"
+    assert _roles(said) == ["{term}`mask`", "{term}`key`", "{cite:p}`x`"]
+    assert _roles("`<bos> y_{T-1}` and `y_T`") == []
 
 
 def test_the_sources_had_roles_to_render():
@@ -96,6 +100,8 @@ def test_code_and_outputs_are_the_sources(page, language):
             first, _, code = code.partition("\n")
             if not TITLE.match(first):
                 problems.append(f"{b.id}: folded, but no #@title line")
+            if width(first) > 79:
+                problems.append(f"{b.id}: its title is wider than 79")
         if code != a.source:
             problems.append(f"{b.id}: code differs from the source")
         if b.outputs != a.outputs:

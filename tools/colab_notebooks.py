@@ -55,9 +55,9 @@ COLAB_URL = "https://colab.research.google.com/github"
 # maths such as $x_{T-1}$ followed by code is not one).
 ROLE = re.compile(r"\{([a-z][\w.-]*(?::[a-z][\w.-]*)?)\}`([^`]*)`")
 # What tests/test_colab_notebooks.py calls a raw role: any {...}` outside
-# inline code (a code span is one whose backtick follows no brace).
-RAW_ROLE = re.compile(r"\{[^{}\s]*\}`")
-CODE_SPAN = re.compile(r"(?<![}`])`[^`]+`(?!`)")
+# inline code (read left to right: a role, or a code span such as
+# `y_{T-1}`).
+ROLE_OR_CODE = re.compile(r"\{[^{}\s]*\}`[^`]*`|`[^`]*`")
 LABEL = re.compile(r"^\(([\w.:-]+)\)=\s*$", re.MULTILINE)
 FENCE = re.compile(r"^(\s*)(:{3,}|`{3,})\{([\w-]+)\}\s*(.*?)\s*$")
 OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*?)\s*$")
@@ -469,6 +469,18 @@ def _title(cell, heading: str, ctx: dict) -> str:
     return words["hidden"]
 
 
+def _short(title: str, room: int = 79 - len("#@title ")) -> str:
+    """``title`` cut (at a space when it can) to fit a 79-column line."""
+    from .code_comments import width
+
+    if width(title) <= room:
+        return title
+    while width(title + "…") > room:
+        title = title[:-1]
+    cut = title.rstrip().rsplit(" ", 1)[0]
+    return (cut if len(cut) > len(title) / 2 else title).rstrip(" ,:;") + "…"
+
+
 def caption_cell(cell, ctx: dict):
     """A Markdown cell with the figure's number and caption, shown below it."""
     figure = cell.metadata["mystnb"]["figure"]
@@ -514,7 +526,7 @@ def convert(page: pathlib.Path, language: str) -> nbformat.NotebookNode:
             cell.source, setup_done = setup_cell(language), True
             cell.metadata["cellView"] = "form"
         elif any(t in tags for t in FOLDED):
-            title = _title(cell, heading, ctx)
+            title = _short(_title(cell, heading, ctx))
             cell.source = f"#@title {title}\n{cell.source}"
             cell.metadata["cellView"] = "form"
         cells.append(cell)
@@ -558,7 +570,9 @@ def write(page: pathlib.Path, language: str) -> pathlib.Path:
 def raw_roles(nb) -> int:
     """How many raw MyST roles a notebook's Markdown holds."""
     return sum(
-        len(RAW_ROLE.findall(CODE_SPAN.sub("", c.source)))
+        sum(
+            m.group(0).startswith("{") for m in ROLE_OR_CODE.finditer(c.source)
+        )
         for c in nb.cells
         if c.cell_type == "markdown"
     )
