@@ -21,8 +21,8 @@ with `en_now`. `check` (and tests/test_translations.py) fails on every unit
 that is missing, empty, outdated, or left in English, and on every rejected
 form of a term (``TERMS``: one word per concept). Code comments are
 translated in ``locale/zh/code/comments.yml`` (tools/code_comments.py): `check`
-lists the comments without a translation (failing on those of the chapters
-in ``code_comments.REQUIRED``).
+lists the comments without a translation (failing on them but for the chapters
+in ``code_comments.EXEMPT``).
 """
 
 from __future__ import annotations
