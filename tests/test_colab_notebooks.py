@@ -239,3 +239,33 @@ def test_chinese_colab_notebooks_are_chinese():
         prose = "".join(c.source for c in _markdown(nb))
         han = len(re.findall(r"[\u4e00-\u9fff]", prose))
         assert han > len(prose) / 10, f"{page.stem}: {han} Chinese characters"
+
+
+def test_colab_start_checks_its_arguments(tmp_path):
+    """utils/colab.py (the Colab setup cell's plumbing)."""
+    from utils import colab as boot
+
+    with pytest.raises(TypeError, match="root must be a path"):
+        boot.start(3)
+    with pytest.raises(ValueError, match="holds no utils"):
+        boot.start(tmp_path)
+    with pytest.raises(ValueError, match="language must be one of"):
+        boot.start(ROOT, language="fr")
+    assert boot.install_missing(ROOT, "yaml") is False  # importable
+    (tmp_path / "requirements.txt").write_text("torch==2.13.0\n")
+    with pytest.raises(ValueError, match="no pin"):
+        boot.install_missing(tmp_path, "surely_not_a_package_here")
+
+
+def test_colab_start_drops_a_foreign_utils(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    from utils import colab as boot
+
+    fake = types.ModuleType("utils.fake")
+    fake.__file__ = str(tmp_path / "utils" / "fake.py")
+    monkeypatch.setitem(sys.modules, "utils.fake", fake)
+    assert boot._forget_foreign_utils(ROOT) == ["utils.fake"]
+    assert "utils.fake" not in sys.modules
+    assert "utils" in sys.modules  # the course's own stays
