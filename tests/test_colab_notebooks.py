@@ -269,3 +269,40 @@ def test_colab_start_drops_a_foreign_utils(tmp_path, monkeypatch):
     assert boot._forget_foreign_utils(ROOT) == ["utils.fake"]
     assert "utils.fake" not in sys.modules
     assert "utils" in sys.modules  # the course's own stays
+
+
+@pytest.mark.slow
+def test_every_site_link_lands_on_a_built_page_and_anchor(built_site):
+    """The Colab notebooks' links to the published site, checked against
+    the strict build (_build/html): each page exists and holds the anchor
+    (a glossary term, a figure, a label, a bibliography entry); and each
+    chapter's Colab button in the built page opens its Colab notebook."""
+    assert built_site.returncode == 0
+    html = ROOT / "_build" / "html"
+    site = colab.site_url()
+    link = re.compile(re.escape(site) + r"([^)#\s]+)(?:#([^)\s]+))?\)")
+    pages: dict = {}
+    problems, seen = [], 0
+    for page, language in CASES:
+        nb = _read(colab.colab_path(page, language))
+        for cell in _markdown(nb):
+            for path, anchor in link.findall(cell.source):
+                seen += 1
+                target = html / path
+                if not target.is_file():
+                    problems.append(f"{page.stem} {language}: no {path}")
+                    continue
+                text = pages.setdefault(target, target.read_text())
+                if anchor and f'id="{anchor}"' not in text:
+                    problems.append(f"{page.stem} {language}: {path}#{anchor}")
+        docname = page.relative_to(ROOT).with_suffix("").as_posix()
+        built = html / ("zh/" if language == "zh" else "") / f"{docname}.html"
+        button = colab.colab_url(page.stem, language)
+        if f'href="{button}"' not in built.read_text():
+            problems.append(
+                f"{built.relative_to(html)}: no button to {button}"
+            )
+    assert seen > 1000, f"only {seen} links to the site"
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(
+        problems[:30]
+    )
