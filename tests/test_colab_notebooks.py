@@ -302,7 +302,7 @@ def test_every_site_link_lands_on_a_built_page_and_anchor(built_site):
             problems.append(
                 f"{built.relative_to(html)}: no button to {button}"
             )
-    assert seen > 1000, f"only {seen} links to the site"
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(
         problems[:30]
     )
+    assert seen > 500, f"only {seen} links to the site"
