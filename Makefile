@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-requirements
 NB     ?= book/*.ipynb
 
-.PHONY: help venv book serve test unit notebooks browser robust refresh zh-notebooks link-terms translations freeze clean
+.PHONY: help venv book serve test unit notebooks browser robust refresh zh-notebooks colab link-terms translations freeze clean
 
 help:
 	@echo "make book     build both editions: English into _build/html, Chinese into _build/html/zh (strict)"
@@ -16,6 +16,7 @@ help:
 	@echo "make robust   run every chapter natively (every core, its own ISA) with another seed; fail on any error"
 	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
 	@echo "make zh-notebooks  regenerate the Chinese notebooks zh/book/*.ipynb (after refresh or translations)"
+	@echo "make colab    regenerate the Colab notebooks colab/book/*.ipynb and colab/zh/book/*.ipynb (after zh-notebooks)"
 	@echo "make translations  add new English units to locale/zh/*.yml, mark changed ones (en_now), list what is left"
 
 $(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widgets7.txt
@@ -55,6 +56,13 @@ notebooks: $(STAMP)
 browser: $(STAMP)
 	$(BIN)/python -m pytest tests/test_book.py tests/test_browser.py tests/test_phone.py \
 	  tests/test_live_pronouncer.py tests/test_translations.py tests/test_zh_notebooks.py
+
+# The Colab notebooks (colab/book/*.ipynb, colab/zh/book/*.ipynb: what the site's Colab
+# buttons open): the English and Chinese notebooks with their MyST rendered as plain
+# Markdown, solutions in Colab's form view, a short setup cell (tools/colab_notebooks.py).
+# Nothing is executed: run it after refresh and zh-notebooks.
+colab: $(STAMP)
+	$(BIN)/python -m tools.colab_notebooks
 
 # Link each chapter's first use of every glossary term (markdown only: no re-execution).
 link-terms: $(STAMP)

@@ -10,7 +10,8 @@
    tools/build_book.py, `language: zh_CN`, built into _build/html/zh/). Every page gets a
    language switch in its header leading to the same page in the other edition, by a
    relative link (the site works offline and from file://). The Chinese chapters are the
-   Chinese notebooks (zh/book/*.ipynb), so their Colab button opens Chinese prose.
+   Chinese notebooks (zh/book/*.ipynb); the Colab buttons of both editions open the Colab
+   notebooks made from them (colab/book/, colab/zh/book/: `repository.path_to_book`).
 4. The Chinese edition's page furniture is Chinese: _ext/locale/zh_CN/LC_MESSAGES/<domain>.po
    (gettext catalogues, one per message domain: "sphinx" for Sphinx and pydata-sphinx-theme,
    "booktheme" for sphinx-book-theme) go in front of the packages' own catalogues, and

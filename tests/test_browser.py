@@ -7,9 +7,10 @@ served on 127.0.0.1. Every page is opened at a desktop (1280x800) and a phone
 no failed or external request, no console error, all maths typeset, every image
 loaded, no code, output or equation block wider than its column (at 1280 px),
 no page wider than its window (a phone must not scroll sideways), and, on a
-chapter, a Colab link to that chapter's own notebook in the page's language
-(English: book/NN_name.ipynb; Chinese: zh/book/NN_name.ipynb, made by
-tools/zh_notebooks.py; the last test checks those links alone). Both editions
+chapter, a Colab link to that chapter's own Colab notebook in the page's
+language (English: colab/book/NN_name.ipynb; Chinese:
+colab/zh/book/NN_name.ipynb, made by tools/colab_notebooks.py; the last test
+checks those links alone). Both editions
 are checked the same way: English at /, Chinese at /zh/ (built by
 tools/build_book.py). Every page must also show a language switch inside the
 window leading to the same page in the other edition, and no Chinese character
@@ -339,15 +340,16 @@ def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
 
 
 def _colab_problems(page: str, links: list[str]) -> list[str]:
-    """A chapter's Colab links must all open the notebook of the page's own
-    language: the English book/NN_name.ipynb, or, on a Chinese page, the
-    Chinese zh/book/NN_name.ipynb (which must exist and be Chinese)."""
+    """A chapter's Colab links must all open the Colab notebook of the
+    page's own language: colab/book/NN_name.ipynb, or, on a Chinese page,
+    colab/zh/book/NN_name.ipynb (which must exist and be Chinese; see
+    tools/colab_notebooks.py)."""
     import json
 
     chinese = page.startswith("zh/")
-    notebook = page.removeprefix("zh/") + ".ipynb"
+    notebook = "colab/" + page.removeprefix("zh/") + ".ipynb"
     if chinese:
-        notebook = "zh/" + notebook
+        notebook = "colab/zh/" + notebook.removeprefix("colab/")
     repo = urllib.parse.urlparse(config()["repository"]["url"]).path
     colab = "https://colab.research.google.com/github"
     own = f"{colab}{repo}/blob/main/{notebook}"
@@ -358,7 +360,8 @@ def _colab_problems(page: str, links: list[str]) -> list[str]:
     if not target.is_file():
         problems.append(f"{notebook} (the Colab link's) is not in the repo")
     elif chinese:
-        made = json.loads(target.read_text())["metadata"].get("course_zh", {})
+        meta = json.loads(target.read_text())["metadata"]
+        made = meta.get("course_colab", {})
         if made.get("language") != "zh":
             problems.append(f"{notebook} is not a Chinese notebook: {made}")
     return problems
@@ -368,8 +371,8 @@ def test_colab_links_open_the_notebook_in_the_page_language(
     contexts, site_url
 ):
     """Every chapter, both editions: the Colab button's link, read from the
-    rendered page, opens book/NN_name.ipynb on an English page and
-    zh/book/NN_name.ipynb on a Chinese one."""
+    rendered page, opens colab/book/NN_name.ipynb on an English page and
+    colab/zh/book/NN_name.ipynb on a Chinese one."""
     context, _ = contexts["desktop"]
     chapters = [f for f in toc_files() if _is_chapter(f)]
     assert chapters, "no chapters in _toc.yml"

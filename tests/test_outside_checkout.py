@@ -3,12 +3,15 @@
 The notebook is copied into an empty temporary folder; its setup cell finds no
 `utils` above it and clones the course. Instead of the network, COURSE_REPO_URL
 points the clone at a local git repository made from this working tree, so the
-test sees uncommitted changes.
+test sees uncommitted changes. The author template runs so, and one Colab
+notebook of each language (colab/, tools/colab_notebooks.py: what the site's
+Colab buttons open), whose printed outputs must equal the stored ones.
 """
 
 from __future__ import annotations
 
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -18,9 +21,12 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from tools import colab_notebooks, zh_notebooks
 from tools.notebooks import ROOT, setup_source
 
 NOTEBOOK = ROOT / "book" / "template.ipynb"
+# The Colab notebooks run alone: a short chapter, in both languages.
+COLAB_CHAPTER = ROOT / "book" / "05_masked_loss.ipynb"
 
 
 def _git(*args, cwd):
@@ -32,11 +38,11 @@ def _git(*args, cwd):
     )
 
 
-@pytest.mark.slow
-def test_notebook_runs_alone_like_in_colab(tmp_path, monkeypatch):
+def _origin(tmp_path) -> pathlib.Path:
+    """A git repository holding what a clone of the course needs."""
     source = tmp_path / "origin"
     source.mkdir()
-    for name in ("utils", "requirements.txt", "pyproject.toml"):
+    for name in ("utils", "locale", "requirements.txt", "pyproject.toml"):
         if (ROOT / name).is_dir():
             shutil.copytree(
                 ROOT / name,
@@ -48,7 +54,12 @@ def test_notebook_runs_alone_like_in_colab(tmp_path, monkeypatch):
     _git("init", "-q", "-b", "main", cwd=source)
     _git("add", ".", cwd=source)
     _git("commit", "-q", "-m", "snapshot", cwd=source)
+    return source
 
+
+@pytest.mark.slow
+def test_notebook_runs_alone_like_in_colab(tmp_path, monkeypatch):
+    source = _origin(tmp_path)
     work = (
         tmp_path / "content"
     )  # like Colab's /content: nothing but the notebook
@@ -78,6 +89,56 @@ def test_notebook_runs_alone_like_in_colab(tmp_path, monkeypatch):
     assert printed == str((clone / "utils" / "__init__.py").resolve()), (
         f"utils came from {printed}"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("language", colab_notebooks.LANGUAGES)
+def test_colab_notebook_runs_alone_and_prints_what_it_stores(
+    tmp_path, monkeypatch, language
+):
+    """The Colab notebook's short setup cell clones the course, and every
+    cell prints what the stored notebook shows (nbval's sanitisers, the
+    cells nbval ignores left out)."""
+    source = _origin(tmp_path)
+    work = tmp_path / "content"
+    work.mkdir()
+    stored = nbformat.read(
+        colab_notebooks.colab_path(COLAB_CHAPTER, language), as_version=4
+    )
+    nb = nbformat.read(
+        colab_notebooks.colab_path(COLAB_CHAPTER, language), as_version=4
+    )
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "import utils\nprint(pathlib.Path(utils.__file__).resolve())"
+        )
+    )
+    monkeypatch.setenv("COURSE_REPO_URL", source.as_uri())
+    monkeypatch.setenv("PYTHONPATH", "")
+    monkeypatch.delenv("COURSE_LANGUAGE", raising=False)
+    NotebookClient(
+        nb,
+        timeout=300,
+        startup_timeout=300,  # a busy machine starts kernels slowly
+        kernel_name="python3",
+        resources={"metadata": {"path": str(work)}},
+    ).execute()
+
+    clone = work / "transformer-course"
+    printed = nb.cells[-1].outputs[0]["text"].strip()
+    assert printed == str((clone / "utils" / "__init__.py").resolve())
+    sanitisers = zh_notebooks._sanitisers()
+    differ = [
+        ran.id
+        for ran, kept in zip(nb.cells, stored.cells)
+        if ran.cell_type == "code"
+        and "nbval-ignore-output" not in kept.metadata.get("tags", [])
+        and zh_notebooks.text_outputs(ran, sanitisers)
+        != zh_notebooks.text_outputs(kept, sanitisers)
+    ]
+    assert not differ, f"cells printing what they do not store: {differ}"
+    images = sum(zh_notebooks.images(c) for c in nb.cells)
+    assert images == sum(zh_notebooks.images(c) for c in stored.cells) > 0
 
 
 def test_setup_cell_loads_the_course_utils_over_a_foreign_one(tmp_path):

@@ -321,3 +321,19 @@ def test_a_translation_left_in_english_is_reported(scratch):
     translations.save(chapter, entries)
     [msg] = translations.problems(chapter)
     assert f"[{key}] still English" in msg
+
+
+def test_every_code_comment_is_translated():
+    """tools/code_comments.py: every English comment of the chapters (but
+    those in EXEMPT) and of the setup cell has its Chinese in
+    locale/zh/code/comments.yml; `python -m tools.translations check` lists
+    them."""
+    from tools import code_comments
+
+    failing, _ = code_comments.problems(translations.pages())
+    assert not failing, "\n".join(failing[:30])
+    from tools.notebooks import setup_source
+
+    setup = code_comments.comments(setup_source())
+    table = code_comments.load()
+    assert setup and all(c.text in table for c in setup)

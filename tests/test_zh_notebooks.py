@@ -235,9 +235,10 @@ def test_chinese_source_tree_takes_the_chinese_notebooks(
     assert built.read_bytes() == zh_notebooks.zh_path(page).read_bytes()
     config = (source / "_config.yml").read_text()
     assert "language: zh_CN" in config and build_book.ZH_TITLE in config
-    assert "path_to_book: zh\n" in config
+    # the Colab buttons open the Colab notebooks (tools/colab_notebooks.py)
+    assert "path_to_book: colab/zh\n" in config
     english = (ROOT / "_config.yml").read_text()
-    assert 'path_to_book: ""' in english
+    assert 'path_to_book: "colab"' in english
     monkeypatch.setattr(zh_notebooks, "ZH", tmp_path / "nothing")
     with pytest.raises(SystemExit, match="make zh-notebooks"):
         build_book.zh_source()
@@ -268,3 +269,65 @@ def test_prose_only_regeneration_keeps_outputs(tmp_path, monkeypatch):
 def test_the_stamped_table_is_the_one_the_figures_use():
     labels = pytest.importorskip("utils.labels")  # no label table yet
     assert labels.TABLE.resolve() == zh_notebooks.LABEL_TABLE.resolve()
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
+def test_chinese_code_differs_from_the_english_in_comments_only(page):
+    """Code comments are translated (tools/code_comments.py); with every
+    comment stripped, each code cell is the English one (the setup call
+    aside), and the outputs are checked equal by the test above."""
+    from tools import code_comments
+
+    english = nbformat.read(page, as_version=4)
+    chinese = nbformat.read(zh_notebooks.zh_path(page), as_version=4)
+    pairs = [
+        (e, z)
+        for e, z in zip(english.cells, chinese.cells)
+        if e.cell_type == "code"
+    ]
+    setup_en, setup_zh = pairs[0]
+    pairs[0] = (
+        nbformat.v4.new_code_cell(zh_notebooks.zh_setup(setup_en.source)),
+        setup_zh,
+    )
+    strip = code_comments.strip_comments
+    differ = [z.id for e, z in pairs if strip(e.source) != strip(z.source)]
+    assert not differ, f"code (not comments) differs in cells {differ}"
+    translated = sum(e.source != z.source for e, z in pairs)
+    name = page.relative_to(ROOT).with_suffix("").as_posix()
+    if name not in code_comments.EXEMPT:
+        assert translated > len(pairs) / 2, "comments left in English"
+    chinese_comments = [
+        c.text
+        for _, z in pairs
+        for c in code_comments.comments(z.source)
+        if translations.CJK.search(c.text)
+    ]
+    assert chinese_comments, "no Chinese comment at all"
+
+
+def test_comments_are_wrapped_to_79_columns_and_code_kept():
+    from tools import code_comments as cc
+
+    source = (
+        "x = 1  # one\n"
+        "    # a long run of comment lines that the table\n"
+        "    # translates as one comment\n"
+        "y = [x,  # `x` (B, T)\n"
+        "     2]\n"
+    )
+    table = {
+        "one": "一",
+        "a long run of comment lines that the table translates as one "
+        "comment": "表格把这一串很长的注释行当作一条注释来翻译，" * 4,
+    }
+    out, missing = cc.translate(source, table)
+    assert missing == []  # `x` (B, T): no English words
+    assert cc.strip_comments(out) == cc.strip_comments(source)
+    assert out.startswith("x = 1  # 一\n    # 表格")
+    assert all(cc.width(line) <= 79 for line in out.splitlines())
+    assert len(out.splitlines()) > len(source.splitlines())
+    assert cc.translate("z = 2  # two\n", {})[1] == ["two"]
+    with pytest.raises(cc.TooWide):
+        cc.translate("z = 2  # two\n", {"two": "二" * 40})
+    assert cc.width("ab二") == 4

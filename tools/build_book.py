@@ -9,7 +9,8 @@ chapters are the committed Chinese notebooks zh/book/*.ipynb, made by
 tools/zh_notebooks.py: prose, captions and alt text from locale/zh/<page>.yml,
 the same code, figures drawn in Chinese; Markdown pages replaced whole from
 their translation), built into _build/html/zh/ with `repository.path_to_book:
-zh`, so a Chinese chapter's Colab button opens its Chinese notebook. A unit
+colab/zh`, so a Chinese chapter's Colab button opens its Chinese Colab
+notebook (colab/zh/book/NN_name.ipynb). A unit
 with no translation keeps its English here; tests/test_translations.py is what
 fails on it, naming the page and the paragraph, and
 tests/test_zh_notebooks.py fails on a Chinese notebook that is stale. The two
@@ -48,9 +49,9 @@ ZH_CODE_PROMPTS = {
     "nb_code_prompt_show": "显示代码",
     "nb_code_prompt_hide": "隐藏代码",
 }
-# The Chinese chapters are the notebooks under zh/ (zh/book/NN_name.ipynb):
-# the launch buttons' paths start there.
-ZH_PATH_TO_BOOK = "zh"
+# The Chinese chapters' Colab notebooks are colab/zh/book/NN_name.ipynb
+# (tools/colab_notebooks.py): the launch buttons' paths start there.
+ZH_PATH_TO_BOOK = "colab/zh"
 # sphinx-togglebutton's hover hints on dropdowns ("Solution N, explained"): its
 # zh_CN catalogue has none, so they are set here. The rest of the theme's
 # English is translated by _ext/locale/zh_CN/LC_MESSAGES/*.po (see

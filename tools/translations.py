@@ -19,7 +19,10 @@ show the same ones. `sync` adds an entry for every new unit (with an empty
 `en_now` beside the old `en`: the translator updates `zh`, then replaces `en`
 with `en_now`. `check` (and tests/test_translations.py) fails on every unit
 that is missing, empty, outdated, or left in English, and on every rejected
-form of a term (``TERMS``: one word per concept).
+form of a term (``TERMS``: one word per concept). Code comments are
+translated in ``locale/zh/code/comments.yml`` (tools/code_comments.py): `check`
+lists the comments without a translation (failing on them but for the chapters
+in ``code_comments.EXEMPT``).
 """
 
 from __future__ import annotations
@@ -305,8 +308,14 @@ if __name__ == "__main__":
                 f"{store_path(p).relative_to(ROOT)}"
             )
     elif len(sys.argv) == 2 and sys.argv[1] == "check":
+        from . import code_comments
+
         issues = [m for p in pages() for m in problems(p) + term_problems(p)]
+        failing, left = code_comments.problems(pages())
+        issues += failing
         print("\n".join(issues) or "every page is translated and current")
+        if left:  # chapters whose comments are not required yet
+            print("\n".join(left))
         raise SystemExit(1 if issues else 0)
     else:
         raise SystemExit(__doc__)

@@ -10,7 +10,9 @@ code, executed so its figures are drawn in Chinese.
 Colab address of a Chinese chapter is the English one with ``/zh`` before
 ``/book``. Each is the English notebook with every markdown cell, figure
 caption and alt text replaced from ``locale/zh/<page>.yml`` (a unit with no
-translation keeps its English), the folded-cell labels in Chinese, and the
+translation keeps its English), the code comments in Chinese
+(``locale/zh/code/comments.yml``, tools/code_comments.py: comments only), the
+folded-cell labels in Chinese, and the
 setup call asking for Chinese figures (``utils.setup(seed=0,
 language="zh")``, once ``utils.setup`` has that argument). It is then
 executed like ``make refresh`` does (fresh kernel, top to bottom, portable
@@ -37,7 +39,7 @@ import sys
 
 import nbformat
 
-from . import ROOT, translations
+from . import ROOT, code_comments, translations
 from .notebooks import toc_notebooks
 
 ZH = ROOT / "zh"
@@ -131,7 +133,9 @@ def expected(page: pathlib.Path) -> nbformat.NotebookNode:
     translate(nb, translations.load(page))
     code = [c for c in nb.cells if c.cell_type == "code"]
     code[0].source = zh_setup(code[0].source)
+    comments = code_comments.load()
     for cell in code:
+        cell.source = code_comments.translate(cell.source, comments)[0]
         cell.outputs, cell.execution_count = [], None
     return nb
 
@@ -165,16 +169,19 @@ def generate(page: pathlib.Path, timeout: int = 600) -> float:
 
 def retranslate(page: pathlib.Path) -> None:
     """Put the current translations into the Chinese notebook of ``page``
-    without executing it: each code cell whose code is unchanged keeps its
-    stored outputs, the stamp stays (the figures are the same). A changed
-    code cell is left without outputs, which ``problems()`` then reports."""
+    without executing it: each code cell whose code is unchanged but for
+    its comments keeps its stored outputs, the stamp stays (the figures are
+    the same). A changed code cell is left without outputs, which
+    ``problems()`` then reports."""
     target = zh_path(page)
     old = nbformat.read(target, as_version=4)
     kept = {c.id: c for c in old.cells if c.cell_type == "code"}
     nb = expected(page)
+    same = code_comments.strip_comments
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.id in kept:
-            if kept[cell.id].source == cell.source:
+            # comments do not change what a cell prints
+            if same(kept[cell.id].source) == same(cell.source):
                 cell.outputs = kept[cell.id].outputs
                 cell.execution_count = kept[cell.id].execution_count
     nb.metadata = old.metadata
