@@ -197,7 +197,10 @@ def run_alone(path: pathlib.Path, folder: pathlib.Path, timeout: int):
     shutil.copy2(path, folder / path.name)
     start = time.perf_counter()
     try:
-        notebook_client(nb, folder / path.name, timeout=timeout).execute()
+        client = notebook_client(nb, folder / path.name, timeout=timeout)
+        # a kernel starting on a busy 2-core machine may take over a minute
+        client.startup_timeout = timeout
+        client.execute()
     except Exception as error:  # noqa: BLE001  nbclient names the cell
         took = time.perf_counter() - start
         return took, [f"error: {str(error)[-1500:]}"]
