@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-requirements
 NB     ?= book/*.ipynb
 
-.PHONY: help venv book serve test unit notebooks browser robust refresh zh-notebooks colab link-terms translations freeze clean
+.PHONY: help venv book serve test unit notebooks browser robust refresh zh-notebooks colab link-terms translations torch-matrix freeze clean
 
 help:
 	@echo "make book     build both editions: English into _build/html, Chinese into _build/html/zh (strict)"
@@ -17,6 +17,7 @@ help:
 	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
 	@echo "make zh-notebooks  regenerate the Chinese notebooks zh/book/*.ipynb (after refresh or translations)"
 	@echo "make colab    regenerate the Colab notebooks colab/book/*.ipynb and colab/zh/book/*.ipynb (after zh-notebooks)"
+	@echo "make torch-matrix TORCH=2.11.0  every notebook of both editions alone (as in Colab) on that torch (default: newest), in its own venv"
 	@echo "make translations  add new English units to locale/zh/*.yml, mark changed ones (en_now), list what is left"
 
 $(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widgets7.txt
@@ -79,6 +80,18 @@ translations: $(STAMP)
 # cores, another seed. Outputs are not compared; an error or a failed assert fails it.
 robust: $(STAMP)
 	$(BIN)/python -m tools.robust
+
+# Every notebook of both editions alone, as Colab runs it (copied into an empty folder, the
+# course cloned by its setup cell from a snapshot of this tree), on TORCH (a version such as
+# 2.11.0, the oldest the course supports, or newest), the CPU build in its own venv
+# (.venv-torch/TORCH) beside requirements.txt's other pins; claims mode: fails on an error, a
+# failed assert or a warning the stored notebook does not show (tools/torch_matrix.py).
+# Where pip caps torch with a constraints file: PIP_CONSTRAINT=/dev/null make torch-matrix.
+TORCH ?= newest
+TORCH_VENV ?= .venv-torch/$(TORCH)
+torch-matrix:
+	$(PYTHON) -m tools.torch_matrix --torch $(TORCH) --venv $(TORCH_VENV) \
+	  --report _build/torch-matrix-$(TORCH).json
 
 # After it, regenerate the Chinese notebooks (make zh-notebooks, or ZH=book/03_masks.ipynb
 # for one): tests/test_zh_notebooks.py fails while their outputs differ from the English.

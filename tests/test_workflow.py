@@ -71,10 +71,31 @@ def test_macos_runs_the_readme_commands_in_claims_mode(jobs):
     ]
 
 
-@pytest.mark.parametrize("name", ["linux", "macos"])
+@pytest.mark.parametrize("name", ["linux", "macos", "torch"])
 def test_each_job_prints_its_cpu_first_and_caches_pip(jobs, name):
     steps = jobs[name]["steps"]
     assert "CPU" in steps[0]["name"]
     setup = next(s for s in steps if "setup-python" in s.get("uses", ""))
     assert setup["with"]["cache"] == "pip"
     assert "requirements.txt" in setup["with"]["cache-dependency-path"]
+
+
+def test_torch_job_runs_every_notebook_alone_on_oldest_and_newest(jobs):
+    """Issue 37: the newest torch release (and the oldest the course
+    supports, 2.11) checked on every change, by the Makefile's target."""
+    torch = jobs["torch"]
+    assert torch["runs-on"] == "ubuntu-latest"
+    assert torch["strategy"]["matrix"]["torch"] == ["2.11.0", "newest"]
+    assert torch["strategy"]["fail-fast"] is False
+    runs = [r.strip() for r in _runs(torch)]
+    assert "make torch-matrix PYTHON=python TORCH=${{ matrix.torch }}" in runs
+    assert any("fonts-noto-cjk" in r for r in runs)
+    setup = next(
+        s for s in torch["steps"] if "setup-python" in s.get("uses", "")
+    )
+    assert setup["with"]["python-version"] == "3.12"
+    makefile = (ROOT / "Makefile").read_text()
+    assert (
+        "\ntorch-matrix:\n\t$(PYTHON) -m tools.torch_matrix --torch $(TORCH)"
+        in (makefile)
+    )

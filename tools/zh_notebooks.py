@@ -14,7 +14,9 @@ translation keeps its English), the code comments in Chinese
 (``locale/zh/code/comments.yml``, tools/code_comments.py: comments only), the
 folded-cell labels in Chinese, and the
 setup call asking for Chinese figures (``utils.setup(seed=0,
-language="zh")``, once ``utils.setup`` has that argument). It is then
+language="zh")``, once ``utils.setup`` has that argument), after
+``utils.runtime.ensure_cjk_font()``, which gets a CJK font where none is
+installed (Colab: ``apt-get install fonts-noto-cjk``). It is then
 executed like ``make refresh`` does (fresh kernel, top to bottom, portable
 numeric mode, clean metadata) from ``zh/book/`` with ``COURSE_LANGUAGE=zh``:
 its text outputs must equal the English notebook's, its figures are Chinese.
@@ -47,7 +49,12 @@ ZH = ROOT / "zh"
 # when COURSE_LANGUAGE=zh): its hash is stamped into every Chinese notebook.
 LABEL_TABLE = ROOT / "locale" / "zh" / "figures" / "labels.yml"
 SETUP_CALL = "device = utils.setup(seed=0)"
-ZH_SETUP_CALL = 'device = utils.setup(seed=0, language="zh")'
+# Chinese figures need a CJK font, which Colab lacks: the cell gets one first
+# (utils.runtime.ensure_cjk_font: apt-get in Colab, else the English notice).
+ZH_SETUP_CALL = (
+    "utils.runtime.ensure_cjk_font()\n"
+    'device = utils.setup(seed=0, language="zh")'
+)
 # The labels of folded solution cells (MyST-NB reads them from the metadata).
 ZH_PROMPTS = {"Show solution": "显示答案", "Hide solution": "隐藏答案"}
 IGNORE_OUTPUT = "nbval-ignore-output"

@@ -54,7 +54,16 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 _SLOT = r"(?P<{}>\$[^$]*\$|[^A-Za-z\s]+|[A-Za-z])"
 _SLOTS = {"shape": r"(?P<{}>\([^()]*\))", "text": r"(?P<{}>.+?)"}
 
-_state = {"language": "en", "used": set()}
+_state = {"language": "en", "used": set(), "told": False}
+NO_FONT = "No CJK font installed: the figures stay in English."
+
+
+def no_font_notice() -> None:
+    """Say, once per process, that the figures stay in English (both
+    ``utils.runtime.ensure_cjk_font`` and ``set_language`` find out)."""
+    if not _state["told"]:
+        print(NO_FONT)
+        _state["told"] = True
 
 
 def set_language(language: str) -> str:
@@ -66,7 +75,7 @@ def set_language(language: str) -> str:
         raise ValueError(f"language must be one of {LANGUAGES}: {language!r}")
     font = cjk_font() if language == "zh" else None
     if language == "zh" and font is None:
-        print("No CJK font installed: the figures stay in English.")
+        no_font_notice()
         language = "en"
     _state["language"] = language
     if language == "zh":  # also for texts made later, such as new ticks

@@ -1,19 +1,24 @@
 """The run's surroundings, set and given back: the seed ``make robust`` picks,
 the numeric mode a result depends on, the optimiser that computes alike on
-every CPU, the thread count and the train/eval
-mode. Each is written once here and used by the modules that train or
-evaluate.
+every CPU, the thread count, the train/eval mode and the CJK font the Chinese
+figures need (``ensure_cjk_font``, which the Chinese setup cell calls). Each
+is written once here and used by the modules that train or evaluate.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
+import shutil
+import subprocess
+import sys
+import time
 
 import torch
 from torch import nn
 
-from .checks import check_int
+from .checks import check_bool, check_int
 
 __all__ = [
     "course_seed",
@@ -22,7 +27,14 @@ __all__ = [
     "adam",
     "threads",
     "evaluating",
+    "ensure_cjk_font",
 ]
+
+# Debian's and Ubuntu's (Colab's) package of Noto Sans CJK, and where its
+# files land: one collection per weight, each holding the SC, TC, HK, JP and
+# KR faces.
+CJK_PACKAGE = "fonts-noto-cjk"
+CJK_FILES = "/usr/share/fonts/opentype/noto/NotoSansCJK-*.ttc"
 
 
 def course_seed(default: int = 0) -> int:
@@ -109,3 +121,50 @@ def evaluating(model):
     finally:
         if isinstance(model, nn.Module):
             model.train(was_training)
+
+
+def ensure_cjk_font(install: bool | None = None) -> bool:
+    """Make a CJK font available to matplotlib; True when one is.
+
+    The Chinese notebooks' setup cell calls it before ``utils.setup``. A font
+    matplotlib already knows: nothing to do. A font file on disk that
+    matplotlib's cache predates (installed after it was built): registered
+    with ``font_manager.fontManager.addfont``. Neither, and ``install``
+    (default: in Colab, whose runtime has no CJK font but has ``apt-get`` and
+    root): ``apt-get install fonts-noto-cjk`` (with ``apt-get update`` first
+    if the package lists are stale), then the new files are registered and
+    the time it took is printed. Otherwise the figures stay in English and
+    ``utils.labels`` says so once.
+    """
+    from . import labels
+
+    if install is None:
+        install = "google.colab" in sys.modules
+    install = check_bool(install, "install")
+    if labels.cjk_font() is not None or _register_cjk_files(labels):
+        return True
+    apt = shutil.which("apt-get")
+    if install and apt is not None:
+        start = time.perf_counter()
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        get = [apt, "install", "-y", "-qq", "--no-install-recommends"]
+        for first in ([], [[apt, "update", "-qq"]]):
+            for command in [*first, [*get, CJK_PACKAGE]]:
+                subprocess.run(command, env=env, capture_output=True)
+            if _register_cjk_files(labels):
+                took = time.perf_counter() - start
+                print(f"Installed {CJK_PACKAGE} in {took:.0f} s.")
+                return True
+    labels.no_font_notice()
+    return False
+
+
+def _register_cjk_files(labels) -> bool:
+    """Register the CJK font files on disk with matplotlib; True when
+    ``labels.cjk_font()`` then finds one."""
+    from matplotlib import font_manager
+
+    for path in sorted(glob.glob(CJK_FILES)):
+        font_manager.fontManager.addfont(path)
+    labels.cjk_font.cache_clear()
+    return labels.cjk_font() is not None
