@@ -25,3 +25,12 @@ def test_nested_fold_and_comments():
         "```{math}\nx = y\n```\nend\n````\ntwo"
     )
     assert mpw.split_markdown(source) == (3, 4)
+
+
+def test_chapters_1_to_7_keep_a_lean_main_path():
+    """Issue #34: the prose a reader meets without opening a box, chapters
+    1-7 together, stays within the limit (27,942 words before the cut)."""
+    paths = mpw.lean_notebooks()
+    assert len(paths) == 7
+    _, total = mpw.table(paths)
+    assert total <= mpw.LEAN_LIMIT, total
