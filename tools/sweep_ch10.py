@@ -145,7 +145,6 @@ def pretrain(kind: str, seed: int, d: dict):
         "last_loss": r5(sum(losses[-50:]) / 50),
     }
     if kind in ("clm", "plm"):
-        prefixes = [w[:PREFIX_LETTERS] for w in d["valid"]]
         long = [w for w in d["valid"] if len(w) > PREFIX_LETTERS]
         done = pt.complete(kind, model, [w[:PREFIX_LETTERS] for w in long])
         after = pt.evaluate_lm(
@@ -157,7 +156,6 @@ def pretrain(kind: str, seed: int, d: dict):
             "real": r5(sum(w in d["heldout"] for w in done) / len(long)),
             "letter_accuracy": r5(after["accuracy"]),
         }
-        del prefixes
     if kind == "clm":
         known = set(d["train"])
         row["samples"] = []
