@@ -14,7 +14,7 @@ import types
 import pytest
 from matplotlib import font_manager
 
-from utils import labels, runtime
+from proof import labels, runtime
 
 
 class _Font:

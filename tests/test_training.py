@@ -223,7 +223,7 @@ def test_bad_arguments():
 
 
 def test_numeric_fingerprint_names_torch_and_the_cpu_path(monkeypatch):
-    from utils.runtime import numeric_fingerprint
+    from proof.runtime import numeric_fingerprint
 
     fp = numeric_fingerprint()
     assert fp["torch"] == torch.__version__
@@ -235,7 +235,7 @@ def test_numeric_fingerprint_names_torch_and_the_cpu_path(monkeypatch):
 
 
 def test_course_seed_reads_course_seed(monkeypatch):
-    from utils.runtime import course_seed
+    from proof.runtime import course_seed
 
     monkeypatch.delenv("COURSE_SEED", raising=False)
     assert course_seed() == 0 and course_seed(3) == 3

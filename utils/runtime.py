@@ -1,86 +1,13 @@
-"""The run's surroundings, set and given back: the seed ``make robust`` picks,
-the numeric mode a result depends on, the optimiser that computes alike on
-every CPU, the thread count, the train/eval mode and the CJK font the Chinese
-figures need (``ensure_cjk_font``, which the Chinese setup cell calls). Each
-is written once here and used by the modules that train or evaluate.
-"""
+"""Temporary: the optimiser, thread and eval-mode helpers (moving to utils.training)."""
 
 from __future__ import annotations
 
 import contextlib
-import glob
-import os
-import shutil
-import subprocess
-import sys
-import time
 
 import torch
 from torch import nn
 
-from .checks import check_bool, check_int
-
-__all__ = [
-    "course_seed",
-    "numeric_fingerprint",
-    "numeric_stamp",
-    "adam",
-    "threads",
-    "evaluating",
-    "ensure_cjk_font",
-]
-
-# Debian's and Ubuntu's (Colab's) package of Noto Sans CJK, and where its
-# files land: one collection per weight, each holding the SC, TC, HK, JP and
-# KR faces.
-CJK_PACKAGE = "fonts-noto-cjk"
-CJK_FILES = "/usr/share/fonts/opentype/noto/NotoSansCJK-*.ttc"
-
-
-def course_seed(default: int = 0) -> int:
-    """The training seed: ``COURSE_SEED`` when set (``make robust`` sets it),
-    else ``default``.
-
-    Chapters 8 and 9 both call it, so they build the same splits and load the
-    same model.
-    """
-    value = os.environ.get("COURSE_SEED")
-    if value is None:
-        return check_int(default, "default", 0)
-    try:
-        return check_int(int(value), "COURSE_SEED", 0)
-    except ValueError:
-        raise ValueError(f"COURSE_SEED={value!r} is not an int >= 0") from None
-
-
-def numeric_fingerprint() -> dict:
-    """What decides the last bits of a training run besides its settings and
-    seed: the torch version, the CPU code path (``get_cpu_capability``: AVX2
-    in the portable mode, AVX512 natively on such a CPU), MKL's
-    reproducibility branch and the device. A cached model is keyed by them,
-    so a model trained natively is never loaded by a portable-mode run.
-    """
-    return {
-        "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "mkl_cbwr": os.environ.get("MKL_CBWR"),
-        "threads": 1,  # the translator trains on one CPU thread, always
-        "cuda": torch.version.cuda if torch.cuda.is_available() else None,
-    }
-
-
-def numeric_stamp() -> dict:
-    """The numerics a stored sweep was computed with, as it records them:
-    MKL's branch, ATen's CPU path, the thread count and the torch version.
-    A chapter compares its live run with a stored row exactly only when the
-    stamps agree (``make test``'s portable mode); elsewhere (Colab, ``make
-    robust``) it compares by the spread over seeds."""
-    return {
-        "MKL_CBWR": os.environ.get("MKL_CBWR", "unset"),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__.split("+")[0],
-    }
+from .checks import check_int
 
 
 def adam(params, lr: float = 1e-3, **kwargs) -> torch.optim.Adam:
@@ -121,50 +48,3 @@ def evaluating(model):
     finally:
         if isinstance(model, nn.Module):
             model.train(was_training)
-
-
-def ensure_cjk_font(install: bool | None = None) -> bool:
-    """Make a CJK font available to matplotlib; True when one is.
-
-    The Chinese notebooks' setup cell calls it before ``utils.setup``. A font
-    matplotlib already knows: nothing to do. A font file on disk that
-    matplotlib's cache predates (installed after it was built): registered
-    with ``font_manager.fontManager.addfont``. Neither, and ``install``
-    (default: in Colab, whose runtime has no CJK font but has ``apt-get`` and
-    root): ``apt-get install fonts-noto-cjk`` (with ``apt-get update`` first
-    if the package lists are stale), then the new files are registered and
-    the time it took is printed. Otherwise the figures stay in English and
-    ``utils.labels`` says so once.
-    """
-    from . import labels
-
-    if install is None:
-        install = "google.colab" in sys.modules
-    install = check_bool(install, "install")
-    if labels.cjk_font() is not None or _register_cjk_files(labels):
-        return True
-    apt = shutil.which("apt-get")
-    if install and apt is not None:
-        start = time.perf_counter()
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        get = [apt, "install", "-y", "-qq", "--no-install-recommends"]
-        for first in ([], [[apt, "update", "-qq"]]):
-            for command in [*first, [*get, CJK_PACKAGE]]:
-                subprocess.run(command, env=env, capture_output=True)
-            if _register_cjk_files(labels):
-                took = time.perf_counter() - start
-                print(f"Installed {CJK_PACKAGE} in {took:.0f} s.")
-                return True
-    labels.no_font_notice()
-    return False
-
-
-def _register_cjk_files(labels) -> bool:
-    """Register the CJK font files on disk with matplotlib; True when
-    ``labels.cjk_font()`` then finds one."""
-    from matplotlib import font_manager
-
-    for path in sorted(glob.glob(CJK_FILES)):
-        font_manager.fontManager.addfont(path)
-    labels.cjk_font.cache_clear()
-    return labels.cjk_font() is not None

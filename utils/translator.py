@@ -27,7 +27,7 @@ import torch
 from .checks import check_bool, check_int, check_number, check_probability
 from .decoding import greedy_decode
 from .model import Transformer
-from .runtime import numeric_fingerprint, threads
+from .runtime import threads
 from .training import (
     Progress,
     evaluate_loss,
@@ -343,7 +343,7 @@ def _load_part(model: Transformer, init) -> None:
 def _cache_path(cfg, splits, device, vocabs, directory) -> pathlib.Path:
     key = {
         "config": dataclasses.asdict(cfg),
-        "numeric": numeric_fingerprint(),
+        "numeric": __import__("proof.runtime").runtime.numeric_fingerprint(),
         "device": device.type,
     }
     if splits is not None:  # a caller's own data: its content is the key
