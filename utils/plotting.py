@@ -10,7 +10,6 @@ import numpy as np
 import torch
 
 
-
 def use_course_style() -> None:
     """The course's figure style (applied by ``utils.setup``): drawn for a
     phone, 6 inches wide with 11 pt text, light grid, no top/right spines."""

@@ -1,4 +1,4 @@
-"""Temporary: the optimiser, thread and eval-mode helpers (moving to utils.training)."""
+"""Temporary: optimiser, thread and eval-mode helpers (to utils.training)."""
 
 from __future__ import annotations
 
