@@ -382,7 +382,7 @@ def _adam_calls(text: str) -> list[str]:
 def test_every_adam_is_fused():
     """Adam's default path takes its square root in MKL's vector maths, whose
     last bits differ between Intel and AMD CPUs (tools/numeric_mode.py): a
-    stored training run must use the fused kernel (``utils.runtime.adam``).
+    stored training run must use the fused kernel (``utils.training.adam``).
     """
     sources = {
         str(p.relative_to(ROOT)): p.read_text()

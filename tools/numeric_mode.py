@@ -23,7 +23,7 @@ Intel or AMD:
   except ``torch.sqrt``: ATen sends it to MKL's vector maths, whose result
   differs between the hardware and the emulators on this branch too.
 - No ``torch.sqrt`` in anything stored or asserted exactly: the optimiser is
-  ``torch.optim.Adam(..., fused=True)`` (``utils.runtime.adam``), whose square
+  ``torch.optim.Adam(..., fused=True)`` (``utils.training.adam``), whose square
   root is ATen's own; the course's LayerNorm multiplies by ``torch.rsqrt``.
   ``tests/test_repo.py`` fails on an Adam that is not fused.
 - ``ONEDNN_MAX_CPU_ISA=AVX2`` (and the old name ``DNNL_MAX_CPU_ISA``): oneDNN's

@@ -30,7 +30,7 @@ from torch import nn
 
 from tools import ROOT
 from utils.attention import MultiHeadAttention
-from utils.runtime import adam
+from utils.training import adam
 
 OUT = ROOT / "book" / "data" / "ch02_heads.json"
 N_SEEDS = 30

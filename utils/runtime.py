@@ -1,13 +1,12 @@
-"""The run's surroundings, set and given back: the seed ``make robust`` picks,
-the numeric mode a result depends on, the optimiser that computes alike on
-every CPU, the thread count, the train/eval mode and the CJK font the Chinese
-figures need (``ensure_cjk_font``, which the Chinese setup cell calls). Each
-is written once here and used by the modules that train or evaluate.
+"""The run's surroundings: the seed ``make robust`` picks, the numeric mode a
+result depends on and the CJK font the Chinese figures need
+(``ensure_cjk_font``, which the Chinese setup cell calls). The optimiser,
+thread count and train/eval mode a training run sets are in
+``utils.training``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
 import shutil
@@ -16,7 +15,6 @@ import sys
 import time
 
 import torch
-from torch import nn
 
 from .checks import check_bool, check_int
 
@@ -24,9 +22,6 @@ __all__ = [
     "course_seed",
     "numeric_fingerprint",
     "numeric_stamp",
-    "adam",
-    "threads",
-    "evaluating",
     "ensure_cjk_font",
 ]
 
@@ -64,7 +59,7 @@ def numeric_fingerprint() -> dict:
         "torch": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "mkl_cbwr": os.environ.get("MKL_CBWR"),
-        "threads": 1,  # the translator trains on one CPU thread, always
+        "threads": 1,  # the pronouncer trains on one CPU thread, always
         "cuda": torch.version.cuda if torch.cuda.is_available() else None,
     }
 
@@ -81,46 +76,6 @@ def numeric_stamp() -> dict:
         "threads": torch.get_num_threads(),
         "torch": torch.__version__.split("+")[0],
     }
-
-
-def adam(params, lr: float = 1e-3, **kwargs) -> torch.optim.Adam:
-    """``torch.optim.Adam(params, lr, fused=True, **kwargs)``.
-
-    The fused kernel takes Adam's square root in ATen's own code. The
-    default (foreach) path calls ``torch.sqrt``, which goes to MKL's vector
-    maths: its last bits differ between Intel and AMD CPUs even on MKL's
-    vendor-neutral branch, and a training run amplifies them (README,
-    "numeric modes"). Every model the course trains uses this.
-    """
-    return torch.optim.Adam(params, lr=lr, fused=True, **kwargs)
-
-
-@contextlib.contextmanager
-def threads(num_threads: int):
-    """``torch.set_num_threads(num_threads)`` inside the block; the previous
-    count after."""
-    num_threads = check_int(num_threads, "num_threads", 1)
-    before = torch.get_num_threads()
-    torch.set_num_threads(num_threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-@contextlib.contextmanager
-def evaluating(model):
-    """Eval mode and no gradients inside the block; the model's own mode
-    after. Objects that are not modules (a hand-made model) pass through."""
-    was_training = getattr(model, "training", None)
-    if isinstance(model, nn.Module):
-        model.eval()
-    try:
-        with torch.no_grad():
-            yield model
-    finally:
-        if isinstance(model, nn.Module):
-            model.train(was_training)
 
 
 def ensure_cjk_font(install: bool | None = None) -> bool:
