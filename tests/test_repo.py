@@ -403,7 +403,7 @@ def test_every_adam_is_fused():
     }
     assert unfused == {}
     calls = sum(len(_adam_calls(t)) for t in sources.values())
-    assert calls >= 4  # runtime.adam and three notebooks: the scan works
+    assert calls >= 4  # training.adam and three notebooks: the scan works
 
 
 @pytest.mark.exact

@@ -21,7 +21,7 @@ kind of operation the chapters' stored outputs depend on:
 - a few training steps of every model the chapters train: chapter 1's CNN
   and tiny Transformer, chapter 2's two-head copier, chapter 4's position
   probes, chapter 7's ``utils.model.Transformer``, chapters 8-9's
-  translator recipe (dropout, label smoothing, warm-up) and chapter 10's
+  pronouncer recipe (dropout, label smoothing, warm-up) and chapter 10's
   three pre-training objectives and fine-tuning;
 - NumPy's exp, sin and matrix product.
 
@@ -233,7 +233,7 @@ def _models(out: dict[str, str]) -> None:
         opt.step()
     out["transformer_training"] = _h(_weights(model))
 
-    # chapters 8-9: the translator's recipe (dropout on, label smoothing,
+    # chapters 8-9: the pronouncer's recipe (dropout on, label smoothing,
     # paper_adam with the warm-up schedule), on chapter 9's vocabularies
     cfg = dataclasses.replace(PronouncerConfig(), warmup_steps=2)
     torch.manual_seed(0)

@@ -1,5 +1,5 @@
 """Recipe probes for the pronouncer (grapheme-to-phoneme on CMUdict): short
-runs of chapter 8's translator recipe at several sizes and schedules, each
+runs of chapter 8's pronouncer recipe at several sizes and schedules, each
 under about 4 minutes of one core, to choose the stored model's settings.
 
     python -m tools.probe_pronouncer NAME [NAME ...]   (one at a time)

@@ -1,4 +1,4 @@
-"""Train the stored pronouncer: chapter 8's translator recipe on the CMU
+"""Train the stored pronouncer: chapter 8's pronouncer recipe on the CMU
 Pronouncing Dictionary (letters in, ARPAbet phonemes out, without the
 stress digits, as the published CMUdict benchmarks score it).
 
