@@ -329,18 +329,6 @@ def test_bad_arguments():
         )
 
 
-def test_numeric_fingerprint_names_torch_and_the_cpu_path(monkeypatch):
-    from utils.runtime import numeric_fingerprint
-
-    fp = numeric_fingerprint()
-    assert fp["torch"] == torch.__version__
-    assert fp["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
-    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")
-    assert numeric_fingerprint()["mkl_cbwr"] == "COMPATIBLE"
-    monkeypatch.delenv("MKL_CBWR")
-    assert numeric_fingerprint()["mkl_cbwr"] is None
-
-
 def test_course_seed_reads_course_seed(monkeypatch):
     from utils.runtime import course_seed
 
