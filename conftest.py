@@ -73,7 +73,7 @@ def built_site(tmp_path_factory, worker_id):
 def one_thread():
     """Tiny models train faster on one thread, and far faster on a busy
     machine (``pytestmark = pytest.mark.usefixtures("one_thread")``)."""
-    from utils.runtime import threads
+    from utils.training import threads
 
     with threads(1):
         yield

@@ -19,7 +19,6 @@ from utils.checks import check_bool, check_int
 
 __all__ = [
     "course_seed",
-    "numeric_fingerprint",
     "numeric_stamp",
     "ensure_cjk_font",
 ]
@@ -45,22 +44,6 @@ def course_seed(default: int = 0) -> int:
         return check_int(int(value), "COURSE_SEED", 0)
     except ValueError:
         raise ValueError(f"COURSE_SEED={value!r} is not an int >= 0") from None
-
-
-def numeric_fingerprint() -> dict:
-    """What decides the last bits of a training run besides its settings and
-    seed: the torch version, the CPU code path (``get_cpu_capability``: AVX2
-    in the portable mode, AVX512 natively on such a CPU), MKL's
-    reproducibility branch and the device. A cached model is keyed by them,
-    so a model trained natively is never loaded by a portable-mode run.
-    """
-    return {
-        "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "mkl_cbwr": os.environ.get("MKL_CBWR"),
-        "threads": 1,  # the translator trains on one CPU thread, always
-        "cuda": torch.version.cuda if torch.cuda.is_available() else None,
-    }
 
 
 def numeric_stamp() -> dict:

@@ -42,8 +42,9 @@ from tools import ROOT  # noqa: E402
 from tools.sweep_pronouncer import RECIPE  # noqa: E402
 from utils import pretraining as pt  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
-from utils.runtime import numeric_stamp, threads  # noqa: E402
-from utils.translator import train_translator  # noqa: E402
+from proof.runtime import numeric_stamp  # noqa: E402
+from utils.training import threads  # noqa: E402
+from utils.pronouncer import train_pronouncer  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "ch10_runs.jsonl"
 MODELS = ROOT / "book" / "data" / "ch10_lm_s0.pt"
@@ -190,10 +191,10 @@ def scores(model, test) -> dict:
 def tune(body, labels: int, init: str, steps: int, seed: int, d: dict):
     start = time.perf_counter()
     entries = label_order(d["split"]["train"], seed)[:labels]
-    splits, vocabs = pr.translator_data(
+    splits, vocabs = pr.pronouncer_data(
         {"train": entries, "valid": d["split"]["valid"]}, stress=STRESS
     )
-    model, history = train_translator(
+    model, history = train_pronouncer(
         tune_config(steps, seed),
         splits,
         progress=False,

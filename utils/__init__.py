@@ -7,16 +7,16 @@ priors), ``attention`` and ``scoring`` (2), ``masks`` (3), ``positional`` and
 ``position_probe`` (4: the encodings, then the experiment comparing them),
 ``loss`` (5), ``efficient_attention`` and ``complexity`` (6: cheaper
 attention, then how cost is counted and measured), ``layers`` and ``model``
-(7: the layers, then the assembled Transformer), ``numerals``,
-``translation``, ``pronunciation``, ``training`` and ``translator`` (8: the
-tasks, their data, the generic training loop, the translator's config and
-recipe), ``decoding``,
-``cache``, ``sampling``, ``bleu`` and ``ambiguous`` (9: the last is the
-chapter's two-answer experiment), ``pretraining`` (10), plus
+(7: the layers, then the assembled Transformer), ``batches``,
+``pronunciation``, ``training`` and ``pronouncer`` (8: vocabularies and
+batches, the task, the one training loop every chapter's model trains with,
+the pronouncer's config and run), ``decoding``, ``cache``, ``sampling``,
+``bleu`` and ``numerals`` (9: the last writes the numbers of the chapter's
+two-answer experiment), ``objectives`` and ``pretraining`` (10), plus
 the shared ``plotting`` (plots of numbers), ``diagrams`` (a package: diagrams
 drawn by code), ``figures``, ``funnel`` and ``labels`` (every figure shown is
 checked for a phone, translated in the Chinese notebooks and encoded),
-``runtime`` (seed, threads, eval mode) and ``checks``.
+``runtime`` (seed, numeric mode, CJK font) and ``checks``.
 Boolean masks mean **True = may attend / is a real token** and broadcast to
 ``(batch, heads, query_len, key_len)``. Bad arguments raise a ``TypeError``
 (wrong kind) or a ``ValueError`` (wrong value) that names the argument; the
