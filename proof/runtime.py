@@ -20,6 +20,7 @@ from utils.checks import check_bool, check_int
 __all__ = [
     "course_seed",
     "numeric_stamp",
+    "same_numerics",
     "ensure_cjk_font",
 ]
 
@@ -58,6 +59,17 @@ def numeric_stamp() -> dict:
         "threads": torch.get_num_threads(),
         "torch": torch.__version__.split("+")[0],
     }
+
+
+def same_numerics(stored: dict) -> bool:
+    """Whether this process computes as the stored run did: ``stored`` (its
+    recorded stamp) agrees with ``numeric_stamp()`` on every key. Only then
+    may a chapter compare its live replay with the stored numbers bit for
+    bit; elsewhere (a GPU, ``make robust``) it compares within a tolerance."""
+    if not isinstance(stored, dict):
+        raise TypeError(f"stored must be a dict, got {type(stored).__name__}")
+    now = numeric_stamp()
+    return all(stored.get(k) == v for k, v in now.items())
 
 
 def ensure_cjk_font(install: bool | None = None) -> bool:

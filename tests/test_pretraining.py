@@ -259,3 +259,17 @@ def test_stored_runs_first_steps_replay():
     )
     got = [round(x, 5) for x in history["train_loss"]]
     assert got == rows[f"tune_500_scratch_{sw.TUNE_STEPS}_s1"]["losses"]
+
+
+def test_the_stored_settings_are_the_sweeps():
+    """Chapter 10 reads the runs' settings from their meta row: they must be
+    what tools/sweep_ch10.py runs with (a changed script needs a new sweep)."""
+    import json
+
+    from tools import ROOT
+    from tools import sweep_ch10 as sw
+
+    path = ROOT / "book" / "data" / "ch10_runs.jsonl"
+    meta = json.loads(path.read_text().splitlines()[0])
+    assert meta["run"] == "meta"
+    assert meta["settings"] == json.loads(json.dumps(sw.settings()))

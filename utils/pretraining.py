@@ -11,7 +11,9 @@ The masked LM's input is exactly what chapter 8's pronouncer encoder reads
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
+import random
 
 import torch
 from torch import nn
@@ -55,6 +57,8 @@ __all__ = [
     "encoder_state",
     "sample_words",
     "complete",
+    "tune_config",
+    "label_order",
 ]
 
 
@@ -346,3 +350,26 @@ def complete(
                 ids = torch.cat([ids, nxt], 1)
             out.append(decode(ids[0]))
     return out
+
+
+def tune_config(base, steps: int, seed: int):
+    """Chapter 10's fine-tuning recipe for ``steps`` steps: ``base`` (a
+    ``PronouncerConfig``) with the last third a cooldown, evaluated once at
+    the end."""
+    check_int(steps, "steps", 3)
+    check_int(seed, "seed", 0)
+    return dataclasses.replace(
+        base,
+        steps=steps,
+        cooldown_steps=steps // 3,
+        eval_every=steps,
+        seed=seed,
+    )
+
+
+def label_order(entries: list, seed: int) -> list:
+    """The labelled words of one seed: ``entries`` reshuffled; the first N
+    are the N-label budget, so each budget holds the smaller ones."""
+    order = list(entries)
+    random.Random(1000 + seed).shuffle(order)
+    return order
