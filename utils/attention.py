@@ -1,20 +1,10 @@
-"""Scaled dot-product attention and multi-head attention, written from the
-formulas (the additive and bilinear scorers are in ``utils.scoring``).
-
-Shapes are batch-first: queries ``(B, Lq, d_model)``, keys and values
-``(B, Lk, d_model)``. Masks are boolean, True = may attend (see
-``utils.masks``).
-
-Two ways to pass a mask, on purpose:
-
-* the function ``scaled_dot_product_attention`` broadcasts its ``mask`` as
-  PyTorch's ``F.scaled_dot_product_attention`` does: any shape that
-  broadcasts to the scores ``(..., Lq, Lk)``;
-* the module ``MultiHeadAttention`` takes a ``mask`` of rank 4 only,
-  ``(B or 1, h or 1, Lq, Lk)``, and a separate ``key_padding_mask``
-  ``(B, Lk)``. A rank-2 mask would be ambiguous there: a ``(B, Lk)``
-  padding mask broadcasts as ``(Lq, Lk)`` whenever ``B == Lq`` and would
-  mask the wrong pairs without any error.
+"""Scaled dot-product and multi-head attention from the formulas (chapter
+2; the additive and bilinear scorers are in ``utils.scoring``). Batch-first:
+q ``(B, Lq, d_model)``, k and v ``(B, Lk, d_model)``; masks are bool, True =
+may attend. The function broadcasts its ``mask`` like PyTorch's; the module
+takes a rank-4 ``mask`` and a separate ``key_padding_mask (B, Lk)``, because
+a rank-2 ``(B, Lk)`` mask would silently broadcast as ``(Lq, Lk)`` when
+``B == Lq``.
 """
 
 from __future__ import annotations
@@ -58,12 +48,8 @@ __all__ = [
 def masked_softmax(
     scores: torch.Tensor, mask: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Softmax over the last dim (the keys) that skips masked keys.
-
-    scores ``(..., Lq, Lk)``, mask broadcastable to it with True = attend.
-    Masked keys get exactly zero weight; a row with every key masked gets
-    all zeros (not NaN).
-    """
+    """Softmax over the keys (last dim) of scores ``(..., Lq, Lk)``; masked
+    keys get exactly 0, a fully masked row all zeros (not NaN)."""
     check_tensor(scores, "scores", floating=True, min_ndim=1)
     if mask is not None:
         check_mask(mask, "mask", scores.shape, device=scores.device)
@@ -85,12 +71,9 @@ def attend(
     mask: torch.Tensor | None,
     dropout_p: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The second half of every attention, whatever scored it: scores
-    ``(..., Lq, Lk)`` -> masked softmax -> dropout -> weighted sum of
-    ``v`` ``(..., Lk, d_v)``. Returns ``(out, weights)``.
-
-    The callers (the attention functions and modules) have checked ``v``;
-    the mask is checked here, against the scores it masks."""
+    """Scores ``(..., Lq, Lk)`` -> masked softmax -> dropout -> weighted
+    sum of v ``(..., Lk, d_v)``; returns ``(out, weights)``. Checks the mask
+    (the callers have checked v)."""
     if mask is not None:
         check_mask(mask, "mask", scores.shape, device=scores.device)
     return _attend(scores, v, mask, dropout_p)
@@ -111,18 +94,11 @@ def scaled_dot_product_attention(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T / sqrt(d_k)) v.
 
-    q ``(..., Lq, d_k)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``, all
-    floating-point of one dtype; the batch dims ``...`` of all three
-    broadcast together. mask broadcastable to ``(..., Lq, Lk)`` with True =
-    attend. Returns
-    ``out (..., Lq, d_v)`` and ``weights (..., Lq, Lk)`` (before dropout).
-    A query row whose keys are all masked gets zero weights and a zero
-    output instead of the NaN that softmax over all -inf gives.
-
-    ``dropout`` is a probability, like ``dropout_p`` of
-    ``F.scaled_dot_product_attention``: it is applied to the weights
-    whenever it is above 0, so pass 0.0 at evaluation time (the module
-    ``MultiHeadAttention`` does that for you in eval mode).
+    q ``(..., Lq, d_k)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``, one
+    float dtype, batch dims broadcasting; mask broadcasts to
+    ``(..., Lq, Lk)``. Returns ``out (..., Lq, d_v)`` and ``weights (..., Lq,
+    Lk)`` (before dropout); an all-masked row gives zeros, not NaN.
+    ``dropout`` applies whenever > 0: pass 0.0 at evaluation.
     """
     check_qkv(q, k, v)
     check_int(q.size(-1), "q and k's feature size d_k", 1)
@@ -141,23 +117,14 @@ def _scores(q, k, v) -> torch.Tensor:
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention: project, split into heads, attend per head,
-    concatenate, W^O.
+    """Project, split into heads, attend per head, concatenate, W^O.
 
-    ``forward(q, k, v, mask=None, key_padding_mask=None)`` with q
-    ``(B, Lq, d_model)``, k and v ``(B, Lk, d_model)`` returns
-    ``out (B, Lq, d_model)`` and ``weights (B, num_heads, Lq, Lk)``.
-
-    * ``mask``: bool, rank 4, ``(B or 1, num_heads or 1, Lq, Lk)``,
-      True = may attend. ``padding_mask(ids)`` ``(B, 1, 1, Lk)`` and
-      ``decoder_mask(ids)`` ``(B, 1, T, T)`` fit as they are; lift a
-      ``causal_mask(T)`` with ``[None, None]``.
-    * ``key_padding_mask``: bool ``(B, Lk)``, **True = real token** (the
-      course's polarity). ``nn.MultiheadAttention``'s argument of the same
-      name means the opposite (True = ignore): convert with
-      ``utils.masks.to_key_padding_mask``.
-
-    Both may be given; a pair is attended when both allow it.
+    ``forward(q, k, v, mask=None, key_padding_mask=None)``: q ``(B, Lq,
+    d_model)``, k and v ``(B, Lk, d_model)`` -> ``out (B, Lq, d_model)``,
+    ``weights (B, num_heads, Lq, Lk)``. ``mask``: bool ``(B|1, h|1, Lq,
+    Lk)``, True = may attend (lift ``causal_mask(T)`` with ``[None, None]``).
+    ``key_padding_mask``: bool ``(B, Lk)``, True = real token, the opposite
+    of ``nn.MultiheadAttention``'s (``utils.masks.to_key_padding_mask``).
     """
 
     def __init__(
@@ -186,13 +153,12 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, n, self.num_heads, self.d_head).transpose(1, 2)
 
     def merge_heads(self, out: torch.Tensor) -> torch.Tensor:
-        """Concatenate the heads and project with W_O:
-        (B, h, n, d_head) -> (B, n, d_model)."""
+        """(B, h, n, d_head) -> concatenated, W_O -> (B, n, d_model)."""
         b, _, n, _ = out.shape
         return self.w_o(out.transpose(1, 2).reshape(b, n, self.d_model))
 
     def _dropout_p(self) -> float:
-        """The attention-weight dropout probability to use now (0 in eval)."""
+        """The weights' dropout probability now (0 in eval)."""
         return self.dropout.p if self.training else 0.0
 
     def _combined_mask(
@@ -258,14 +224,9 @@ class MultiHeadAttention(nn.Module):
 
 
 class AttentionCache:
-    """The keys and values one ``MultiHeadAttention`` has computed, kept for
-    the next call: ``keys`` and ``values`` ``(B, h, t, d_head)``.
-
-    Self-attention appends the new positions at every step (``update``), so
-    a step projects one position instead of all ``t``. Cross-attention
-    (``static=True``) keeps what it projected from the encoder memory on the
-    first call: the memory does not change while the decoder generates.
-    """
+    """Keys and values ``(B, h, t, d_head)`` one ``MultiHeadAttention`` has
+    computed, kept for the next call: self-attention appends each step's
+    (``update``); cross-attention (``static=True``) keeps the memory's."""
 
     def __init__(self, static: bool = False):
         self.static = check_bool(static, "static")
@@ -280,8 +241,7 @@ class AttentionCache:
     def update(
         self, keys: torch.Tensor, values: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append ``keys``/``values`` ``(B, h, n, d_head)`` along the
-        positions; return everything held."""
+        """Append ``(B, h, n, d_head)`` keys/values; return all held."""
         if self.keys is None:
             self.keys, self.values = keys, values
         else:

@@ -1,16 +1,9 @@
-"""Cross-entropy over padded sequences, averaged over real tokens only, plus
-small helpers.
-
-Shapes are batch-first: logits ``(B, T, V)``, targets ``(B, T)`` integer
-ids, mask ``(B, T)`` bool with **True = real token** (the course's mask
-convention).
-
-The loss selects the real positions with the mask *before* the
-log-softmax, so whatever sits at padded positions (any target id, even
-``inf`` or NaN logits) changes neither the value nor the gradient, which is
-exactly zero there. ``F.cross_entropy(..., ignore_index=-100)`` gives the
-same value for finite logits, but a NaN gradient when a padded logit is not
-finite.
+"""Cross-entropy over padded sequences (chapter 5), averaged over real tokens
+only: logits ``(B, T, V)``, targets ``(B, T)`` ids, mask ``(B, T)`` bool,
+**True = real token**. The mask selects real positions *before* the
+log-softmax, so padding (any id, even inf or NaN logits) changes neither the
+value nor the gradient; ``F.cross_entropy(..., ignore_index=-100)`` gives a
+NaN gradient when a padded logit is not finite.
 """
 
 from __future__ import annotations
@@ -38,12 +31,8 @@ __all__ = [
 
 
 def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Softmax along ``dim`` computed as ``exp(x - max) / sum(exp(x - max))``.
-
-    Subtracting the maximum changes nothing mathematically (softmax ignores
-    a shift) but keeps every exponent <= 0, so ``exp`` cannot overflow to
-    ``inf`` (float32 overflows past ~88.7).
-    """
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim``: the shift changes
+    nothing but keeps exponents <= 0 (float32 overflows past ~88.7)."""
     check_tensor(x, "x", floating=True, min_ndim=1)
     dim = check_int(dim, "dim", -x.dim())
     check_at_most(dim, "dim", x.dim() - 1, f"the last dim of {tuple(x.shape)}")
@@ -59,8 +48,7 @@ def _check(
     mask: torch.Tensor,
     label_smoothing: float,
 ) -> float:
-    """Raise a TypeError / ValueError naming the bad argument; return the
-    label smoothing as a float if all is well."""
+    """Check the arguments; return the label smoothing as a float."""
     shape = ("batch", "length", "vocab")
     check_tensor(logits, "logits", floating=True, shape=shape)
     b, t, v = logits.shape
@@ -80,9 +68,8 @@ def _real_token_losses(
     mask: torch.Tensor,
     label_smoothing: float,
 ) -> torch.Tensor:
-    """Loss of each real token, ``(N,)`` with N = mask.sum(). Padded
-    positions are never read, so their logits (even inf or NaN) and their
-    target ids (any value) cannot leak into the loss or its gradient."""
+    """Loss of each real token ``(N,)``, N = mask.sum(); padded positions
+    are never read."""
     x = logits[mask]  # (N, V)
     if x.dtype in (torch.float16, torch.bfloat16):
         x = x.float()  # log-softmax in float32
@@ -100,19 +87,13 @@ def masked_cross_entropy(
     mask: torch.Tensor,
     label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Mean token cross-entropy over positions where ``mask`` is True.
+    """Mean token cross-entropy where ``mask`` is True.
 
-    logits ``(B, T, V)``, targets ``(B, T)`` integer classes, mask
-    ``(B, T)`` bool (True = real token). For finite logits it equals
-    ``F.cross_entropy(logits.transpose(1, 2), targets.masked_fill(~mask,
-    -100), label_smoothing=...)``. Targets and logits at masked positions
-    are never read: padding may hold any id, and non-finite padded logits
-    leave the loss and its gradient finite.
-
-    A batch with no real token returns ``0.0`` (still attached to the
-    graph, with zero gradient) rather than PyTorch's NaN: there is nothing
-    to learn from it, and a NaN would poison running averages, logs and
-    anything the loss is added to.
+    logits ``(B, T, V)``, targets ``(B, T)``, mask ``(B, T)`` bool. For
+    finite logits it equals ``F.cross_entropy(logits.transpose(1, 2),
+    targets.masked_fill(~mask, -100), label_smoothing=...)``. No real token:
+    ``0.0`` with zero gradient, not NaN (a NaN would poison running
+    averages).
     """
     eps = _check(logits, targets, mask, label_smoothing)
     if not mask.any():
@@ -128,8 +109,7 @@ def token_cross_entropy(
     mask: torch.Tensor,
     label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Per-token losses ``(B, T)``: the cross-entropy at real tokens,
-    exactly 0 at padding."""
+    """Per-token losses ``(B, T)``, exactly 0 at padding."""
     eps = _check(logits, targets, mask, label_smoothing)
     per_real = _real_token_losses(logits, targets, mask, eps)
     out = torch.zeros(mask.shape, dtype=per_real.dtype, device=logits.device)
@@ -142,13 +122,9 @@ def sequence_cross_entropy(
     mask: torch.Tensor,
     label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Per-sequence averaging: mean over the sequences of each one's mean
-    token loss.
-
-    Every sequence counts equally, however long. Sequences with no real
-    token are left out; if there is none at all, returns 0.0 with zero
-    gradient, like ``masked_cross_entropy``.
-    """
+    """Mean over sequences of each one's mean token loss (every sequence
+    counts equally); sequences with no real token are left out (none at
+    all: 0.0 with zero gradient)."""
     per_token = token_cross_entropy(logits, targets, mask, label_smoothing)
     counts = mask.sum(dim=1)  # (B,)
     has_tokens = counts > 0
@@ -159,14 +135,8 @@ def sequence_cross_entropy(
 
 
 def perplexity(mean_token_loss: torch.Tensor | float) -> torch.Tensor:
-    """Map a mean token loss to perplexity: ``exp(mean_token_loss)``.
-
-    ``mean_token_loss`` is one number, the mean cross-entropy per real
-    token in nats (what ``masked_cross_entropy`` returns). A uniform guess
-    over V classes has loss ln V and so perplexity V. This function does
-    not run a model; evaluating one on data is ``utils.training``'s job.
-    Returns a tensor (differentiable when the input is).
-    """
+    """``exp(mean_token_loss)``, the loss in nats per real token (a uniform
+    guess over V classes: V). A tensor, differentiable if the input is."""
     if isinstance(mean_token_loss, torch.Tensor):
         loss = check_tensor(mean_token_loss, "mean_token_loss", floating=True)
         check_tensor(loss.reshape(-1), "mean_token_loss", shape=(1,))

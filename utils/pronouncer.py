@@ -1,13 +1,7 @@
-"""Chapter 8's pronouncer: one config, the model it describes and its
-training run.
-
-- ``PronouncerConfig``: every setting of the model, the data and the recipe,
-  with its default, in one dataclass (as nanoGPT's ``GPTConfig``);
-  ``dataclasses.replace(cfg, warmup_steps=1)`` gives a variant.
-- ``build_pronouncer(cfg, vocab_src, vocab_tgt)``: the
-  ``utils.model.Transformer`` it describes, with random weights.
-- ``train_pronouncer(cfg, splits, vocabs)``: trains one from scratch with
-  ``utils.training.train``, deterministically; returns ``(model, history)``.
+"""Chapter 8's pronouncer: ``PronouncerConfig`` (every setting with its
+default, like nanoGPT's ``GPTConfig``; vary with ``dataclasses.replace``),
+``build_pronouncer`` (the ``Transformer`` it describes) and
+``train_pronouncer`` (its deterministic run with ``utils.training.train``).
 """
 
 from __future__ import annotations
@@ -120,8 +114,7 @@ def build_pronouncer(
 
 
 def _exact_match(model, src, refs, vocab_tgt: Vocab) -> float:
-    """Greedy outputs for ``src``; a row is right if it equals any of its
-    ``refs`` (the targets of every pair with that source)."""
+    """Share of greedy outputs for ``src`` equal to any of their ``refs``."""
     longest = max(len(t) for targets in refs for t in targets)
     out = greedy_decode(
         model,
@@ -139,8 +132,8 @@ def _exact_match(model, src, refs, vocab_tgt: Vocab) -> float:
 
 
 def _first_sources(pairs, n: int) -> tuple[list, list]:
-    """The first ``n`` distinct sources of ``pairs`` as pairs, and the
-    targets of every pair with each of those sources."""
+    """The first ``n`` distinct sources of ``pairs``, with all their
+    targets."""
     refs: dict[tuple, list] = {}
     for src, tgt in pairs:
         key = tuple(src)
@@ -161,36 +154,23 @@ def train_pronouncer(
     init: dict[str, torch.Tensor] | None = None,
     stop_after: int | None = None,
 ) -> tuple[Transformer, dict]:
-    """Train the pronouncer that ``cfg`` describes from scratch,
-    deterministically, with ``utils.training.train``.
+    """Train ``cfg``'s pronouncer from scratch, deterministically ->
+    ``(model in eval mode, history)``.
 
-    Data: ``splits`` (a dict with ``"train"`` and ``"valid"`` lists of
-    ``(source tokens, target tokens)`` pairs) and ``vocabs`` (source,
-    target). Each epoch is the training pairs in length-bucketed batches
-    reshuffled per epoch. Optimiser: ``paper_adam`` with ``noam_scheduler``;
-    loss: label-smoothed ``teacher_forced_loss``. On CPU the loop uses one
-    thread (tiny matrices; robust on a busy machine), restored after.
+    ``splits``: ``"train"``, ``"valid"`` lists of (source, target) token
+    pairs; ``vocabs``: (source, target). Length-bucketed batches reshuffled
+    per epoch, ``paper_adam`` + ``noam_scheduler``, label-smoothed
+    ``teacher_forced_loss``, one CPU thread (restored after). ``history``:
+    per step ``"train_loss"``, ``"lr"``; every ``cfg.eval_every`` steps and
+    at the end ``"valid_step"``, ``"valid_loss"``, ``"valid_exact"`` (greedy,
+    right on any target of the source; draws no random numbers); the
+    ``"config"`` and ``"seconds"`` (the only value that varies).
 
-    Returns ``(model, history)``; the model is in eval mode on ``device``.
-    ``history`` holds per step ``"train_loss"`` and ``"lr"``, every
-    ``cfg.eval_every`` steps (and at the last) ``"valid_step"``,
-    ``"valid_loss"`` (same smoothing) and ``"valid_exact"`` (greedy exact
-    match on the first ``cfg.n_valid_exact`` distinct validation sources,
-    right if equal to the target of any pair with that source; decoding
-    draws no random numbers, so it leaves the run unchanged), the
-    ``"config"`` used and the wall-clock ``"seconds"`` (the only value that
-    varies).
-
-    ``checkpoint``: a file that holds the whole state of the run (weights,
-    optimiser, schedule, random state, place in the epoch, history), written
-    every ``checkpoint_every`` steps and at the end; when it exists, the run
-    continues from it and gives the same result as one never stopped.
-    ``max_seconds``: stop (saving the checkpoint) after that much time in
-    this call; ``len(history["train_loss"]) < cfg.steps`` then.
-    ``init``: weights (name -> tensor, a part of the model's state dict,
-    e.g. a pre-trained encoder) put over the random ones before training;
-    the rest is drawn exactly as without it. ``stop_after``: only the
-    first steps of the run (to replay a stored run's beginning).
+    ``checkpoint``: the run's whole state, saved every ``checkpoint_every``
+    steps and at the end; an existing one is continued, same result.
+    ``max_seconds``: stop (and save) after that long. ``init``: name ->
+    tensor put over the random weights (the rest drawn as without it).
+    ``stop_after``: only the first steps.
     """
     _check_config(cfg)
     if cfg.min_size_share != 0:
@@ -310,8 +290,8 @@ def train_pronouncer(
 
 
 def _load_part(model: Transformer, init) -> None:
-    """Copy ``init``'s tensors into ``model``; every name must exist in it
-    with the same shape."""
+    """Copy ``init``'s tensors into ``model`` (names and shapes must
+    match)."""
     if not isinstance(init, dict):
         raise TypeError(f"init must be a dict, got {type(init).__name__}")
     state = model.state_dict()
