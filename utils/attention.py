@@ -1,10 +1,7 @@
 """Scaled dot-product and multi-head attention from the formulas (chapter
-2; the additive and bilinear scorers are in ``utils.scoring``). Batch-first:
-q ``(B, Lq, d_model)``, k and v ``(B, Lk, d_model)``; masks are bool, True =
-may attend. The function broadcasts its ``mask`` like PyTorch's; the module
-takes a rank-4 ``mask`` and a separate ``key_padding_mask (B, Lk)``, because
-a rank-2 ``(B, Lk)`` mask would silently broadcast as ``(Lq, Lk)`` when
-``B == Lq``.
+2). Batch-first; bool masks, True = may attend. The module takes a rank-4
+``mask`` and a separate ``key_padding_mask (B, Lk)``: a ``(B, Lk)`` mask
+would silently broadcast as ``(Lq, Lk)`` when ``B == Lq``.
 """
 
 from __future__ import annotations
@@ -48,8 +45,8 @@ __all__ = [
 def masked_softmax(
     scores: torch.Tensor, mask: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Softmax over the keys (last dim) of scores ``(..., Lq, Lk)``; masked
-    keys get exactly 0, a fully masked row all zeros (not NaN)."""
+    """Softmax over the keys of ``(..., Lq, Lk)``; masked keys get exactly
+    0, an all-masked row zeros (not NaN)."""
     check_tensor(scores, "scores", floating=True, min_ndim=1)
     if mask is not None:
         check_mask(mask, "mask", scores.shape, device=scores.device)
@@ -71,9 +68,7 @@ def attend(
     mask: torch.Tensor | None,
     dropout_p: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scores ``(..., Lq, Lk)`` -> masked softmax -> dropout -> weighted
-    sum of v ``(..., Lk, d_v)``; returns ``(out, weights)``. Checks the mask
-    (the callers have checked v)."""
+    """Scores -> masked softmax -> dropout -> @ v -> ``(out, weights)``."""
     if mask is not None:
         check_mask(mask, "mask", scores.shape, device=scores.device)
     return _attend(scores, v, mask, dropout_p)
@@ -92,14 +87,10 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,
     dropout: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q k^T / sqrt(d_k)) v.
-
-    q ``(..., Lq, d_k)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``, one
-    float dtype, batch dims broadcasting; mask broadcasts to
-    ``(..., Lq, Lk)``. Returns ``out (..., Lq, d_v)`` and ``weights (..., Lq,
-    Lk)`` (before dropout); an all-masked row gives zeros, not NaN.
-    ``dropout`` applies whenever > 0: pass 0.0 at evaluation.
-    """
+    """softmax(q k^T / sqrt(d_k)) v: q ``(..., Lq, d_k)``, k ``(..., Lk,
+    d_k)``, v ``(..., Lk, d_v)``, mask broadcasting to ``(..., Lq, Lk)`` ->
+    ``out (..., Lq, d_v)``, ``weights (..., Lq, Lk)`` (before dropout, which
+    applies whenever > 0). An all-masked row gives zeros, not NaN."""
     check_qkv(q, k, v)
     check_int(q.size(-1), "q and k's feature size d_k", 1)
     dropout = check_probability(dropout, "dropout")
@@ -119,12 +110,11 @@ def _scores(q, k, v) -> torch.Tensor:
 class MultiHeadAttention(nn.Module):
     """Project, split into heads, attend per head, concatenate, W^O.
 
-    ``forward(q, k, v, mask=None, key_padding_mask=None)``: q ``(B, Lq,
-    d_model)``, k and v ``(B, Lk, d_model)`` -> ``out (B, Lq, d_model)``,
-    ``weights (B, num_heads, Lq, Lk)``. ``mask``: bool ``(B|1, h|1, Lq,
-    Lk)``, True = may attend (lift ``causal_mask(T)`` with ``[None, None]``).
-    ``key_padding_mask``: bool ``(B, Lk)``, True = real token, the opposite
-    of ``nn.MultiheadAttention``'s (``utils.masks.to_key_padding_mask``).
+    ``forward(q (B, Lq, d_model), k, v (B, Lk, d_model), mask=None,
+    key_padding_mask=None)`` -> ``out (B, Lq, d_model)``, ``weights (B, h,
+    Lq, Lk)``. ``mask``: bool ``(B|1, h|1, Lq, Lk)``. ``key_padding_mask``:
+    bool ``(B, Lk)``, True = real token (``nn.MultiheadAttention``'s means
+    ignore: ``utils.masks.to_key_padding_mask``).
     """
 
     def __init__(
@@ -224,9 +214,7 @@ class MultiHeadAttention(nn.Module):
 
 
 class AttentionCache:
-    """Keys and values ``(B, h, t, d_head)`` one ``MultiHeadAttention`` has
-    computed, kept for the next call: self-attention appends each step's
-    (``update``); cross-attention (``static=True``) keeps the memory's."""
+    """Keys and values ``(B, h, t, d_head)`` kept for the next call."""
 
     def __init__(self, static: bool = False):
         self.static = check_bool(static, "static")
@@ -268,8 +256,7 @@ class AttentionCache:
 def load_torch_mha_weights(
     ours: MultiHeadAttention, theirs: nn.MultiheadAttention
 ) -> MultiHeadAttention:
-    """Copy an ``nn.MultiheadAttention``'s weights into ours (its in_proj
-    stacks W_q, W_k, W_v). Returns ``ours``."""
+    """``nn.MultiheadAttention``'s weights -> ``ours``; returns it."""
     check_instance(ours, "ours", MultiHeadAttention, "a MultiHeadAttention")
     what = "an nn.MultiheadAttention"
     check_instance(theirs, "theirs", nn.MultiheadAttention, what)

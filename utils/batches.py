@@ -1,6 +1,5 @@
-"""Token lists as ids, padded and batched (chapter 8). Ids: 0 PAD, 1 BOS,
-2 EOS, then the tokens; a source is tokens + EOS, a target BOS + tokens +
-EOS (read shifted right). ``group_pairs`` buckets by length.
+"""Token lists as padded id batches (chapter 8). Ids: 0 PAD, 1 BOS, 2 EOS,
+then the tokens; source = tokens + EOS, target = BOS + tokens + EOS.
 """
 
 from __future__ import annotations
@@ -91,8 +90,7 @@ def encode_batch(
     vocab_tgt: Vocab,
     device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pairs -> ``src (B, S)`` (tokens, EOS, PAD) and ``tgt (B, T)`` (BOS,
-    tokens, EOS, PAD), each padded to its own longest row."""
+    """Pairs -> ``src (B, S)``, ``tgt (B, T)``, each padded to its longest."""
     if not pairs:
         raise ValueError("pairs must hold at least one (source, target) pair")
     src = _pad([vocab_src.encode(s) for s, _ in pairs], vocab_src.pad_id)
@@ -111,9 +109,8 @@ def make_batches(
     bucket: bool = True,
     device: torch.device | str | None = None,
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """One epoch of padded batches, shuffled with ``seed`` (None: in order).
-    ``bucket=True``: pools of 50 batches sorted by length, cut, and the
-    batches shuffled again, so little padding is needed."""
+    """One epoch of padded batches, shuffled with ``seed``; ``bucket=True``
+    sorts pools of 50 batches by length (less padding)."""
     groups = group_pairs(pairs, batch_size, seed, bucket)
     return [encode_batch(g, vocab_src, vocab_tgt, device) for g in groups]
 
@@ -149,8 +146,7 @@ def group_pairs(
 def pad_fraction(
     batches: Iterable[tuple[torch.Tensor, torch.Tensor]], pad_id: int = 0
 ) -> float:
-    """Share of all source and target positions in ``batches`` that are
-    padding."""
+    """Share of the source and target positions in ``batches`` that pad."""
     pads = total = 0
     for src, tgt in batches:
         pads += int((src == pad_id).sum()) + int((tgt == pad_id).sum())

@@ -1,7 +1,6 @@
-"""BLEU (Papineni et al., 2002) on token lists, chapter 9:
-``BP * exp(sum_n w_n log p_n)``, ``BP = 1 if c > r else exp(1 - r/c)``;
-``p_n`` the clipped n-gram precision, ``w_n = 1/N`` by default (no extra
-``1/N`` exponent).
+"""BLEU (Papineni et al., 2002) on token lists (chapter 9): ``BP *
+exp(sum_n w_n log p_n)``, ``BP = 1 if c > r else exp(1 - r/c)``, ``p_n``
+clipped n-gram precision, ``w_n = 1/N`` (no extra ``1/N`` exponent).
 """
 
 from __future__ import annotations
@@ -48,8 +47,7 @@ def _check_refs(references) -> list[list]:
 
 
 def ngrams(tokens: Tokens, n: int) -> Counter:
-    """Counts of contiguous n-grams: ``ngrams("a b a b".split(), 2)`` ->
-    {(a,b): 2, (b,a): 1}."""
+    """Counts of contiguous n-grams (as tuples) of ``tokens``."""
     tokens = _check_tokens("tokens", tokens)
     n = check_int(n, "n", 1)
     return Counter(
@@ -60,8 +58,7 @@ def ngrams(tokens: Tokens, n: int) -> Counter:
 def modified_precision(
     candidate: Tokens, references: Sequence[Tokens], n: int
 ) -> tuple[int, int]:
-    """(clipped matches, candidate n-grams): each count clipped to its
-    largest in any one reference."""
+    """(clipped matches, candidate n-grams) against ``references``."""
     cand = ngrams(candidate, n)
     max_ref = Counter()
     for ref in _check_refs(references):
@@ -108,9 +105,8 @@ def corpus_bleu(
     max_n: int = 4,
     weights: Sequence[float] | None = None,
 ) -> float:
-    """BLEU in [0, 1] with matches and lengths summed over the corpus first;
-    ``references[i]`` are ``candidates[i]``'s. No smoothing: a p_n of 0
-    gives 0.0."""
+    """BLEU in [0, 1], counts summed over the corpus first; no smoothing (a
+    p_n of 0 gives 0.0)."""
     w = _weights(max_n, weights)
     _check_sentences("candidates", candidates)
     if len(references) != len(candidates):

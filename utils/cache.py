@@ -1,9 +1,6 @@
-"""The decoder's key/value cache (chapter 9): each layer's self-attention
-keeps the keys and values seen and appends the new ones, its
-cross-attention projects the memory once, so a step costs O(t), not O(t^2).
-The cache only stores; ``Transformer.decode(..., cache=cache)`` computes
-with the same layers, and ``tests/test_cache.py`` proves it equals
-recomputation.
+"""The decoder's key/value cache (chapter 9): a step costs O(t), not
+O(t^2). It only stores; ``Transformer.decode(..., cache=cache)`` computes
+with the same layers (``tests/test_cache.py``: equal to recomputing).
 """
 
 from __future__ import annotations
@@ -17,9 +14,8 @@ __all__ = ["KVCache"]
 
 
 class KVCache:
-    """Per layer a ``(self, cross)`` pair of ``AttentionCache`` (``(B, h, t,
-    d_head)``, ``(B, h, S, d_head)``) and ``keep (B, t)``, False at cached
-    padding; the memory is still passed on every ``decode`` call."""
+    """Per layer a ``(self, cross)`` ``AttentionCache`` pair, and ``keep (B,
+    t)``: False at cached padding."""
 
     def __init__(self, num_layers: int):
         num_layers = check_int(num_layers, "num_layers", 1)
@@ -35,8 +31,7 @@ class KVCache:
         return 0 if self.keep is None else self.keep.size(1)
 
     def extend(self, tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
-        """Record ``tokens (B, n)``; return their self-attention mask ``(B,
-        1, n, length)``: causal, never a padded key."""
+        """Record ``tokens (B, n)`` -> causal mask ``(B, 1, n, length)``."""
         check_ids(tokens, "tokens", ndim=2)
         if self.keep is not None:
             rows = (self.keep.size(0), "length")  # the cache's batch

@@ -1,9 +1,8 @@
-"""Argument checks shared by every ``utils`` module. Each returns the value
-it accepted (``np.int64(8) -> 8``) or raises an error naming the argument,
-what it got and what was expected: ``TypeError`` for the wrong kind (not a
-tensor, a wrong dtype, ``8.0`` or ``True`` for an int, ``"0.1"`` for a
-number), ``ValueError`` for a wrong value (shape, range, NaN, ids outside
-the vocabulary, another device). NumPy scalars count as Python numbers.
+"""Argument checks for every ``utils`` module: each returns the value
+(``np.int64(8) -> 8``) or raises, naming the argument and what it got.
+``TypeError``: wrong kind (not a tensor, wrong dtype, ``8.0`` or ``True``
+for an int). ``ValueError``: wrong value (shape, range, NaN, ids outside the
+vocabulary, device). NumPy scalars count as Python numbers.
 """
 
 from __future__ import annotations
@@ -51,8 +50,7 @@ def check_bool(value: Any, name: str) -> bool:
 
 
 def check_int(value: Any, name: str, minimum: int | None = None) -> int:
-    """``value`` as a Python int >= ``minimum``; ``bool`` and floats (even
-    ``8.0``) raise ``TypeError``."""
+    """``value`` as a Python int >= ``minimum`` (bool, ``8.0``: TypeError)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {_kind(value)}")
     if minimum is not None and value < minimum:
@@ -76,10 +74,8 @@ def check_number(
     max_inclusive: bool = True,
     finite: bool = False,
 ) -> float:
-    """``value`` as a float in ``[minimum, maximum]`` (open ends with
-    ``min_inclusive``/``max_inclusive`` false); ``bool``, str, tensors and
-    None raise ``TypeError``; NaN, out of range and (``finite``) an infinity
-    ``ValueError``."""
+    """``value`` as a float in ``[minimum, maximum]`` (ends open with
+    ``min_inclusive``/``max_inclusive`` false; ``finite``: no infinity)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {_kind(value)}")
     number = float(value)
@@ -102,8 +98,7 @@ def check_number(
 def check_probability(
     value: Any, name: str, *, allow_one: bool = False
 ) -> float:
-    """``value`` as a float in ``[0, 1)`` (``[0, 1]`` with ``allow_one``):
-    a dropout or smoothing of 1 would remove everything."""
+    """A float in ``[0, 1)`` (``[0, 1]`` with ``allow_one``)."""
     return check_number(value, name, 0.0, 1.0, max_inclusive=allow_one)
 
 
@@ -133,11 +128,9 @@ def check_tensor(
     layout: str = "",
     device: torch.device | None = None,
 ) -> torch.Tensor:
-    """``x``, which must be a ``torch.Tensor``: of rank ``ndim`` (one or
-    several) or >= ``min_ndim``; floating (``floating=True``) or not
-    (``False``); of ``shape`` (a str for a dim of any size, e.g.
-    ``("batch", "length", 512)``); on ``device``. ``layout`` names the dims
-    in a wrong-rank message."""
+    """``x``, a ``torch.Tensor`` of rank ``ndim`` (int or several) or >=
+    ``min_ndim``, ``floating`` or not, of ``shape`` (a str: any size), on
+    ``device``; ``layout`` names the dims in a wrong-rank message."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {_kind(x)}")
     if floating is not None and x.is_floating_point() != floating:
@@ -174,8 +167,7 @@ def check_choice(value: Any, name: str, options: Sequence[str]) -> str:
 
 
 def check_instance(value: Any, name: str, kind: type, what: str = "") -> Any:
-    """``value``, an instance of ``kind`` (``what`` names it in the message,
-    e.g. ``"a utils MultiHeadAttention"``)."""
+    """``value``, an instance of ``kind`` (``what`` names it)."""
     if not isinstance(value, kind):
         what = what or f"a {kind.__name__}"
         raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
@@ -204,10 +196,8 @@ def check_ids(
     *,
     ndim: int | Sequence[int] | None = None,
 ) -> torch.Tensor:
-    """Token ids: a signed integer tensor, values in ``[0, vocab_size)``,
-    rank ``ndim``. Bool, float and unsigned dtypes raise ``TypeError``;
-    uint8 on purpose: indexing reads it as a mask and it wraps (0 - 1 =
-    255)."""
+    """Signed integer ids of rank ``ndim`` in ``[0, vocab_size)``. uint8 is
+    refused: indexing reads it as a mask, and 0 - 1 wraps to 255."""
     check_tensor(ids, name)
     if ids.dtype == torch.uint8:  # indexing reads uint8 as a mask
         raise TypeError(f"{name} has dtype torch.uint8, which wraps: .long()")
@@ -225,9 +215,8 @@ def check_ids(
 
 def check_qkv(q: Any, k: Any, v: Any, *, share_d_k: bool = True) -> None:
     """q ``(..., Lq, d_k)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``:
-    floating, one dtype and device, rank >= 2, batch dims broadcasting;
-    ``share_d_k=False`` skips the q/k feature-size rule (for scorers that
-    check it themselves)."""
+    floating, one dtype and device, batch dims broadcasting
+    (``share_d_k=False``: q and k may differ in size)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(t, name, floating=True, min_ndim=2)
     shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
@@ -263,9 +252,8 @@ def check_mask(
     *,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """A bool keep-mask (True = may attend) broadcasting to ``shape`` (the
-    scores ``(..., Lq, Lk)``; None: kind only) on ``device``. A 0/1 or
-    float mask raises ``TypeError`` (use ``.bool()``)."""
+    """A bool keep-mask broadcasting to ``shape`` (None: kind only) on
+    ``device``; a 0/1 or float mask raises ``TypeError`` (``.bool()``)."""
     check_tensor(mask, name)
     if mask.dtype != torch.bool:  # True = may attend
         raise TypeError(f"{name} must be a bool, not {mask.dtype}: .bool()")
@@ -282,8 +270,7 @@ def check_mask(
 
 
 def check_like_weights(module: Any, x: torch.Tensor) -> None:
-    """Inputs must match the module's weights in dtype and device (not
-    checked under autocast, which casts)."""
+    """Inputs match the module's weights' dtype and device (not autocast)."""
     w = next(module.parameters())
     if torch.is_autocast_enabled(x.device.type):
         return

@@ -1,7 +1,6 @@
 """Cost, counted and measured (chapter 6): FLOPs, time, peak tensor memory,
-power laws on a log-log scale. Counts are deterministic, times are not:
-``time_fn`` can read the calling thread's CPU time, which other processes
-do not inflate.
+power-law fits. ``time_fn`` can read the thread's CPU time, which other
+processes do not inflate.
 """
 
 from __future__ import annotations
@@ -44,14 +43,9 @@ __all__ = [
 ]
 
 
-# ------------------------------------------------------------------- measuring
-
-
 def flops_by_op(fn: Callable, *args, **kwargs) -> dict[str, int]:
-    """FLOPs of ``fn(*args, **kwargs)`` per aten operator (``FlopCounterMode``,
-    no_grad, 2 per multiply-add). Only operators with a formula count: not
-    elementwise work (softmax) nor fused kernels without one
-    (``nn.MultiheadAttention``'s inference path)."""
+    """FLOPs of ``fn(*args, **kwargs)`` per aten op (2 per multiply-add);
+    ops without a formula (softmax, some fused kernels) count 0."""
     check_instance(fn, "fn", Callable, "callable")
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         fn(*args, **kwargs)
@@ -75,13 +69,10 @@ def time_fn(
     **kwargs,
 ) -> float:
     """Median seconds of ``fn(*args, **kwargs)`` over >= ``repeats`` runs
-    (more until ``min_time``, at most 10,000) after ``warmup``, no_grad, with
-    ``num_threads`` intra-op threads (restored after).
-
-    ``clock="wall"``: ``time.perf_counter``, what a user waits.
-    ``clock="cpu"``: ``time.thread_time``, the work done, which a busy core
-    does not add to; it needs one thread (its default).
-    """
+    (until ``min_time``, at most 10,000) after ``warmup``, no_grad, with
+    ``num_threads`` threads (restored). ``clock="wall"``: what a user waits;
+    ``"cpu"``: the thread's CPU time, which a busy core does not add to (one
+    thread)."""
     check_instance(fn, "fn", Callable, "callable")
     check_int(repeats, "repeats", 1)
     check_int(warmup, "warmup", 0)
@@ -115,8 +106,7 @@ def time_fn(
 def time_interleaved(
     calls: Mapping[str, Callable[[], Any]], rounds: int = 3, **options
 ) -> dict[str, float]:
-    """Name -> minimum seconds over interleaved rounds of ``time_fn(call,
-    **options)``: a burst of load hits all calls alike."""
+    """Name -> minimum seconds over interleaved rounds of ``time_fn``."""
     check_int(rounds, "rounds", 1)
     check_instance(calls, "calls", Mapping, "a mapping name -> call")
     check_int(len(calls), "the number of calls", 1)
@@ -173,9 +163,8 @@ class _LiveTensorBytes(TorchDispatchMode):
 
 
 def peak_memory(fn: Callable, *args, **kwargs) -> int:
-    """Peak bytes of the tensors ``fn(*args, **kwargs)`` creates alive at
-    once (inputs not counted, the output is); deterministic. Misses scratch
-    freed inside one operator (BLAS packing): a lower bound."""
+    """Peak bytes of the tensors ``fn`` creates alive at once (a lower
+    bound: output counted, inputs and in-kernel scratch not)."""
     check_instance(fn, "fn", Callable, "callable")
     tracker = _LiveTensorBytes()
     with torch.no_grad(), tracker:
@@ -187,8 +176,7 @@ def peak_memory(fn: Callable, *args, **kwargs) -> int:
 def fit_power_law(
     x: Sequence[float], y: Sequence[float]
 ) -> tuple[float, float]:
-    """Least squares through ``(log x, log y)`` -> ``(slope, c)``, ``y ~ c *
-    x**slope`` (slope 2: quadratic)."""
+    """Least squares on logs -> ``(slope, c)``, ``y ~ c * x**slope``."""
     xs = torch.as_tensor(x, dtype=torch.float64).flatten()
     ys = torch.as_tensor(y, dtype=torch.float64).flatten()
     check_int(len(xs), "x's number of points (at least 2 for a slope)", 2)

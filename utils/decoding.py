@@ -1,10 +1,7 @@
-"""Autoregressive decoding (chapter 9): greedy, beam search, sampling, for
-any model with ``encode(src) -> (memory, src_mask)``, ``decode(tgt, memory,
-src_mask) -> (B, T, d)`` and ``generator``. A ``Transformer`` uses its KV
-cache (``use_cache=False``: recompute the prefix, same result). A score is
-the sum of the generated tokens' log-probs (EOS included), / ``length **
-alpha`` when normalised. Helpers run in eval mode without gradients and
-restore the model's mode.
+"""Autoregressive decoding (chapter 9): greedy, beam, sampling, for any model
+with ``encode``, ``decode`` and ``generator`` (a ``Transformer`` uses its KV
+cache). Scores are summed log-probs of the generated tokens, EOS included.
+Helpers run in eval mode, no grad, and restore the model's mode.
 """
 
 from __future__ import annotations
@@ -69,8 +66,7 @@ def _check(model, src, max_len, bos_id, eos_id, pad_id) -> int:
 
 
 class _Stepper:
-    """Next-token log-probs for growing prefixes, with or without the cache;
-    ``calls`` counts decoder calls, ``rows`` their rows."""
+    """Next-token log-probs for growing prefixes, cached or not."""
 
     def __init__(self, model, src, pad_id: int, repeat: int, use_cache: bool):
         self.model, self.pad_id = model, pad_id
@@ -88,8 +84,7 @@ class _Stepper:
         self.calls = 0
 
     def log_probs(self, ys: torch.Tensor) -> torch.Tensor:
-        """ys ``(B, t)`` -> log p(next | ys) ``(B, V)``, PAD at -inf (never a
-        next token; the rest not renormalised)."""
+        """ys ``(B, t)`` -> log p(next | ys) ``(B, V)``, PAD at -inf."""
         self.calls += 1
         if self.cache is None:
             states = self.model.decode(ys, self.memory, self.src_mask)
@@ -137,9 +132,7 @@ def sample_decode(
     generator: torch.Generator | None = None,
     use_cache: bool = True,
 ) -> torch.Tensor:
-    """Like ``greedy_decode``, each token drawn after ``utils.sampling``'s
-    temperature, top-k, top-p (``temperature=0``: greedy; seed ``generator``
-    to reproduce)."""
+    """``greedy_decode`` drawing tokens after temperature, top-k, top-p."""
     max_len = _check(model, src, max_len, bos_id, eos_id, pad_id)
     with evaluating(model):
         step = _Stepper(model, src, pad_id, 1, use_cache)
@@ -160,8 +153,7 @@ def sample_decode(
 def sequence_log_prob(
     model, src: torch.Tensor, ys: torch.Tensor, eos_id: int, pad_id: int = 0
 ) -> torch.Tensor:
-    """Teacher-forced sum of log p(token | prefix) over ``ys[:, 1:]`` up to
-    the first EOS -> ``(B,)``: scores any sequence."""
+    """Teacher-forced log p of ``ys[:, 1:]`` up to the first EOS ``(B,)``."""
     check_ids(src, "src", ndim=2)
     check_ids(ys, "ys", _vocab_size(model), ndim=2)
     if ys.size(0) != src.size(0) or ys.size(1) < 2:
@@ -193,15 +185,13 @@ def beam_search(
     use_cache: bool = True,
     trace: list | None = None,
 ) -> list[list[tuple[torch.Tensor, float]]]:
-    """Keep the ``beam_size`` best prefixes per step; per source row, a list
-    of ``num_return`` ``(ids (L,), score)``: finished ones best first, then
-    (if needed) ones cut at ``max_len``; fewer (with a ``RuntimeWarning``)
-    if the vocabulary is tiny.
+    """The ``beam_size`` best prefixes per step -> per source row,
+    ``num_return`` ``(ids (L,), score)``, finished ones best first, then cut
+    ones (fewer, with a ``RuntimeWarning``, if the vocabulary is tiny).
 
-    score = sum of log-probs / ``length ** alpha`` (``alpha=0`` favours short
-    outputs). Finished hypotheses stay in the beam, so ``beam_size=1`` is
-    greedy. ``trace``: a list that gets, per step, the beams' ``parent``,
-    ``token`` ``(B, k)`` and raw ``score``.
+    score = sum of log-probs / ``length ** alpha``; finished hypotheses stay
+    in the beam, so ``beam_size=1`` is greedy. ``trace``: a list that gets
+    each step's ``parent``, ``token`` ``(B, k)`` and ``score``.
     """
     max_len = _check(model, src, max_len, bos_id, eos_id, pad_id)
     k = check_int(beam_size, "beam_size", 1)
@@ -276,8 +266,7 @@ def beam_search(
 
 
 class BigramModel(nn.Module):
-    """A fixed next-token table ``log_probs (V, V)`` (row = last token), the
-    source ignored; has ``Transformer``'s encode/decode/generator."""
+    """A fixed next-token table ``log_probs (V, V)``, the source ignored."""
 
     def __init__(self, log_probs: torch.Tensor):
         super().__init__()

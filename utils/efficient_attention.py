@@ -1,6 +1,5 @@
-"""Cheaper attention (chapter 6): windowed attention two ways and exact
-attention block by block with an online softmax. q ``(..., n, d_k)``, k
-``(..., n, d_k)``, v ``(..., n, d_v)``; masks True = may attend.
+"""Cheaper attention (chapter 6): windowed attention two ways, exact
+attention by blocks with an online softmax. Masks: True = may attend.
 """
 
 from __future__ import annotations
@@ -29,10 +28,6 @@ def _check_window(q, k, v, window) -> None:
     check_tensor(k, "k (the same length as q)", shape=same)
 
 
-# ------------------------------------------------- restricted (windowed)
-# attention
-
-
 def banded_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -40,8 +35,7 @@ def banded_attention(
     window: int,
     causal: bool = False,
 ) -> torch.Tensor:
-    """Full attention with a band mask, O(n^2 d): the reference for
-    ``windowed_attention``. Returns ``out (..., n, d_v)``."""
+    """Full attention with a band mask, O(n^2 d): the reference."""
     _check_window(q, k, v, window)
     mask = band_mask(q.size(-2), window, causal=causal, device=q.device)
     return scaled_dot_product_attention(q, k, v, mask)[0]
@@ -54,9 +48,7 @@ def windowed_attention(
     window: int,
     causal: bool = False,
 ) -> torch.Tensor:
-    """O(n r d): k, v zero-padded by ``window``, ``unfold`` gives each query
-    its r keys ``(..., n, d, r)`` (no ``(n, n)`` tensor); padding masked, so
-    equal to ``banded_attention``. Returns ``out (..., n, d_v)``."""
+    """O(n r d): ``unfold`` gives each query its r keys, no ``(n, n)``."""
     _check_window(q, k, v, window)
     n, d_k = q.size(-2), q.size(-1)
     left, right = window, (0 if causal else window)
@@ -75,10 +67,6 @@ def windowed_attention(
     return torch.einsum("...nr,...ndr->...nd", weights, v_win)
 
 
-# --------------------------------------------------------- online-softmax
-# attention
-
-
 def online_softmax_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -86,11 +74,8 @@ def online_softmax_attention(
     block_size: int,
     mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Exact attention over blocks of ``block_size`` keys: a running max
-    ``m``, denominator ``l`` and sum ``acc`` per query, rescaled by
-    ``exp(m_old - m_new)``; only ``(..., Lq, block_size)`` scores exist at
-    once. ``mask`` broadcasts to ``(..., Lq, Lk)``; a query with no key
-    gets zeros. Returns ``out (..., Lq, d_v)``."""
+    """Exact attention over blocks of ``block_size`` keys, rescaling by
+    ``exp(m_old - m_new)``: ``out (..., Lq, d_v)``."""
     check_qkv(q, k, v)
     check_int(block_size, "block_size", 1)
     lq, lk = q.size(-2), k.size(-2)

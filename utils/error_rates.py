@@ -1,9 +1,6 @@
-"""The grapheme-to-phoneme field's scores (chapter 8), multi-reference: a
-word is right if the output equals ANY of its pronunciations (word error
-rate, WER); the phoneme error rate (PER) is the edit distance to the closest
-pronunciation, summed over words, over the summed lengths of those
-pronunciations (Yao & Zweig 2015; Rao et al. 2015). Also importable from
-``utils.pronunciation``.
+"""The grapheme-to-phoneme scores (chapter 8), multi-reference (Yao & Zweig
+2015): a word is right if it equals ANY of its pronunciations. Importable
+from ``utils.pronunciation``.
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ __all__ = ["levenshtein", "word_error_rate", "phoneme_error_rate"]
 
 
 def levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
-    """Edit distance: the fewest insertions, deletions and substitutions
-    that turn ``a`` into ``b`` (one row of the table at a time)."""
+    """The fewest insertions, deletions, substitutions from ``a`` to ``b``."""
     row = list(range(len(b) + 1))
     for i, x in enumerate(a, 1):
         prev, row[0] = row[0], i
@@ -52,9 +48,7 @@ def word_error_rate(
     refs: Sequence[Sequence[Sequence[str]]],
     stress: bool = True,
 ) -> float:
-    """The share of words whose output ``hyps[i]`` equals none of their
-    pronunciations ``refs[i]``; ``stress=False`` compares without the
-    stress digits."""
+    """Share of words whose ``hyps[i]`` is none of ``refs[i]``."""
     hyps, refs = _check_scored(hyps, refs, stress)
     return sum(h not in r for h, r in zip(hyps, refs)) / len(refs)
 
@@ -64,9 +58,8 @@ def phoneme_error_rate(
     refs: Sequence[Sequence[Sequence[str]]],
     stress: bool = True,
 ) -> float:
-    """Sum over words of the edit distance to the closest pronunciation,
-    over the sum of the lengths of those pronunciations (on a tie, the
-    first in ``refs[i]``)."""
+    """Edit distance to the closest pronunciation (ties: the first), summed,
+    over the summed lengths of those pronunciations."""
     hyps, refs = _check_scored(hyps, refs, stress)
     edits = length = 0
     for h, r in zip(hyps, refs):

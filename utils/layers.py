@@ -1,8 +1,5 @@
-"""The Transformer's layers (chapter 7): position-wise FFN, scaled
-embeddings, LayerNorm written out, the Post-/Pre-Norm residual, encoder and
-decoder layers, the stack; ``utils.model`` assembles them. Masks are rank 4
-``(B|1, 1, Lq, Lk)``, True = may attend (lift ``causal_mask(T)`` with
-``[None, None]``). ``load_torch_*_weights`` copy PyTorch's layers' weights.
+"""The Transformer's layers (chapter 7), assembled by ``utils.model``. Masks
+are rank 4 ``(B|1, 1, Lq, Lk)``, True = may attend.
 """
 
 from __future__ import annotations
@@ -56,8 +53,7 @@ class FeedForward(nn.Module):
 
 
 class Embeddings(nn.Module):
-    """Token lookup times sqrt(d_model) (not drowned by the positions);
-    ``name`` is what error messages call the ids."""
+    """Token lookup times sqrt(d_model) (not drowned by the positions)."""
 
     def __init__(self, vocab: int, d_model: int, *, name: str = "ids"):
         super().__init__()
@@ -75,9 +71,7 @@ class Embeddings(nn.Module):
 
 
 class LayerNorm(nn.Module):
-    """``gamma * (x - mean) / sqrt(var + eps) + beta`` over the last dim,
-    as ``nn.LayerNorm``: biased variance, eps inside the root (the course
-    notes' unbiased std with eps outside is not equal)."""
+    """As ``nn.LayerNorm``: biased variance, eps inside the root."""
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
@@ -122,8 +116,7 @@ class Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then FFN, each in residual + LayerNorm:
-    ``forward(x (B, S, d_model), mask (B, 1, 1, S) or None)``."""
+    """Self-attention then FFN: ``x (B, S, d)``, ``mask (B, 1, 1, S)``."""
 
     def __init__(
         self,
@@ -152,13 +145,10 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention over the memory, FFN.
-
-    ``forward(x (B, T, d), memory (B, S, d), src_mask (B, 1, 1, S), tgt_mask
-    (B, 1, T, T), cache)``. With ``cache`` (its ``(self, cross)``
-    ``AttentionCache`` pair) ``x`` is only the new positions and
-    ``tgt_mask (B, 1, T, t)`` covers all t: the same code, fed less.
-    """
+    """Masked self-attention, cross-attention, FFN: ``forward(x (B, T, d),
+    memory (B, S, d), src_mask (B, 1, 1, S), tgt_mask (B, 1, T, T), cache)``.
+    With ``cache`` (a ``(self, cross)`` pair), ``x`` is only the new
+    positions and ``tgt_mask (B, 1, T, t)`` covers all t."""
 
     def __init__(
         self,
@@ -206,9 +196,7 @@ class DecoderLayer(nn.Module):
 
 
 class Stack(nn.Module):
-    """``num_layers`` layers from ``make_layer()`` run in turn (+ a final
-    LayerNorm if Pre-Norm); ``forward(x, *args, cache=None)`` passes the
-    masks, memory and each layer's cache entry."""
+    """``num_layers`` layers run in turn (+ LayerNorm if Pre-Norm)."""
 
     def __init__(
         self, make_layer, num_layers: int, d_model: int, norm_first: bool

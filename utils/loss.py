@@ -1,9 +1,6 @@
-"""Cross-entropy over padded sequences (chapter 5), averaged over real tokens
-only: logits ``(B, T, V)``, targets ``(B, T)`` ids, mask ``(B, T)`` bool,
-**True = real token**. The mask selects real positions *before* the
-log-softmax, so padding (any id, even inf or NaN logits) changes neither the
-value nor the gradient; ``F.cross_entropy(..., ignore_index=-100)`` gives a
-NaN gradient when a padded logit is not finite.
+"""Cross-entropy over padded sequences (chapter 5), over real tokens only
+(mask True = real token). The mask selects them *before* the log-softmax,
+so padding, even inf or NaN logits, touches neither value nor gradient.
 """
 
 from __future__ import annotations
@@ -31,8 +28,7 @@ __all__ = [
 
 
 def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """``exp(x - max) / sum(exp(x - max))`` along ``dim``: the shift changes
-    nothing but keeps exponents <= 0 (float32 overflows past ~88.7)."""
+    """Softmax of ``x - max``: exponents <= 0 cannot overflow."""
     check_tensor(x, "x", floating=True, min_ndim=1)
     dim = check_int(dim, "dim", -x.dim())
     check_at_most(dim, "dim", x.dim() - 1, f"the last dim of {tuple(x.shape)}")
@@ -68,8 +64,7 @@ def _real_token_losses(
     mask: torch.Tensor,
     label_smoothing: float,
 ) -> torch.Tensor:
-    """Loss of each real token ``(N,)``, N = mask.sum(); padded positions
-    are never read."""
+    """Loss of each real token ``(N,)``; padding is never read."""
     x = logits[mask]  # (N, V)
     if x.dtype in (torch.float16, torch.bfloat16):
         x = x.float()  # log-softmax in float32
@@ -87,14 +82,10 @@ def masked_cross_entropy(
     mask: torch.Tensor,
     label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Mean token cross-entropy where ``mask`` is True.
-
-    logits ``(B, T, V)``, targets ``(B, T)``, mask ``(B, T)`` bool. For
-    finite logits it equals ``F.cross_entropy(logits.transpose(1, 2),
-    targets.masked_fill(~mask, -100), label_smoothing=...)``. No real token:
-    ``0.0`` with zero gradient, not NaN (a NaN would poison running
-    averages).
-    """
+    """Mean token cross-entropy where ``mask (B, T)`` is True: logits ``(B,
+    T, V)``, targets ``(B, T)``. Equals ``F.cross_entropy`` with
+    ``ignore_index`` for finite logits; no real token gives 0.0 with zero
+    gradient, not NaN."""
     eps = _check(logits, targets, mask, label_smoothing)
     if not mask.any():
         # sum of an empty selection: exactly 0, connected to logits,
@@ -122,9 +113,7 @@ def sequence_cross_entropy(
     mask: torch.Tensor,
     label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Mean over sequences of each one's mean token loss (every sequence
-    counts equally); sequences with no real token are left out (none at
-    all: 0.0 with zero gradient)."""
+    """Mean over sequences (with a real token) of each one's mean loss."""
     per_token = token_cross_entropy(logits, targets, mask, label_smoothing)
     counts = mask.sum(dim=1)  # (B,)
     has_tokens = counts > 0
@@ -135,8 +124,7 @@ def sequence_cross_entropy(
 
 
 def perplexity(mean_token_loss: torch.Tensor | float) -> torch.Tensor:
-    """``exp(mean_token_loss)``, the loss in nats per real token (a uniform
-    guess over V classes: V). A tensor, differentiable if the input is."""
+    """``exp(mean_token_loss)``: a uniform guess over V classes gives V."""
     if isinstance(mean_token_loss, torch.Tensor):
         loss = check_tensor(mean_token_loss, "mean_token_loss", floating=True)
         check_tensor(loss.reshape(-1), "mean_token_loss", shape=(1,))

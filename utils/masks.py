@@ -60,8 +60,7 @@ def decoder_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
 
 
 def lengths_to_mask(lengths, max_len: int | None = None) -> torch.Tensor:
-    """True at positions ``< length``: lengths ``(B,)`` (tensor or list) ->
-    ``(B, max_len)``; a length above ``max_len`` raises (no silent cut)."""
+    """Lengths ``(B,)`` -> ``(B, max_len)``, True below the length."""
     try:
         lengths = torch.as_tensor(lengths)
     except (TypeError, ValueError, RuntimeError) as err:
@@ -84,8 +83,7 @@ def lengths_to_mask(lengths, max_len: int | None = None) -> torch.Tensor:
 
 
 def to_mha_mask(keep: torch.Tensor) -> torch.Tensor:
-    """Negated: ``nn.MultiheadAttention``'s bool mask (True = **ignore**),
-    for its ``key_padding_mask`` ``(B, S)`` or ``attn_mask`` ``(Lq, Lk)``."""
+    """Negated: ``nn.MultiheadAttention``'s bool mask, True = **ignore**."""
     check_mask(keep, "keep")
     return ~keep
 
@@ -108,8 +106,7 @@ def to_additive_mask(
 
 
 def to_key_padding_mask(keep: torch.Tensor) -> torch.Tensor:
-    """``(B, 1, 1, S)`` or ``(B, S)`` -> ``nn.MultiheadAttention``'s
-    ``key_padding_mask (B, S)``, True = **ignore**."""
+    """``(B, 1, 1, S)`` or ``(B, S)`` -> ``key_padding_mask (B, S)``."""
     check_mask(keep, "keep")
     if keep.dim() == 4 and keep.shape[1:3] == (1, 1):
         keep = keep[:, 0, 0, :]
@@ -118,9 +115,8 @@ def to_key_padding_mask(keep: torch.Tensor) -> torch.Tensor:
 
 
 def to_mha_attn_mask(keep: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """-> ``nn.MultiheadAttention``'s ``attn_mask`` (True = **ignore**):
-    ``(Lq, Lk)`` stays; ``(B, 1|h, Lq, Lk)`` -> ``(B * num_heads, Lq, Lk)``
-    (batch-major, heads inner)."""
+    """-> ``nn.MultiheadAttention``'s ``attn_mask``: ``(Lq, Lk)`` or
+    ``(B * num_heads, Lq, Lk)``, True = **ignore**."""
     check_mask(keep, "keep")
     num_heads = check_int(num_heads, "num_heads", 1)
     if keep.dim() == 2:
@@ -134,9 +130,7 @@ def to_mha_attn_mask(keep: torch.Tensor, num_heads: int) -> torch.Tensor:
 def prefix_lm_mask(
     size: int, prefix_len: int, device: Device = None
 ) -> torch.Tensor:
-    """Prefix-LM (UniLM) ``(size, size)``: all see the first ``prefix_len``
-    keys (the source), the rest is causal; ``prefix_len`` 0 or 1 is causal,
-    ``size`` bidirectional."""
+    """``(size, size)``: all see the first ``prefix_len`` keys, then causal."""
     causal = causal_mask(size, device=device)
     prefix_len = check_int(prefix_len, "prefix_len", 0)
     check_at_most(prefix_len, "prefix_len", size, f"size={size}")
@@ -163,10 +157,8 @@ def band_mask(
 def attention_pattern(
     kind: str, lengths, prefix_len: int = 0, max_len: int | None = None
 ) -> torch.Tensor:
-    """Padding (from ``lengths``) AND a ``kind`` of pattern -> ``(B, 1, L,
-    L)``: ``"bidirectional"`` (BERT), ``"causal"`` (GPT) or ``"prefix"``
-    (UniLM). Padded query rows still see the real keys (the loss ignores
-    them)."""
+    """Padding AND a ``kind`` of pattern -> ``(B, 1, L, L)``:
+    ``"bidirectional"``, ``"causal"`` or ``"prefix"``."""
     check_choice(kind, "kind", PATTERNS)
     keys = lengths_to_mask(lengths, max_len)  # (B, L)
     size = check_int(keys.size(1), "L (an empty sequence?)", 1)

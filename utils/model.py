@@ -83,8 +83,7 @@ class Transformer(nn.Module):
         return ids
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """src ``(B, S)`` -> memory ``(B, S, d_model)``, mask ``(B, 1, 1,
-        S)``."""
+        """src ``(B, S)`` -> memory ``(B, S, d)``, mask ``(B, 1, 1, S)``."""
         self._check_sequence(src, "src")
         src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, S)
         x = self.pos(self.src_embed(src))  # (B, S, d_model)
@@ -97,9 +96,8 @@ class Transformer(nn.Module):
         src_mask: torch.Tensor | None,
         cache: KVCache | None = None,
     ) -> torch.Tensor:
-        """tgt ``(B, T)``, memory and mask from ``encode`` -> states ``(B, T,
-        d_model)``. With ``cache`` (``start_cache()``), ``tgt`` is only the
-        positions after the ``cache.length`` cached ones."""
+        """tgt ``(B, T)`` + ``encode``'s output -> states ``(B, T, d)``;
+        with ``cache``, ``tgt`` is only the new positions."""
         self._check_sequence(tgt, "tgt")
         b, t = tgt.shape
         shape = (b, "src_len", self.d_model)
@@ -153,8 +151,7 @@ def parameter_count(
     share_embeddings: bool = False,
     norm_first: bool = False,
 ) -> dict[str, int]:
-    """Trainable parameters of ``Transformer(...)`` by part and
-    ``"total"``, from the formula (the head count adds no weights)."""
+    """Parameters of ``Transformer(...)`` by part and ``"total"`` (formula)."""
     _check_vocabs(src_vocab, tgt_vocab, share_embeddings)
     d = check_int(d_model, "d_model", 1)
     num_layers = check_int(num_layers, "num_layers", 1)
@@ -181,9 +178,7 @@ def parameter_count(
 def shape_trace(
     model: nn.Module, *inputs, max_depth: int = 3
 ) -> list[tuple[str, str, tuple[int, ...]]]:
-    """``(name, class, output shape)`` of every submodule with <=
-    ``max_depth`` name parts, in run order (eval, no grad, mode
-    restored)."""
+    """``(name, class, output shape)`` of submodules up to ``max_depth``."""
     check_instance(model, "model", nn.Module, "an nn.Module")
     max_depth = check_int(max_depth, "max_depth", 1)
     rows: list[tuple[str, str, tuple[int, ...]]] = []

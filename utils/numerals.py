@@ -1,7 +1,6 @@
-"""Chapter 9's reader of Chinese numerals (1..99,999) in either convention:
-everyday (二千零二十六) or financial (大写, 贰仟零贰拾陆), rejecting a
-writing that mixes them. Its tables are written out, not derived from the
-writers in ``tools/numbers_task.py``, so it checks them independently.
+"""Chapter 9's reader of Chinese numerals 1..99,999, everyday (二千零二十六)
+or financial (贰仟零贰拾陆), never mixed; its tables are written out, apart
+from the writers in ``tools/numbers_task.py``.
 """
 
 from __future__ import annotations
@@ -16,8 +15,7 @@ _UNIT_PLACE = {"十": 1, "百": 2, "千": 3, "拾": 1, "佰": 2, "仟": 3, "万"
 
 
 def convention_of(chars) -> str | None:
-    """ "everyday", "financial", "mixed", or None if ``chars`` holds neither
-    kind of digit or unit (only 零 and 万, or nothing)."""
+    """ "everyday", "financial", "mixed", or None (only 零 and 万)."""
     chars = set(chars)
     a, b = bool(chars & _EVERYDAY), bool(chars & _FINANCIAL)
     return (
@@ -35,15 +33,10 @@ def mixes_conventions(chars) -> bool:
 
 
 def read_numeral(chars) -> int | None:
-    """Parse a writing in either convention -> its number, or None if it is
-    not a well-formed writing of any number 1..99,999.
-
-    Well-formed: digit-unit pairs with strictly falling places, a last digit
-    with no unit allowed only in the ones place; exactly one 零 for each gap
-    of skipped places before a non-zero digit, and none elsewhere; one
-    convention throughout; a ten at the very start written 十 (everyday) or
-    壹拾 (financial), inside a number with its one.
-    """
+    """A writing in either convention -> its number, or None if malformed:
+    digit-unit pairs in falling places (a bare digit only last), one 零 per
+    gap and none elsewhere, one convention, a leading ten 十 (everyday) or
+    壹拾 (financial)."""
     chars = list(chars)
     kind = convention_of(chars)
     if kind is None or kind == "mixed":

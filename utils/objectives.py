@@ -1,9 +1,6 @@
-"""Chapter 10's pre-training objectives as data. Tokens are letters
-(``utils.pronunciation.letter_vocab``: PAD 0, BOS 1, EOS 2, letters 3-28) and
-``MASK`` (29). ``"mlm"``: letters EOS, corrupted, bidirectional, loss on the
-chosen letters; ``"clm"``: BOS letters, causal, every next token; ``"plm"``:
-prefix both ways then causal, tokens after the prefix. Masks: True = may
-attend. The stack and its training are in ``utils.pretraining``.
+"""Chapter 10's pre-training objectives as data: letters
+(``letter_vocab``) and ``MASK`` (29). ``"mlm"``: corrupted letters,
+bidirectional; ``"clm"``: causal; ``"plm"``: prefix both ways, then causal.
 """
 
 from __future__ import annotations
@@ -79,10 +76,9 @@ def bert_mask(
     p_mask: float = 0.8,
     p_random: float = 0.1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's corruption (its ``create_pretraining_data.py``): ids ``(B,
-    L)`` -> ``(inputs, chosen)``. Each row: ``max(1, round(p * n))`` letters
-    chosen without replacement (n counts EOS); each becomes MASK with
-    ``p_mask``, a random letter with ``p_random``, else stays."""
+    """BERT's corruption: ids ``(B, L)`` -> ``(inputs, chosen)``;
+    ``max(1, round(p * n))`` letters per row, each MASK (``p_mask``), random
+    (``p_random``) or kept."""
     p = check_probability(p, "p", allow_one=True)
     p_mask = check_probability(p_mask, "p_mask", allow_one=True)
     p_random = check_probability(p_random, "p_random", allow_one=True)
@@ -110,8 +106,7 @@ def bert_mask(
 def attention_mask(
     kind: str, ids: torch.Tensor, prefix_len: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Pattern AND real keys ``(B, 1, L, L)``; ``"plm"`` needs
-    ``prefix_len (B,)``: t sees s when ``s < prefix_len`` or ``s <= t``."""
+    """Pattern AND real keys ``(B, 1, L, L)`` (``"plm"``: ``prefix_len``)."""
     check_choice(kind, "kind", OBJECTIVES)
     b, size = ids.shape
     real = (ids != PAD)[:, None, None, :]  # (B, 1, 1, L)
@@ -128,8 +123,7 @@ def attention_mask(
 
 
 def _prefix_lengths(ids, generator, prefix_letters) -> torch.Tensor:
-    """BOS + ``prefix_letters`` letters (at most len - 1) per row, or
-    uniform in 1..len-1 when None."""
+    """BOS + ``prefix_letters`` letters per row (None: random 1..len-1)."""
     n = (ids >= FIRST_LETTER).sum(1)  # letters per row
     top = torch.clamp(n - 1, min=1)
     if prefix_letters is None:
@@ -145,10 +139,9 @@ def objective_batch(
     generator: torch.Generator | None = None,
     prefix_letters: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(inputs, mask, targets, loss_mask)`` of one objective on words.
-    MLM: ``bert_mask``ed letters, loss at the chosen. CLM, PLM: ``[BOS]
-    letters EOS`` shifted by one; PLM (and CLM given ``prefix_letters``)
-    scores only targets after the prefix."""
+    """``(inputs, mask, targets, loss_mask)`` of one objective: MLM loss at
+    the chosen letters; CLM, PLM next tokens (PLM, or CLM given
+    ``prefix_letters``: only after the prefix)."""
     check_choice(kind, "kind", OBJECTIVES)
     if prefix_letters is not None:
         check_int(prefix_letters, "prefix_letters", 1)

@@ -1,5 +1,4 @@
-"""Plotting helpers shared by the chapters: one style, labelled heatmaps and
-line plots."""
+"""Plotting helpers: one style, labelled heatmaps and line plots."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Chapter 4's experiment: which position scheme (none, learned, sinusoidal,
-rotary) lets one attention layer find the previous token, and at twice the
-trained length?
+"""Chapter 4's experiment: which position scheme lets one attention layer
+find the previous token, also at twice the trained length?
 """
 
 from __future__ import annotations
@@ -23,10 +22,8 @@ POSITION_KINDS = ("none", "learned", "sinusoidal", "rope")
 
 
 class PositionProbe(nn.Module):
-    """Attention + residual, FFN + residual, read-out, no mask: ``ids (B,
-    T) -> logits (B, T, vocab)``. ``position``: ``"none"``, ``"learned"``
-    (``max_len`` rows added), ``"sinusoidal"`` (added) or ``"rope"`` (q, k
-    rotated)."""
+    """Attention, FFN, read-out: ``ids (B, T) -> logits (B, T, vocab)``;
+    ``position``: ``"none"``, ``"learned"``, ``"sinusoidal"`` or ``"rope"``."""
 
     def __init__(
         self,
@@ -102,10 +99,8 @@ def train_position_probe(
     batch: int = 64,
     lr: float = 3e-3,
 ) -> dict:
-    """Train on the task at ``length``; accuracy on fresh sequences
-    (``acc_train_len``) and at ``2 * length``, on seen (``acc_double_seen``)
-    and new positions (``acc_double_new``). A learned table has ``2 *
-    length`` rows, trained on the first ``length``."""
+    """Train at ``length``; accuracy there (``acc_train_len``) and at ``2 *
+    length`` on seen and new positions (``acc_double_seen``, ``_new``)."""
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = PositionProbe(vocab, position, max_len=2 * length)

@@ -1,9 +1,6 @@
-"""Position information (chapter 4). Sinusoidal encoding (Vaswani et al.,
-2017), i counting dimension pairs: ``PE[pos, 2i] = sin(pos w_i)``,
-``PE[pos, 2i+1] = cos(pos w_i)``, ``w_i = 1 / 10000^(2i / d_model)``; plus
-``shift_matrix`` (``PE[p + k] = shift_matrix(k) @ PE[p]``), rotary
-embedding and a learned table. The comparison is in
-``utils.position_probe``.
+"""Position information (chapter 4): the sinusoidal encoding ``PE[pos, 2i]
+= sin(pos w_i)``, ``PE[pos, 2i+1] = cos(pos w_i)``, ``w_i = 10000^(-2i /
+d_model)``; its shift matrix, rotary embedding, a learned table.
 """
 
 from __future__ import annotations
@@ -31,8 +28,7 @@ __all__ = [
 def sinusoidal_encoding(
     max_len: int, d_model: int, base: float = 10000.0
 ) -> torch.Tensor:
-    """The table ``(max_len, d_model)``, sin in even columns, cos in odd;
-    float64 inside (large positions keep precision), float32 out."""
+    """The table ``(max_len, d_model)``, float64 inside, float32 out."""
     max_len = check_int(max_len, "max_len", 1)
     d_model = _check_d_model(d_model)
     base = _check_base(base)
@@ -46,9 +42,7 @@ def sinusoidal_encoding(
 
 
 class PositionalEncoding(nn.Module):
-    """``x (B, T, d_model)`` + table rows ``offset..offset+T-1`` (<=
-    ``max_len``), then dropout. ``offset``: positions already cached. The
-    table is a non-persistent buffer (moves with ``.to``, not saved)."""
+    """``x (B, T, d_model)`` + table rows from ``offset``, then dropout."""
 
     def __init__(
         self, d_model: int, dropout: float = 0.0, max_len: int = 5000
@@ -93,8 +87,7 @@ def _check_base(base) -> float:
 
 
 def frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """``w_i = base^(-2i / d_model)``, ``(d_model/2,)``: pair i repeats every
-    ``2 pi / w_i`` positions."""
+    """``w_i = base^(-2i / d_model)``, shape ``(d_model/2,)``."""
     d_model = _check_d_model(d_model)
     base = _check_base(base)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
@@ -104,9 +97,7 @@ def frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
 def shift_matrix(
     k: float, d_model: int, base: float = 10000.0
 ) -> torch.Tensor:
-    """``(d_model, d_model)`` with ``PE[p + k] = shift_matrix(k) @ PE[p]``
-    for every p: pair i rotated by ``k w_i``, independent of p (for rows:
-    ``pe[p + k] = pe[p] @ shift_matrix(k).T``)."""
+    """``(d_model, d_model)`` with ``PE[p + k] = shift_matrix(k) @ PE[p]``."""
     k = check_number(k, "k", finite=True)
     angle = k * frequencies(d_model, base).double()  # checks d_model, base
     cos, sin = torch.cos(angle), torch.sin(angle)
@@ -122,10 +113,8 @@ def apply_rotary(
     positions: torch.Tensor | None = None,
     base: float = 10000.0,
 ) -> torch.Tensor:
-    """Rotary embedding: rotate pair ``(x[..., 2i], x[..., 2i+1])`` by ``pos
-    w_i``. x ``(..., T, d)``, d even; positions ``(T,)`` (default 0..T-1).
-    A query at m and key at n then score ``q @ shift_matrix(m - n) @ k``,
-    depending on m - n only (pairs interleaved as in RoFormer)."""
+    """Rotate pairs ``(x[..., 2i], x[..., 2i+1])`` of ``x (..., T, d)`` by
+    ``pos w_i`` (positions default 0..T-1)."""
     check_tensor(x, "x", floating=True, min_ndim=2)
     d, t = x.size(-1), x.size(-2)
     _check_d_model(d, "x's last dim d_model")
@@ -146,8 +135,7 @@ def apply_rotary(
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """A trained table of ``max_len`` positions added to ``x (B, T,
-    d_model)`` (BERT); longer inputs raise."""
+    """A trained table of ``max_len`` positions (BERT); longer inputs raise."""
 
     def __init__(self, max_len: int, d_model: int, dropout: float = 0.0):
         super().__init__()

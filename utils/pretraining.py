@@ -1,8 +1,5 @@
 """One stack, three pre-training objectives on English words (chapter 10):
-the stack, training, evaluation, counting baselines, sampling. The
-objectives as data are in ``utils.objectives`` (re-exported: ``pt.encode``,
-``pt.bert_mask``, ...). The masked LM reads what chapter 8's encoder reads,
-so its weights can start it (``encoder_state``).
+training, evaluation, baselines, sampling; re-exports ``utils.objectives``.
 """
 
 from __future__ import annotations
@@ -15,7 +12,8 @@ import random
 import torch
 from torch import nn
 
-from .checks import check_choice, check_int, check_number, check_probability
+from .checks import check_choice, check_instance, check_int, check_number
+from .checks import check_probability
 from .layers import Embeddings, EncoderLayer, Stack
 from .loss import masked_cross_entropy
 from .objectives import (
@@ -60,8 +58,7 @@ __all__ = [
 
 
 class LMConfig:
-    """The stack's sizes, those of chapter 8's pronouncer encoder (same
-    field names as ``PronouncerConfig``)."""
+    """The stack's sizes, named and sized as chapter 8's encoder."""
 
     def __init__(
         self,
@@ -89,9 +86,8 @@ class LMConfig:
 
 
 class TinyLM(nn.Module):
-    """The pronouncer's encoder with a language-model head:
-    ``forward(ids (B, L), mask (B, 1, L, L)) -> (B, L, d_model)``,
-    ``head(hidden) -> logits (B, L, VOCAB)``."""
+    """The pronouncer's encoder + an LM head: ``forward(ids (B, L), mask (B,
+    1, L, L)) -> (B, L, d_model)``, ``head -> (B, L, VOCAB)``."""
 
     def __init__(self, cfg: LMConfig | None = None):
         super().__init__()
@@ -129,10 +125,8 @@ def train_lm(
     cfg: LMConfig | None = None,
     stop_after: int | None = None,
 ) -> tuple[TinyLM, list[float]]:
-    """Train a fresh ``TinyLM`` on one objective -> (model in eval mode,
-    loss per step). ``batch`` words per step drawn with ``seed`` (which
-    also seeds weights, corruption, prefixes); Adam, one-cycle to ``lr``;
-    ``stop_after``: only the first steps, to replay them."""
+    """Train a fresh ``TinyLM`` on one objective -> (eval-mode model,
+    losses); ``seed`` seeds weights, batches and corruption."""
     check_choice(kind, "kind", OBJECTIVES)
     words = check_words(words)
     steps, batch = check_int(steps, "steps", 1), check_int(batch, "batch", 1)
@@ -175,9 +169,7 @@ def evaluate_lm(
     seed: int = 123,
     prefix_letters: int | None = None,
 ) -> dict:
-    """Held-out ``loss``, token ``accuracy`` and ``n`` tokens scored, at
-    seeded positions (MLM: the chosen; PLM: after a random prefix, or
-    ``prefix_letters`` for CLM and PLM)."""
+    """Held-out ``loss``, ``accuracy`` and ``n`` tokens, seeded positions."""
     gen = torch.Generator().manual_seed(seed)
     inputs, mask, targets, keep = objective_batch(
         kind, words, gen, prefix_letters
@@ -199,9 +191,7 @@ def baselines(
     seed: int = 123,
     prefix_letters: int | None = None,
 ) -> dict:
-    """Accuracy of counting models on ``evaluate_lm``'s tokens: ``"unigram"``
-    the commonest target; ``"bigram"`` the commonest next token (CLM, PLM)
-    or, for MLM, the x maximising P(x | left) P(right | x)."""
+    """Accuracy of counting models on the tokens ``evaluate_lm`` scores."""
     train_words = check_words(train_words, "train_words")
     after = collections.defaultdict(collections.Counter)
     for w in train_words:
@@ -251,8 +241,7 @@ def baselines(
 
 
 def round_fp16(model: nn.Module) -> nn.Module:
-    """Round every weight to float16 and back, in place: measure what is
-    shipped."""
+    """Round weights to float16 and back, in place: what is shipped."""
     with torch.no_grad():
         for p in model.parameters():
             p.copy_(p.half().float())
@@ -260,10 +249,8 @@ def round_fp16(model: nn.Module) -> nn.Module:
 
 
 def encoder_state(lm: TinyLM) -> dict[str, torch.Tensor]:
-    """The masked LM's weights named as a ``Transformer``'s encoder
-    (``src_embed`` without MASK, ``encoder.*``), for ``init=``."""
-    if not isinstance(lm, TinyLM):
-        raise TypeError(f"lm must be a TinyLM, got {type(lm).__name__}")
+    """The masked LM's weights named as a ``Transformer``'s encoder."""
+    check_instance(lm, "lm", TinyLM)
     state = {"src_embed.lut.weight": lm.embed.lut.weight[:MASK].detach()}
     for name, value in lm.encoder.state_dict().items():
         state["encoder." + name] = value.detach()
@@ -284,8 +271,7 @@ def sample_words(
     seed: int = 0,
     max_len: int = 20,
 ) -> list[str]:
-    """``n`` words from a causal LM, from [BOS] to EOS (<= ``max_len``
-    letters) at ``temperature``; only letters and EOS are drawn."""
+    """``n`` words from a causal LM, [BOS] to EOS, at ``temperature``."""
     check_int(n, "n", 1)
     check_number(temperature, "temperature", 0.0, min_inclusive=False)
     check_int(max_len, "max_len", 1)
@@ -315,8 +301,7 @@ def sample_words(
 def complete(
     kind: str, model: TinyLM, prefixes, max_new: int = 20
 ) -> list[str]:
-    """Greedy whole-word completions of prefixes read as ``[BOS] letters``
-    (both ways for ``"plm"``, causally for ``"clm"``)."""
+    """Greedy whole-word completions of prefixes (``"plm"`` or ``"clm"``)."""
     check_choice(kind, "kind", ("clm", "plm"))
     prefixes = check_words(prefixes, "prefixes")
     check_int(max_new, "max_new", 1)
@@ -337,8 +322,7 @@ def complete(
 
 
 def tune_config(base, steps: int, seed: int):
-    """Chapter 10's fine-tuning recipe: ``base`` for ``steps`` steps, the
-    last third a cooldown, evaluated once at the end."""
+    """Chapter 10's fine-tuning recipe: last third a cooldown, one eval."""
     check_int(steps, "steps", 3)
     check_int(seed, "seed", 0)
     return dataclasses.replace(
@@ -351,8 +335,7 @@ def tune_config(base, steps: int, seed: int):
 
 
 def label_order(entries: list, seed: int) -> list:
-    """``entries`` reshuffled for ``seed``: the first N are the N-label
-    budget, so budgets nest."""
+    """``entries`` reshuffled for ``seed``: label budgets nest."""
     order = list(entries)
     random.Random(1000 + seed).shuffle(order)
     return order

@@ -1,6 +1,5 @@
-"""Chapter 1's data-versus-prior experiment: small classifiers with
-different priors (a convolution, a tiny Transformer, a count model) and a
-deterministic train/evaluate helper. Their tasks are in ``utils.toy_tasks``.
+"""Chapter 1's data-versus-prior experiment: a convolution, a tiny
+Transformer, a count model, and a deterministic train/evaluate helper.
 """
 
 from __future__ import annotations
@@ -37,9 +36,7 @@ __all__ = [
 
 
 class MotifCNN(nn.Module):
-    """Embedding -> Conv1d (``kernel_size``) -> ReLU -> max over positions
-    -> Linear: locality and translation equivariance. ``x (B, L)`` ->
-    logits ``(B, num_classes)``."""
+    """Embedding -> Conv1d -> ReLU -> max -> Linear: ``(B, L) -> (B, C)``."""
 
     def __init__(
         self,
@@ -72,10 +69,7 @@ class MotifCNN(nn.Module):
 
 
 class TinyTransformer(nn.Module):
-    """Embedding (+ sinusoidal positions) -> ``nn.TransformerEncoder`` ->
-    max over positions -> Linear; no locality prior unless ``window``;
-    ``use_positions=False`` leaves it permutation-equivariant. ``x (B, L)``
-    -> logits ``(B, num_classes)``."""
+    """Embedding (+ sinusoids) -> encoder -> max -> Linear (no locality)."""
 
     def __init__(
         self,
@@ -137,8 +131,7 @@ class TinyTransformer(nn.Module):
 
 
 class CountClassifier(nn.Module):
-    """Logistic regression on symbol counts (order ignored): ``x (B, L)`` ->
-    logits ``(B, num_classes)``."""
+    """Logistic regression on symbol counts: ``(B, L) -> (B, C)``."""
 
     def __init__(self, vocab_size: int = 4, num_classes: int = 2):
         super().__init__()
@@ -171,9 +164,7 @@ def train_classifier(
     batch_size: int | None = None,
     seed: int = 0,
 ) -> list[float]:
-    """Adam on cross-entropy for ``steps`` updates (full batch unless
-    ``batch_size``; batches seeded by ``seed``); mode restored; returns the
-    loss per step."""
+    """Adam on cross-entropy for ``steps`` -> the loss per step."""
     _check_xy(x, y)
     check_int(steps, "steps", 1)
     check_number(lr, "lr", 0, min_inclusive=False)
@@ -220,9 +211,8 @@ def train_and_evaluate(
     seed: int = 0,
     num_threads: int | None = 1,
 ) -> float:
-    """Seed, build, train, return test accuracy (the same on every rerun):
-    ``num_threads`` (default 1, restored after) fixes the order of float
-    sums, so the result does not depend on the machine's cores."""
+    """Seed, build, train -> test accuracy, the same on any machine
+    (``num_threads``, default 1, fixes the order of float sums)."""
     fixed = (  # threads() checks num_threads
         contextlib.nullcontext()
         if num_threads is None

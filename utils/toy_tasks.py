@@ -1,9 +1,6 @@
-"""Chapter 1's toy tasks (the models are in ``utils.priors``). Motif: label
-1 when the sequence holds the motif (default ``0 1 2``) as a contiguous run;
-negatives hold a reordering of it, so only order and adjacency tell, local
-structure a convolution assumes (``negatives="random"``: counts leak the
-label). Ends: label 1 when the first and last symbols are equal, long-range
-structure.
+"""Chapter 1's toy tasks. Motif: 1 when the motif (default ``0 1 2``) is a
+contiguous run; negatives hold a reordering, so only order tells (local
+structure). Ends: 1 when the first and last symbols match (long-range).
 """
 
 from __future__ import annotations
@@ -75,10 +72,8 @@ def make_motif_data(
     seed: int = 0,
     negatives: str = "shuffled",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` shuffled sequences, half with the motif over a random window,
-    half without (``"shuffled"``: a reordering planted, kept only if the
-    motif is nowhere). -> ``x (n, length)`` in ``[0, vocab_size)``, ``y
-    (n,)``; own generator from ``seed`` (global seed untouched)."""
+    """``n`` sequences, half with the motif: ``x (n, length)``, ``y (n,)``;
+    own generator from ``seed`` (the global seed is untouched)."""
     check_int(n, "n", 2)
     check_int(vocab_size, "vocab_size", 2)
     check_int(seed, "seed", 0)
@@ -119,9 +114,8 @@ def make_motif_data(
 def make_ends_data(
     n: int, length: int = 16, vocab_size: int = 4, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` shuffled sequences, label 1 when the last symbol equals the
-    first (half of each; else one of the others), ``length - 1`` apart. ->
-    ``x (n, length)``, ``y (n,)``; own generator from ``seed``."""
+    """``n`` sequences, half with last == first: ``x (n, length)``, ``y
+    (n,)``; own generator from ``seed``."""
     check_int(n, "n", 2)
     check_int(length, "length", 2)
     check_int(vocab_size, "vocab_size", 2)

@@ -1,8 +1,6 @@
-"""The course's one training loop, ``train`` (nanoGPT's, with hooks after
-each step), and what runs around it: ``adam`` (computes alike on every CPU),
-``threads`` and ``evaluating`` (set and give back), the warm-up schedule of
-Vaswani et al. (``noam_lr``, ``noam_scheduler``, ``paper_adam``), losses and
-held-out scores, checkpoints that continue bit for bit, and ``Progress``.
+"""The course's one training loop, ``train`` (nanoGPT's, with hooks), and
+around it: CPU-portable Adam, the warm-up schedule of Vaswani et al.,
+losses, held-out scores, checkpoints, a progress bar.
 """
 
 from __future__ import annotations
@@ -84,17 +82,15 @@ def train(
 
 
 def adam(params, lr: float = 1e-3, **kwargs) -> torch.optim.Adam:
-    """``torch.optim.Adam(params, lr, fused=True, **kwargs)``: the fused
-    kernel takes the square root in ATen; the default path's ``torch.sqrt``
-    goes to MKL, whose last bits differ between Intel and AMD CPUs, and
-    training amplifies them (README, "numeric modes")."""
+    """``torch.optim.Adam(params, lr, fused=True, **kwargs)``: the default
+    path's ``torch.sqrt`` (MKL) differs in the last bits between Intel and
+    AMD, and training amplifies that."""
     return torch.optim.Adam(params, lr=lr, fused=True, **kwargs)
 
 
 @contextlib.contextmanager
 def threads(num_threads: int):
-    """``torch.set_num_threads(num_threads)`` inside the block; the previous
-    count after."""
+    """``torch.set_num_threads`` inside the block, restored after."""
     num_threads = check_int(num_threads, "num_threads", 1)
     before = torch.get_num_threads()
     torch.set_num_threads(num_threads)
@@ -106,8 +102,7 @@ def threads(num_threads: int):
 
 @contextlib.contextmanager
 def evaluating(model):
-    """Eval mode and no gradients inside the block, the model's mode after;
-    non-modules (a hand-made model) pass through."""
+    """Eval mode and no grad inside the block, the model's mode after."""
     was_training = getattr(model, "training", None)
     if isinstance(model, nn.Module):
         model.eval()
@@ -141,11 +136,9 @@ def noam_scheduler(
     steps: int | None = None,
     cooldown_steps: int = 0,
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    """A ``LambdaLR`` setting every group's lr to ``noam_lr`` exactly (the
-    lambda divides by the initial lr; LambdaLR counts from 0).
-    ``warmup=False`` (ablation): the peak until ``warmup_steps``, no ramp.
-    ``cooldown_steps`` (needs ``steps``): over the last ones the rate falls
-    linearly towards 0."""
+    """A ``LambdaLR`` setting every group's lr to ``noam_lr``;
+    ``warmup=False``: the peak until ``warmup_steps``; ``cooldown_steps``
+    (needs ``steps``): a linear fall towards 0 at the end."""
     noam_lr(1, d_model, warmup_steps, factor)  # validate now, not later
     check_bool(warmup, "warmup")
     check_int(cooldown_steps, "cooldown_steps", 0)
@@ -175,8 +168,7 @@ def noam_scheduler(
 
 
 def paper_adam(params, lr: float = 1.0) -> torch.optim.Adam:
-    """Adam with the paper's betas (0.9, 0.98) and eps 1e-9; a scheduler
-    overwrites ``lr``."""
+    """Adam with the paper's betas (0.9, 0.98), eps 1e-9."""
     return adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9)
 
 
@@ -209,8 +201,7 @@ def evaluate_loss(
     label_smoothing: float = 0.0,
     pad_id: int = 0,
 ) -> float:
-    """Mean cross-entropy per real target token over ``batches`` (every
-    token weighs the same), teacher-forced, eval mode, mode restored."""
+    """Mean cross-entropy per real target token over ``batches``."""
     check_number(label_smoothing, "label_smoothing", 0.0, 1.0)
     total = count = 0.0
     with evaluating(model):
@@ -236,9 +227,8 @@ def evaluate_perplexity(
 
 
 def save_checkpoint(path, model, optimizer, scheduler=None, **extra) -> None:
-    """Write a run's state to ``path``: weights, optimiser, schedule, torch's
-    (and CUDA's) random state and ``extra``; replaced whole, so a run killed
-    while saving keeps the previous file."""
+    """Write the run's state (weights, optimiser, schedule, random state,
+    ``extra``) to ``path``, replaced whole: a kill keeps the old file."""
     device = next(model.parameters()).device
     state = {
         "model": model.state_dict(),
@@ -270,9 +260,7 @@ def load_checkpoint(path, model, optimizer, scheduler=None) -> dict:
 
 
 class Progress:
-    """A progress bar a notebook stores as ONE line (<= 79 columns): a
-    display updated in place in Jupyter, tqdm's line on stderr elsewhere.
-    ``update(n=1)``, ``close()``; ``enabled=False`` shows nothing."""
+    """A progress bar a notebook stores as ONE line of <= 79 columns."""
 
     def __init__(
         self,
