@@ -1,0 +1,206 @@
+"""Chapter 11's GPT: its parameter count is the formula's, it computes what
+PyTorch's own Pre-Norm encoder layers compute under a causal mask, it never
+looks ahead, generation through the KV cache draws what recomputation
+draws, and ``stream_nats`` scores every token of a stream exactly once."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from utils.gpt import (
+    GPT,
+    GPTConfig,
+    load_torch_gpt_weights,
+    num_parameters,
+    stream_nats,
+    torch_reference,
+)
+
+SMALL = GPTConfig(
+    vocab_size=50,
+    context=16,
+    d_model=32,
+    num_heads=4,
+    num_layers=3,
+    d_ff=48,
+    dropout=0.1,
+)
+
+
+def model(config=SMALL, seed=0) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(config).eval()
+
+
+def ids(b, t, vocab=SMALL.vocab_size, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(vocab, (b, t), generator=g)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [SMALL, GPTConfig(1024, 256, 128, 4, 4, 512), GPTConfig(7, 3, 8, 2, 1, 5)],
+)
+def test_parameter_count_is_the_formula(config):
+    gpt = GPT(config)
+    assert sum(p.numel() for p in gpt.parameters()) == num_parameters(config)
+    # tied: the output layer is the token embedding, no V x d matrix more
+    assert not any(p.shape == (config.vocab_size, config.d_model) and
+                   p is not gpt.tok_emb.weight for p in gpt.parameters())
+
+
+def test_forward_shape_and_tied_output():
+    gpt = model()
+    x = ids(2, 16)
+    logits = gpt(x)
+    assert logits.shape == (2, 16, SMALL.vocab_size)
+    with torch.no_grad():
+        gpt.tok_emb.weight[7] += 1.0  # the output row of token 7 moves too
+    assert not torch.equal(gpt(x)[..., 7], logits[..., 7])
+
+
+def test_equals_pytorch_encoder_layers_with_a_causal_mask():
+    torch.manual_seed(3)
+    theirs = torch_reference(SMALL).eval()
+    gpt = load_torch_gpt_weights(model(), theirs)
+    x = ids(3, 16)
+    with torch.no_grad():
+        h = gpt.tok_emb(x) + gpt.pos_emb(torch.arange(16))
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(16)
+        ref = theirs(h, mask=mask, is_causal=True) @ gpt.tok_emb.weight.T
+        ours = gpt(x)
+    assert (ours - ref).abs().max() < 1e-5
+    # the check can fail: another layer's weights give other logits
+    with torch.no_grad():
+        theirs.layers[1].linear1.weight.mul_(1.5)
+        moved = theirs(h, mask=mask, is_causal=True) @ gpt.tok_emb.weight.T
+    assert (ours - moved).abs().max() > 1e-3
+
+
+def test_causal_the_future_does_not_change_the_past():
+    gpt = model()
+    x = ids(2, 12)
+    y = x.clone()
+    y[:, 8:] = (y[:, 8:] + 1) % SMALL.vocab_size
+    with torch.no_grad():
+        a, b = gpt(x), gpt(y)
+    assert torch.equal(a[:, :8], b[:, :8])
+    assert not torch.allclose(a[:, 8:], b[:, 8:])
+
+
+def test_loss_is_next_token_cross_entropy():
+    gpt = model()
+    x = ids(2, 17)
+    with torch.no_grad():
+        want = F.cross_entropy(gpt(x[:, :-1]).reshape(-1, 50), x[:, 1:].ravel())
+        assert torch.equal(gpt.loss(x), want)
+    # untrained: about log V nats a token (GPT-2's small initialisation)
+    assert abs(want.item() - math.log(50)) < 0.1
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"temperature": 1.0},
+        {"temperature": 0.8, "top_k": 5},
+        {"temperature": 1.2, "top_p": 0.9},
+        {"temperature": 0.0},
+    ],
+)
+def test_cached_generation_draws_what_recomputation_draws(kwargs):
+    gpt = model()
+    prompt = ids(3, 5)
+    # 40 new tokens with a context of 16: the window restarts twice
+    runs = [
+        gpt.generate(
+            prompt,
+            40,
+            generator=torch.Generator().manual_seed(7),
+            use_cache=use_cache,
+            **kwargs,
+        )
+        for use_cache in (True, False)
+    ]
+    assert runs[0].shape == (3, 45)
+    assert torch.equal(runs[0][:, :5], prompt)
+    assert torch.equal(runs[0], runs[1])
+    if kwargs["temperature"] > 0:  # another seed, other tokens
+        other = gpt.generate(
+            prompt, 40, generator=torch.Generator().manual_seed(8), **kwargs
+        )
+        assert not torch.equal(other, runs[0])
+
+
+def test_cached_logits_equal_the_full_forward():
+    gpt = model()
+    x = ids(2, 16)
+    from utils.attention import AttentionCache
+
+    with torch.no_grad():
+        full = gpt(x)
+        caches = [AttentionCache() for _ in gpt.stack.layers]
+        steps = [gpt._run(x[:, :4], 0, caches)]  # a prompt, then one by one
+        steps += [gpt._run(x[:, t : t + 1], t, caches) for t in range(4, 16)]
+    assert caches[0].keys.shape == (2, 4, 16, 8)  # (B, h, t, d_head)
+    assert (torch.cat(steps, 1) - full).abs().max() < 1e-5
+
+
+def test_generate_restores_training_mode_and_greedy_is_argmax():
+    gpt = model().train()
+    out = gpt.generate(ids(1, 3), 1, temperature=0.0)
+    assert gpt.training
+    with torch.no_grad():
+        assert out[0, -1] == gpt.eval()(ids(1, 3))[0, -1].argmax()
+
+
+def test_stream_nats_scores_each_token_once():
+    gpt = model()
+    stream = ids(1, 64)[0]  # with the prefix, 4 windows of 16 + 1
+    prefix = torch.tensor([3])
+    full = torch.cat([prefix, stream])
+    # stride = context: disjoint windows, each a plain forward pass
+    want = 0.0
+    with torch.no_grad():
+        for s in range(0, 64, 16):
+            chunk = full[s : s + 17][None]
+            logits = gpt(chunk[:, :-1])
+            want += F.cross_entropy(
+                logits[0], chunk[0, 1:], reduction="sum"
+            ).item()
+    got = stream_nats(gpt, stream, prefix, stride=16, batch=3)
+    assert got == pytest.approx(want, rel=1e-6)
+    # overlapping windows: each token has more history; the same count
+    half = stream_nats(gpt, stream, prefix)
+    assert half != pytest.approx(want, rel=1e-6)
+    assert abs(half - want) < 0.1 * want
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda g: g(ids(1, 17)), ValueError),  # longer than the context
+        (lambda g: g(ids(1, 4, vocab=60)), ValueError),  # id >= vocab
+        (lambda g: g(ids(1, 4).float()), TypeError),
+        (lambda g: g(ids(1, 4)[0]), ValueError),  # rank 1
+        (lambda g: g.generate(ids(1, 4), -1), ValueError),
+        (lambda g: g.generate(ids(1, 4), 2, top_k=0), ValueError),
+        (lambda g: stream_nats(g, ids(1, 4)[0], None), ValueError),
+        (lambda g: stream_nats(g, ids(1, 4)[0], ids(1, 1)[0], 17), ValueError),
+    ],
+)
+def test_bad_input_is_named(call, error):
+    with pytest.raises(error):
+        call(model())
+
+
+def test_bad_config_is_named():
+    with pytest.raises(ValueError, match="num_heads"):
+        GPTConfig(num_heads=3)
+    with pytest.raises(ValueError, match="dropout"):
+        GPTConfig(dropout=1.5)
+    with pytest.raises(TypeError, match="context"):
+        GPTConfig(context=2.0)
