@@ -204,3 +204,49 @@ def test_bad_config_is_named():
         GPTConfig(dropout=1.5)
     with pytest.raises(TypeError, match="context"):
         GPTConfig(context=2.0)
+
+
+# ------------------------------------------------- the copy rate (utils.copying)
+def test_copy_rate_finds_verbatim_spans_only():
+    from utils.copying import SpanIndex, window_hashes
+
+    g = torch.Generator().manual_seed(0)
+    letters = "abcdefghij \n"
+    text = "".join(letters[i] for i in torch.randint(12, (3000,), generator=g))
+    index = SpanIndex(text, span=20)
+    assert index.copy_rate(text[100:400]) == 1.0  # every window copied
+    fresh = "".join(letters[i] for i in torch.randint(12, (300,), generator=g))
+    assert index.copy_rate(fresh) == 0.0
+    # half copied: 100 characters of the text then 100 new ones
+    mixed = text[500:600] + fresh[:100]
+    found = index.found(mixed)
+    assert found.shape == (181,)
+    assert found[:81].all() and not found[81:].any()  # windows inside text
+    marks = index.copied_chars(mixed)
+    assert marks[:100].all() and not marks[100:].any()
+    assert index.copy_rate("short") == 0.0  # no window at all
+    # the hash is a function of the window alone, wherever it starts
+    h = window_hashes(text, 20)
+    assert h[7] == window_hashes(text[7:27], 20)[0]
+    assert len(set(h.tolist())) == len(set(text[i:i + 20] for i in range(2981)))
+
+
+def test_copy_rate_confirms_hash_matches():
+    from utils.copying import SpanIndex, window_hashes
+
+    index = SpanIndex("abcdefgh", span=4)
+    assert index.copy_rate("cdef") == 1.0
+    # fake a collision: every window of the text now has the hash of "zzzz"
+    index.hashes[:] = window_hashes("zzzz", 4)[0]
+    assert index.copy_rate("zzzz") == 0.0  # the characters differ: no copy
+
+
+def test_copy_rate_bad_input():
+    from utils.copying import SpanIndex
+
+    with pytest.raises(ValueError, match="span"):
+        SpanIndex("abc", span=5)
+    with pytest.raises(ValueError, match="span"):
+        SpanIndex("abc", span=0)
+    with pytest.raises(TypeError, match="text"):
+        SpanIndex(b"abcdef", span=2)
