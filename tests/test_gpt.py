@@ -5,6 +5,7 @@ draws, and ``stream_nats`` scores every token of a stream exactly once."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -49,8 +50,11 @@ def test_parameter_count_is_the_formula(config):
     gpt = GPT(config)
     assert sum(p.numel() for p in gpt.parameters()) == num_parameters(config)
     # tied: the output layer is the token embedding, no V x d matrix more
-    assert not any(p.shape == (config.vocab_size, config.d_model) and
-                   p is not gpt.tok_emb.weight for p in gpt.parameters())
+    assert not any(
+        p.shape == (config.vocab_size, config.d_model)
+        and p is not gpt.tok_emb.weight
+        for p in gpt.parameters()
+    )
 
 
 def test_forward_shape_and_tied_output():
@@ -96,7 +100,9 @@ def test_loss_is_next_token_cross_entropy():
     gpt = model()
     x = ids(2, 17)
     with torch.no_grad():
-        want = F.cross_entropy(gpt(x[:, :-1]).reshape(-1, 50), x[:, 1:].ravel())
+        want = F.cross_entropy(
+            gpt(x[:, :-1]).reshape(-1, 50), x[:, 1:].ravel()
+        )
         assert torch.equal(gpt.loss(x), want)
     # untrained: about log V nats a token (GPT-2's small initialisation)
     assert abs(want.item() - math.log(50)) < 0.1
@@ -206,7 +212,7 @@ def test_bad_config_is_named():
         GPTConfig(context=2.0)
 
 
-# ------------------------------------------------- the copy rate (utils.copying)
+# ------------------------------------------ the copy rate (utils.copying)
 def test_copy_rate_finds_verbatim_spans_only():
     from utils.copying import SpanIndex, window_hashes
 
@@ -228,7 +234,9 @@ def test_copy_rate_finds_verbatim_spans_only():
     # the hash is a function of the window alone, wherever it starts
     h = window_hashes(text, 20)
     assert h[7] == window_hashes(text[7:27], 20)[0]
-    assert len(set(h.tolist())) == len(set(text[i:i + 20] for i in range(2981)))
+    assert len(set(h.tolist())) == len(
+        set(text[i : i + 20] for i in range(2981))
+    )
 
 
 def test_copy_rate_confirms_hash_matches():
@@ -250,3 +258,45 @@ def test_copy_rate_bad_input():
         SpanIndex("abc", span=0)
     with pytest.raises(TypeError, match="text"):
         SpanIndex(b"abcdef", span=2)
+
+
+# ------------------------------------ the stored run's script (train_gpt)
+TINY_RUN = (
+    "--vocab-size 300 --context 32 --d-model 32 --num-heads 2 "
+    "--num-layers 1 --d-ff 64 --batch 4 --steps 30 --eval-every 10 "
+    "--warmup 5 --dropout 0.1"
+).split()
+
+
+def _train(out, *extra):
+    import subprocess
+    import sys
+
+    from tools import ROOT
+
+    cmd = [sys.executable, "-m", "tools.train_gpt", *TINY_RUN, *extra]
+    subprocess.run(
+        [*cmd, "--out", str(out)], cwd=ROOT, check=True, capture_output=True
+    )
+    return json.loads((out / "ch11_run.json").read_text())
+
+
+@pytest.mark.slow  # three runs of the script, about 40 s
+def test_a_stopped_run_continues_bit_for_bit(tmp_path):
+    whole = _train(tmp_path / "whole")
+    assert whole["complete"] and len(whole["train_loss"]) == 30
+    assert whole["numeric_mode"]["mode"] == "portable"
+    parts = tmp_path / "parts"
+    first = _train(parts, "--stop-at", "13")
+    assert not first["complete"] and first["steps_done"] == 13
+    resumed = _train(parts)
+    assert resumed["train_loss"] == whole["train_loss"]
+    assert resumed["replay_loss"] == whole["replay_loss"]
+    for key in ("valid_bpc_fp16", "test_bpc_fp16"):
+        assert resumed[key] == whole[key]
+    a = torch.load(tmp_path / "whole" / "ch11_gpt.pt")["state_dict"]
+    b = torch.load(parts / "ch11_gpt.pt")["state_dict"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert all(v.dtype == torch.float16 for v in a.values())
+    rows = [json.loads(x) for x in (parts / "ch11_run.jsonl").open()]
+    assert [r["step"] for r in rows] == [10, 20, 30]  # none twice

@@ -362,7 +362,7 @@ def main(args) -> None:
         out_of_time = (
             args.minutes is not None
             and time.time() - begun > 60 * args.minutes
-        )
+        ) or step == args.stop_at
         if (
             out_of_time
             or step == recipe.steps
@@ -430,4 +430,5 @@ if __name__ == "__main__":
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--tag", default="ch11")
     parser.add_argument("--fresh", action="store_true", help="start over")
+    parser.add_argument("--stop-at", type=int, help="stop after this step")
     main(parser.parse_args())
