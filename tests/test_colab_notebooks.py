@@ -243,7 +243,7 @@ def test_chinese_colab_notebooks_are_chinese():
 
 def test_colab_start_checks_its_arguments(tmp_path):
     """utils/colab.py (the Colab setup cell's plumbing)."""
-    from utils import colab as boot
+    from proof import colab as boot
 
     with pytest.raises(TypeError, match="root must be a path"):
         boot.start(3)
@@ -261,7 +261,7 @@ def test_colab_start_drops_a_foreign_utils(tmp_path, monkeypatch):
     import sys
     import types
 
-    from utils import colab as boot
+    from proof import colab as boot
 
     fake = types.ModuleType("utils.fake")
     fake.__file__ = str(tmp_path / "utils" / "fake.py")

@@ -1,4 +1,4 @@
-"""utils.diagrams: geometry, labels from code, legibility limits and argument
+"""proof.diagrams: geometry, labels from code, legibility limits and argument
 checks."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from utils import diagrams as D  # noqa: E402
+from proof import diagrams as D  # noqa: E402
 
 
 @pytest.fixture

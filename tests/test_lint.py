@@ -14,7 +14,7 @@ import pytest
 from tools import ROOT, validation_share
 
 TESTS = sorted(f"tests/{p.name}" for p in (ROOT / "tests").glob("*.py"))
-CHECKED = ["utils", "tools", "conftest.py", *TESTS]
+CHECKED = ["utils", "proof", "tools", "conftest.py", *TESTS]
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess:
@@ -30,7 +30,7 @@ def _ruff(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("args", [("check",), ("format", "--check")])
 def test_ruff_is_clean(args):
     done = _ruff(*args)
-    command = " ".join(["ruff", *args, "utils tools conftest.py tests"])
+    command = " ".join(["ruff", *args, "utils proof tools conftest.py tests"])
     assert done.returncode == 0, f"{command}:\n{done.stdout}{done.stderr}"
 
 

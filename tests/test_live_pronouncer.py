@@ -21,8 +21,11 @@ bytes before and after are printed); bad input (empty, digits, 80 letters,
 other scripts) gives a message and no answer, without a console error; the
 keystroke-to-greedy-answer time (measured in the page from the input
 event's timestamp) stays under a wide bound (the machine may be loaded; it
-is printed); and the page works opened from file://. Screenshots go to
-_build/screenshots/live_pronouncer-*.jpeg.
+is printed); the page works opened from file://; and an export of an
+unknown format version is refused with the reason on the page, nothing
+computed. Screenshots go to _build/screenshots/live_pronouncer-*.jpeg.
+tests/test_pronouncer_export.py (fast, under Node) checks the engine on
+random Pre-Norm and Post-Norm models and on tampered exports.
 """
 
 from __future__ import annotations
@@ -327,6 +330,38 @@ def test_live_pronouncer_works_from_a_file(chromium, built_site, expected):
     assert not problems, "\n".join(problems)
 
 
+def test_live_pronouncer_refuses_an_unknown_export(
+    chromium,
+    site_url,  # noqa: F811 (the fixture imported above)
+):
+    """weights.js of another format version: the page says why it cannot
+    run it, and offers no input."""
+    text = (HTML / WEIGHTS).read_text()
+    current = '"format_version":2,'
+    assert current in text
+    text = text.replace(current, '"format_version":99,', 1)
+    url = f"{site_url}/{PAGE}.html"
+    context, page, problems, _ = _open(chromium, site_url + "/", url, 390, 844)
+    try:
+        page.route(
+            "**/" + WEIGHTS,
+            lambda r: r.fulfill(body=text, content_type="text/javascript"),
+        )
+        page.click(".pronouncer-live .pl-load")
+        page.wait_for_function(
+            "document.querySelector('.pronouncer-live').dataset.state"
+            " === 'refused'",
+            timeout=30_000,
+        )
+        status = page.inner_text(".pronouncer-live .pl-status")
+        assert "cannot run the exported model" in status, status
+        assert "format version 99" in status, status
+        assert page.query_selector(".pronouncer-live .pl-input") is None
+    finally:
+        context.close()
+    assert not problems, "\n".join(problems)
+
+
 def test_the_export_is_the_checkpoint(tmp_path):
     """The exported fp16 numbers decode to exactly the model's weights (the
     export checks it as it writes) and the build re-exports only when the
@@ -337,10 +372,17 @@ def test_the_export_is_the_checkpoint(tmp_path):
     assert ex.ensure(out=out) and not ex.ensure(out=out)
     text = out.read_text()
     data = json.loads(text[text.index(ex.PREFIX) + len(ex.PREFIX) :][:-2])
-    assert len(data["phonemes"]) == 42 and len(data["examples"]) == 39
-    assert len(data["test"]) == 12000
-    model, _, _ = pr.load_pronouncer()
+    assert (data["format"], data["format_version"]) == (ex.FORMAT, 2)
+    assert len(data["phonemes"]["tokens"]) == 42
+    assert len(data["examples"]) == 39 and len(data["test"]) == 12000
+    model, cfg, _ = pr.load_pronouncer()
     assert [n for n, _, _ in data["tensors"]] == list(model.state_dict())
+    arch = data["architecture"]
+    assert arch["norm"] == ("pre" if cfg.norm_first else "post")
+    assert (arch["d_model"], arch["num_decoder_layers"]) == (
+        cfg.d_model,
+        cfg.num_layers,
+    )
     changed = tmp_path / "other.pt"
     changed.write_bytes(ex.CHECKPOINT.read_bytes() + b"\0")
     assert not ex.is_current(out, changed)

@@ -5,7 +5,7 @@ Chromium at 390x844 (device pixel ratio 2).
   ``BUDGET_KIB`` (the first visit's scripts, styles and fonts are shared by
   all pages and cached; they are measured by ``python -m tests.test_phone``).
 - **Figure text**: every figure's smallest text is at least 8 CSS px as
-  shown. ``utils.figures`` records in each image file (SVG description, PNG
+  shown. ``proof.figures`` records in each image file (SVG description, PNG
   text chunk) the smallest font size in points and the figure's width in
   inches; the page gives the width it is drawn at, so the text's CSS size is
   ``points * shown_width / (72 * width_in)``. An image with no record (a
@@ -32,7 +32,7 @@ from tests.test_browser import (  # noqa: F401  (site_url: a fixture)
     _skip_or_fail,
     site_url,
 )
-from utils.figures import MIN_CSS_PX, RECORD_RE
+from proof.figures import MIN_CSS_PX, RECORD_RE
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +72,7 @@ def _html(page: str):
 
 
 def record(path) -> tuple[float, float] | None:
-    """(smallest font pt, width in) recorded by utils.figures in an image
+    """(smallest font pt, width in) recorded by proof.figures in an image
     file, or None."""
     head = path.read_bytes()
     if path.suffix == ".svg":

@@ -1,4 +1,5 @@
-"""utils.figures and utils.labels: the funnel every figure passes through.
+"""proof.figures and proof.labels: the funnel every figure the harness shows
+passes through (and, in a reader's plain kernel, none).
 
 Both checks catch a bad figure and pass a good one; a figure fails loudly in
 a real kernel (the cell raises); the Chinese mode translates every text and
@@ -8,6 +9,7 @@ test reads.
 
 from __future__ import annotations
 
+import pathlib
 import re
 
 import matplotlib
@@ -19,16 +21,18 @@ import nbformat  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 
-from utils import diagrams, figures, labels, plotting  # noqa: E402
+from proof import diagrams, figures, labels  # noqa: E402
+from utils import plotting  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def english():
-    plotting.use_course_style("en")
+    labels.set_language("en")
+    plotting.use_course_style()
     yield
     labels.set_language("en")
     plt.rcParams.update(matplotlib.rcParamsDefault)
-    plotting.use_course_style("en")
+    plotting.use_course_style()
     plt.close("all")
 
 
@@ -221,28 +225,42 @@ def test_the_table_is_a_flat_map_of_strings():
         assert slots == sorted(re.findall(r"\{\w+\}", zh)), en
 
 
-def test_a_bad_figure_fails_the_cell_in_a_kernel(tmp_path):
-    """In IPython the failure is an exception in the cell itself (so
-    tools.refresh, nbval and the robust run fail), whether the figure is
-    shown by plt.show() or at the end of the cell; a good cell keeps its
-    displayed value."""
+def _run_cells(cells, env_check: str | None):
+    """Execute ``cells`` in a fresh kernel whose COURSE_CHECK_FIGURES is
+    ``env_check`` (None: not "1", as in Colab)."""
+    import os
+
     from nbclient import NotebookClient
 
-    root = str(figures.__file__).rsplit("/utils/", 1)[0]
-    cells = [
-        f"import sys; sys.path.insert(0, {root!r})\n"
-        "import matplotlib.pyplot as plt, utils\n_ = utils.setup(0)",
-        "fig, ax = plt.subplots(figsize=(4, 3))\nax.plot([1, 2])\n6 * 7",
-        "fig, ax = plt.subplots(figsize=(4, 3))\n"
-        "ax.set_title('tiny', fontsize=4)\nplt.show()",
-        "fig, ax = plt.subplots(figsize=(4, 3))\n"
-        "ax.text(0, 0, 'same'); ax.text(0, 0, 'same')",
-    ]
+    env = {**os.environ, "COURSE_CHECK_FIGURES": env_check or "0"}
     nb = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell(c) for c in cells]
     )
-    NotebookClient(nb, allow_errors=True, timeout=120).execute()
-    good, small, overlap = nb.cells[1:]
+    NotebookClient(nb, allow_errors=True, timeout=120).execute(env=env)
+    return nb
+
+
+_ROOT = str(pathlib.Path(figures.__file__).resolve().parents[1])
+_BAD_CELLS = [
+    f"import sys; sys.path.insert(0, {_ROOT!r})\n"
+    "import matplotlib.pyplot as plt, proof\n_ = proof.setup(0)",
+    "fig, ax = plt.subplots(figsize=(4, 3))\nax.plot([1, 2])\n6 * 7",
+    "fig, ax = plt.subplots(figsize=(4, 3))\n"
+    "ax.set_title('tiny', fontsize=4)\nplt.show()",
+    "fig, ax = plt.subplots(figsize=(4, 3))\n"
+    "ax.text(0, 0, 'same'); ax.text(0, 0, 'same')",
+    "ip = get_ipython()\n"
+    "print(sorted(type(t).__name__ for t in ip.ast_transformers))",
+]
+
+
+def test_a_bad_figure_fails_the_cell_under_the_harness():
+    """Under the harness the failure is an exception in the cell itself (so
+    tools.refresh, nbval and the robust run fail), whether the figure is
+    shown by plt.show() or at the end of the cell; a good cell keeps its
+    displayed value."""
+    nb = _run_cells(_BAD_CELLS, "1")
+    good, small, overlap = nb.cells[1:4]
     kinds = [o.output_type for o in good.outputs]
     assert "error" not in kinds
     assert good.outputs[0].data["text/plain"] == "42"
@@ -252,3 +270,17 @@ def test_a_bad_figure_fails_the_cell_in_a_kernel(tmp_path):
         errors = [o for o in cell.outputs if o.output_type == "error"]
         assert errors and errors[0].ename == "FigureError", cell.source
         assert words in errors[0].evalue
+
+
+def test_a_plain_kernel_gets_no_figure_check():
+    """In a reader's kernel (Colab, jupyter lab: no harness variable) the
+    same setup installs nothing that can fail a figure: the bad figures show,
+    and no cell transformer is added."""
+    nb = _run_cells(_BAD_CELLS, None)
+    for cell in nb.cells:
+        kinds = [o.output_type for o in cell.outputs]
+        assert "error" not in kinds, (cell.source, cell.outputs)
+    printed = nb.cells[-1].outputs[0].text
+    assert "_AtCellEnd" not in printed, printed
+    shown = [o for o in nb.cells[2].outputs if "data" in o]
+    assert shown and "image/png" in shown[0].data  # the backend's own PNG

@@ -16,7 +16,7 @@ from utils import pretraining as pt
 from utils import pronunciation as pr
 from utils.loss import masked_cross_entropy
 from utils.masks import causal_mask, prefix_lm_mask
-from utils.translator import TranslatorConfig, build_translator
+from utils.pronouncer import PronouncerConfig, build_pronouncer
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORDS = [w for w, _ in pr.split_words(2000, 12000, 0)["train"][:20000]]
@@ -162,11 +162,11 @@ def test_causal_output_ignores_the_future():
 
 
 def test_masked_lm_becomes_the_pronouncer_encoder():
-    cfg = TranslatorConfig(d_model=32, d_ff=64, num_layers=2, dropout=0.0)
+    cfg = PronouncerConfig(d_model=32, d_ff=64, num_layers=2, dropout=0.0)
     torch.manual_seed(1)
     lm = pt.TinyLM(pt.LMConfig.like(cfg)).eval()
     torch.manual_seed(2)
-    model = build_translator(cfg, pr.letter_vocab(), pr.phoneme_vocab(False))
+    model = build_pronouncer(cfg, pr.letter_vocab(), pr.phoneme_vocab(False))
     state = pt.encoder_state(lm)
     model.load_state_dict({**model.state_dict(), **state})
     src = pr.encode_words(["cat", "pronounce"])
@@ -179,25 +179,25 @@ def test_masked_lm_becomes_the_pronouncer_encoder():
         pt.encoder_state(model)
 
 
-def test_train_translator_init_is_checked():
-    from utils.translator import train_translator
+def test_train_pronouncer_init_is_checked():
+    from utils.pronouncer import train_pronouncer
 
-    cfg = TranslatorConfig(
+    cfg = PronouncerConfig(
         d_model=32, d_ff=64, steps=2, eval_every=2, min_size_share=0.0
     )
     split = pr.split_words(20, 20, 0)
     data = {"train": split["train"][:40], "valid": split["valid"]}
-    splits, vocabs = pr.translator_data(data, stress=False)
+    splits, vocabs = pr.pronouncer_data(data, stress=False)
     bad = {"encoder.nothing": torch.zeros(1)}
     with pytest.raises(ValueError, match="encoder.nothing"):
-        train_translator(cfg, splits, vocabs=vocabs, progress=False, init=bad)
+        train_pronouncer(cfg, splits, vocabs=vocabs, progress=False, init=bad)
     wrong = {"src_embed.lut.weight": torch.zeros(30, 32)}
     with pytest.raises(ValueError, match="shape"):
-        train_translator(
+        train_pronouncer(
             cfg, splits, vocabs=vocabs, progress=False, init=wrong
         )
     with pytest.raises(TypeError, match="init"):
-        train_translator(cfg, splits, vocabs=vocabs, progress=False, init=[1])
+        train_pronouncer(cfg, splits, vocabs=vocabs, progress=False, init=[1])
 
 
 def test_sampling_and_completion():
@@ -230,7 +230,7 @@ def test_stored_runs_first_steps_replay():
     """The first steps of tools/sweep_ch10.py's seed-1 runs, re-run: a
     causal LM and a pronouncer from scratch on 500 labelled words."""
     from tools import sweep_ch10 as sw
-    from utils.translator import train_translator
+    from utils.pronouncer import train_pronouncer
 
     lines = sw.OUT.read_text().splitlines()
     rows = {r["run"]: r for r in map(json.loads, lines)}
@@ -247,10 +247,10 @@ def test_stored_runs_first_steps_replay():
     )
     assert [round(x, 5) for x in losses] == rows["pre_clm_s1"]["losses"]
     entries = sw.label_order(d["split"]["train"], 1)[:500]
-    splits, vocabs = pr.translator_data(
+    splits, vocabs = pr.pronouncer_data(
         {"train": entries, "valid": d["split"]["valid"]}, stress=False
     )
-    _, history = train_translator(
+    _, history = train_pronouncer(
         sw.tune_config(sw.TUNE_STEPS, 1),
         splits,
         progress=False,
@@ -259,3 +259,17 @@ def test_stored_runs_first_steps_replay():
     )
     got = [round(x, 5) for x in history["train_loss"]]
     assert got == rows[f"tune_500_scratch_{sw.TUNE_STEPS}_s1"]["losses"]
+
+
+def test_the_stored_settings_are_the_sweeps():
+    """Chapter 10 reads the runs' settings from their meta row: they must be
+    what tools/sweep_ch10.py runs with (a changed script needs a new sweep)."""
+    import json
+
+    from tools import ROOT
+    from tools import sweep_ch10 as sw
+
+    path = ROOT / "book" / "data" / "ch10_runs.jsonl"
+    meta = json.loads(path.read_text().splitlines()[0])
+    assert meta["run"] == "meta"
+    assert meta["settings"] == json.loads(json.dumps(sw.settings()))

@@ -14,7 +14,7 @@ import pytest
 
 from tools import sweep_pronouncer, train_pronouncer
 from utils import pronunciation as pr
-from utils.translator import train_translator
+from utils.pronouncer import train_pronouncer as train_run
 
 LOG = train_pronouncer.OUT / "pronouncer.json"
 STEPS = 12  # replayed
@@ -69,13 +69,13 @@ def _replay(cfg, steps):
         train_pronouncer.N_VALID, train_pronouncer.N_TEST, 0
     )
     split["valid"] = split["valid"][:50]  # evaluation draws nothing
-    splits, vocabs = pr.translator_data(split, stress=False)
+    splits, vocabs = pr.pronouncer_data(split, stress=False)
     # a run's first steps are the plain schedule: its cooldown, if any,
     # comes at its end
     cfg = dataclasses.replace(
         cfg, steps=steps, eval_every=steps, n_valid_exact=10, cooldown_steps=0
     )
-    _, h = train_translator(cfg, splits, progress=False, vocabs=vocabs)
+    _, h = train_run(cfg, splits, progress=False, vocabs=vocabs)
     return np.array(h["train_loss"], dtype=np.float32)
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from utils import pronunciation as pr
-from utils.translator import TranslatorConfig, build_translator
+from utils.pronouncer import PronouncerConfig, build_pronouncer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -100,14 +100,14 @@ def test_pairs_vocabularies_and_batches():
     assert ids.tolist() == [[3, 4, 2], [5, 2, 0]]  # a=3, EOS=2, PAD=0
 
 
-def test_translator_data_holds_every_pronunciation_of_each_side():
+def test_pronouncer_data_holds_every_pronunciation_of_each_side():
     split = pr.split_words(n_valid=1000, n_test=2000)
-    splits, (letters, phonemes) = pr.translator_data(split)
+    splits, (letters, phonemes) = pr.pronouncer_data(split)
     assert len(splits["train"]) == len(pr.to_pairs(split["train"]))
     n_valid = sum(len(p) for _, p in split["valid"])
     assert len(splits["valid"]) == n_valid > 1000  # ambiguous words twice
     assert (len(letters), len(phonemes)) == (29, 72)
-    _, (_, stressless) = pr.translator_data(split, stress=False)
+    _, (_, stressless) = pr.pronouncer_data(split, stress=False)
     assert len(stressless) == 42
 
 
@@ -150,8 +150,8 @@ def test_word_and_phoneme_error_rates_by_hand():
 
 def test_pronounce_keeps_the_order_of_the_words():
     torch.manual_seed(0)
-    cfg = TranslatorConfig(d_model=16, num_heads=2, d_ff=32)
-    model = build_translator(cfg, pr.letter_vocab(), pr.phoneme_vocab())
+    cfg = PronouncerConfig(d_model=16, num_heads=2, d_ff=32)
+    model = build_pronouncer(cfg, pr.letter_vocab(), pr.phoneme_vocab())
     words = ["a", "abc", "ab", "abcdef"]  # distinct lengths
     out = pr.pronounce(model, words, batch_size=3)
     assert len(out) == 4 and all(isinstance(p, tuple) for p in out)
@@ -163,9 +163,9 @@ def test_pronounce_keeps_the_order_of_the_words():
 def tiny():
     """A small random pronouncer without stress (its outputs vary)."""
     torch.manual_seed(1)
-    cfg = TranslatorConfig(d_model=16, num_heads=2, d_ff=32, dropout=0.0)
+    cfg = PronouncerConfig(d_model=16, num_heads=2, d_ff=32, dropout=0.0)
     vocab = pr.phoneme_vocab(stress=False)
-    return build_translator(cfg, pr.letter_vocab(), vocab).eval(), cfg
+    return build_pronouncer(cfg, pr.letter_vocab(), vocab).eval(), cfg
 
 
 WORDS = ["read", "either", "a", "tomato", "live"]

@@ -382,7 +382,7 @@ def _adam_calls(text: str) -> list[str]:
 def test_every_adam_is_fused():
     """Adam's default path takes its square root in MKL's vector maths, whose
     last bits differ between Intel and AMD CPUs (tools/numeric_mode.py): a
-    stored training run must use the fused kernel (``utils.runtime.adam``).
+    stored training run must use the fused kernel (``utils.training.adam``).
     """
     sources = {
         str(p.relative_to(ROOT)): p.read_text()
@@ -403,7 +403,7 @@ def test_every_adam_is_fused():
     }
     assert unfused == {}
     calls = sum(len(_adam_calls(t)) for t in sources.values())
-    assert calls >= 4  # runtime.adam and three notebooks: the scan works
+    assert calls >= 4  # training.adam and three notebooks: the scan works
 
 
 @pytest.mark.exact

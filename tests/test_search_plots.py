@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from utils.diagrams import search as search_plots  # noqa: E402
+from proof.diagrams import search as search_plots  # noqa: E402
 from utils.decoding import BigramModel, beam_search  # noqa: E402
 
 

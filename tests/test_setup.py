@@ -1,5 +1,5 @@
-"""utils.setup and utils.glue: what every chapter's first cell and its prose
-rely on."""
+"""utils.setup, proof.setup and proof.glue: what every chapter's first cell
+and its prose rely on."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 import pytest
 import torch
 
+import proof
 import utils
 
 
@@ -15,24 +16,24 @@ def test_glue_prints_the_value_where_myst_nb_is_missing(monkeypatch, capsys):
     monkeypatch.setitem(
         sys.modules, "myst_nb", None
     )  # import now raises ImportError
-    utils.glue("ratio", 5.2)
+    proof.glue("ratio", 5.2)
     assert capsys.readouterr().out == "ratio = 5.2\n"
 
 
 def test_glue_is_silent_under_myst_nb(capsys):
     pytest.importorskip("myst_nb")
-    utils.glue("ratio", 5.2)
+    proof.glue("ratio", 5.2)
     assert "ratio = 5.2" not in capsys.readouterr().out
 
 
 def test_glue_rejects_a_bad_name():
     with pytest.raises(TypeError, match="name"):
-        utils.glue("", 1)
+        proof.glue("", 1)
 
 
 def test_course_seed_replaces_the_seed(monkeypatch):
     monkeypatch.setenv("COURSE_SEED", "1")
-    utils.setup(seed=0)
+    proof.setup(seed=0)
     with_env = torch.rand(3)
     monkeypatch.delenv("COURSE_SEED")
     utils.setup(seed=1)
@@ -44,4 +45,14 @@ def test_course_seed_replaces_the_seed(monkeypatch):
 def test_course_seed_must_be_an_integer(monkeypatch):
     monkeypatch.setenv("COURSE_SEED", "one")
     with pytest.raises(ValueError, match="COURSE_SEED"):
-        utils.setup()
+        proof.setup()
+
+
+def test_utils_setup_ignores_the_harness_seed(monkeypatch):
+    """The learner's setup does what it says: the seed it is given."""
+    monkeypatch.setenv("COURSE_SEED", "1")
+    utils.setup(seed=0)
+    first = torch.rand(3)
+    monkeypatch.delenv("COURSE_SEED")
+    utils.setup(seed=0)
+    assert torch.equal(first, torch.rand(3))

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tools import sweep_ch09
-from utils import ambiguous as amb
+from tools import ambiguous as amb
 
 
 def _rows():
@@ -52,23 +52,24 @@ def test_seed_0_retrained_matches_its_stored_row():
     assert abs(kinds["model"] - stored["ar"]["model"]) <= 10
 
 
-def test_the_loop_is_train_translators_on_the_same_data():
-    """``amb.train`` adds curves and a snapshot to chapter 8's loop,
+def test_the_run_is_train_pronouncers_on_the_same_data():
+    """``amb.train`` adds curves and a snapshot to chapter 8's run,
     and changes nothing else: same config and data, same weights."""
     import dataclasses
 
     import torch
 
-    from utils.translator import train_translator
+    from tools.numbers_task import balance_by_size
+    from utils.pronouncer import train_pronouncer
 
     data = amb.task(0)
-    splits = {"train": data["train"], "valid": data["train"][:50]}
-    cfg = dataclasses.replace(amb.RECIPE, steps=30, eval_every=30)
-    theirs, _ = train_translator(
-        cfg,
-        splits,
-        progress=False,
-        vocabs=(amb.VOCAB_SRC, amb.VOCAB_TGT),
+    balanced = balance_by_size(data["train"], amb.RECIPE.min_size_share)
+    splits = {"train": balanced, "valid": data["train"][:50]}
+    cfg = dataclasses.replace(
+        amb.RECIPE, steps=30, eval_every=30, min_size_share=0.0
+    )
+    theirs, _ = train_pronouncer(
+        cfg, splits, (amb.VOCAB_SRC, amb.VOCAB_TGT), progress=False
     )
     ours, _, _ = amb.train(0, steps=30, data=data)
     for (name, a), b in zip(

@@ -1,7 +1,9 @@
-"""Warm-up schedule, Adam settings, training step, evaluators, progress bar."""
+"""The training loop and its hooks, warm-up schedule, Adam settings, the
+teacher-forced loss, evaluators, progress bar."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -15,9 +17,11 @@ from utils.training import (
     noam_lr,
     noam_scheduler,
     paper_adam,
-    train_step,
+    teacher_forced_loss,
+    train,
 )
-from utils.translation import encode_batch, source_vocab, target_vocab
+from tools.numbers_task import source_vocab, target_vocab
+from utils.batches import encode_batch
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -160,15 +164,114 @@ def test_perplexity_of_a_uniform_model_is_the_vocabulary_size():
     )
 
 
-def test_train_step_lowers_the_loss_on_a_repeated_batch():
+def test_train_lowers_the_loss_on_a_repeated_batch():
     model = _model()
-    src, tgt = _batch()
+    batch = _batch()
     opt = paper_adam(model.parameters(), lr=3e-3)
-    before = evaluate_loss(model, [(src, tgt)])
-    for _ in range(30):
-        train_step(model, src, tgt, opt)
-    assert model.training
-    assert evaluate_loss(model, [(src, tgt)]) < 0.5 * before
+    before = evaluate_loss(model, [batch])
+    losses = train(
+        model,
+        opt,
+        itertools.repeat(batch),
+        teacher_forced_loss,
+        30,
+        progress=False,
+    )
+    assert len(losses) == 30 and model.training
+    assert evaluate_loss(model, [batch]) < 0.5 * before
+
+
+def test_train_is_the_plain_loop_bit_for_bit():
+    """Dropout on, a schedule, clipping: the same weights as the loop
+    written out (so a run moved onto ``train`` keeps its results)."""
+    batch = _batch()
+    mine, theirs = _model(), _model()
+    opt = paper_adam(mine.parameters())
+    sched = noam_scheduler(opt, 16, 3)
+    torch.manual_seed(1)
+    train(
+        mine,
+        opt,
+        itertools.repeat(batch),
+        teacher_forced_loss,
+        5,
+        scheduler=sched,
+        clip=0.5,
+        progress=False,
+    )
+    opt = paper_adam(theirs.parameters())
+    sched = noam_scheduler(opt, 16, 3)
+    torch.manual_seed(1)
+    theirs.train()
+    for _ in range(5):
+        loss = teacher_forced_loss(theirs, batch)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(theirs.parameters(), 0.5)
+        opt.step()
+        sched.step()
+    for p, q in zip(mine.parameters(), theirs.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_every_hook_is_called_and_one_can_stop_the_loop():
+    model = _model()
+    opt = paper_adam(model.parameters())
+    seen, norms = [], []
+
+    def record(step, loss):
+        seen.append((step, loss))
+
+    def stop_at_4(step, loss):
+        return step == 4
+
+    def grad_norm(step, loss):  # gradients as the optimiser used them
+        norms.append(
+            torch.nn.utils.get_total_norm(
+                [p.grad for p in model.parameters()]
+            ).item()
+        )
+
+    losses = train(
+        model,
+        opt,
+        itertools.repeat(_batch()),
+        teacher_forced_loss,
+        9,
+        start=1,
+        clip=0.01,
+        hooks=[stop_at_4, record, grad_norm],
+        progress=False,
+    )
+    assert [s for s, _ in seen] == [2, 3, 4]  # from start + 1, to the stop
+    assert [x for _, x in seen] == losses
+    assert all(n <= 0.01 * (1 + 1e-5) for n in norms)
+
+
+def test_a_hook_that_evaluates_leaves_the_model_training():
+    model = _model()
+    batch = _batch()
+    modes = []
+
+    def evaluate(step, loss):
+        evaluate_loss(model, [batch])
+        modes.append(model.training)
+
+    def loss_fn(model, batch):
+        modes.append(model.training)
+        return teacher_forced_loss(model, batch)
+
+    model.eval()
+    train(
+        model,
+        paper_adam(model.parameters()),
+        itertools.repeat(batch),
+        loss_fn,
+        3,
+        hooks=[evaluate],
+        progress=False,
+    )
+    assert modes == [True] * 6
 
 
 def test_progress_line_fits_79_columns_and_writes_nothing_when_disabled(
@@ -204,12 +307,16 @@ def test_bad_arguments():
             10,
         )
     with pytest.raises(TypeError, match="tgt must hold integer token ids"):
-        train_step(
+        teacher_forced_loss(
             _model(),
-            torch.zeros(2, 3, dtype=torch.long),
-            torch.zeros(2, 3),
-            paper_adam(_model().parameters()),
+            (torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3)),
         )
+    model = _model()
+    args = (model, paper_adam(model.parameters()), iter([_batch()]))
+    with pytest.raises(ValueError, match="steps"):
+        train(*args, teacher_forced_loss, 0, progress=False)
+    with pytest.raises(ValueError, match="clip"):
+        train(*args, teacher_forced_loss, 2, clip=0.0, progress=False)
     with pytest.raises(ValueError, match="no real target token"):
         evaluate_loss(
             _model(),
@@ -222,20 +329,8 @@ def test_bad_arguments():
         )
 
 
-def test_numeric_fingerprint_names_torch_and_the_cpu_path(monkeypatch):
-    from utils.runtime import numeric_fingerprint
-
-    fp = numeric_fingerprint()
-    assert fp["torch"] == torch.__version__
-    assert fp["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
-    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")
-    assert numeric_fingerprint()["mkl_cbwr"] == "COMPATIBLE"
-    monkeypatch.delenv("MKL_CBWR")
-    assert numeric_fingerprint()["mkl_cbwr"] is None
-
-
 def test_course_seed_reads_course_seed(monkeypatch):
-    from utils.runtime import course_seed
+    from proof.runtime import course_seed
 
     monkeypatch.delenv("COURSE_SEED", raising=False)
     assert course_seed() == 0 and course_seed(3) == 3
@@ -247,7 +342,7 @@ def test_course_seed_reads_course_seed(monkeypatch):
 
 
 def test_threads_restores_the_count_even_after_an_error():
-    from utils.runtime import threads
+    from utils.training import threads
 
     torch.set_num_threads(2)
     with threads(1):

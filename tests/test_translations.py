@@ -141,7 +141,7 @@ def test_figure_labels_use_one_word_per_concept():
     ``memory`` in ``decode(tgt, memory)``) are not Chinese prose."""
     import yaml
 
-    from utils import labels
+    from proof import labels
 
     raw = yaml.safe_load(labels.TABLE.read_text(encoding="utf-8"))
     found = [

@@ -267,7 +267,7 @@ def test_prose_only_regeneration_keeps_outputs(tmp_path, monkeypatch):
 
 
 def test_the_stamped_table_is_the_one_the_figures_use():
-    labels = pytest.importorskip("utils.labels")  # no label table yet
+    labels = pytest.importorskip("proof.labels")  # no label table yet
     assert labels.TABLE.resolve() == zh_notebooks.LABEL_TABLE.resolve()
 
 

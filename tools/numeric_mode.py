@@ -23,7 +23,7 @@ Intel or AMD:
   except ``torch.sqrt``: ATen sends it to MKL's vector maths, whose result
   differs between the hardware and the emulators on this branch too.
 - No ``torch.sqrt`` in anything stored or asserted exactly: the optimiser is
-  ``torch.optim.Adam(..., fused=True)`` (``utils.runtime.adam``), whose square
+  ``torch.optim.Adam(..., fused=True)`` (``utils.training.adam``), whose square
   root is ATen's own; the course's LayerNorm multiplies by ``torch.rsqrt``.
   ``tests/test_repo.py`` fails on an Adam that is not fused.
 - ``ONEDNN_MAX_CPU_ISA=AVX2`` (and the old name ``DNNL_MAX_CPU_ISA``): oneDNN's
@@ -50,7 +50,7 @@ and ``tools/claims_mode.py`` has ``make test`` say so in one line and run
 every notebook with every assert instead of comparing its outputs.
 
 ``ROBUST`` is the opposite: every library on its native path, every core, and
-another seed (``COURSE_SEED``, read by ``utils.setup``). ``make robust``
+another seed (``COURSE_SEED``, read by ``proof.setup``). ``make robust``
 executes every chapter in it and fails on any error: the asserts must hold on a
 learner's machine, not only in ``PORTABLE``.
 
@@ -100,6 +100,8 @@ def environment(
     for name in (*PORTABLE, *ROBUST):
         env.pop(name, None)
     env.update(MODES[mode])
+    # either mode is the harness: every figure shown is checked (proof.setup)
+    env["COURSE_CHECK_FIGURES"] = "1"
     return env
 
 
@@ -156,7 +158,7 @@ def _has_avx2() -> bool:
 def stamp() -> dict[str, str | int]:
     """The mode this process computes in, as a stored sweep records it:
     ``tests/test_repo.py`` fails on a sweep stored in another mode."""
-    from utils.runtime import numeric_stamp
+    from proof.runtime import numeric_stamp
 
     portable = all(os.environ.get(k) == v for k, v in PORTABLE.items())
     return {"mode": "portable" if portable else "other", **numeric_stamp()}

@@ -1,11 +1,11 @@
 """Recipe probes for the pronouncer (grapheme-to-phoneme on CMUdict): short
-runs of chapter 8's translator recipe at several sizes and schedules, each
+runs of chapter 8's pronouncer recipe at several sizes and schedules, each
 under about 4 minutes of one core, to choose the stored model's settings.
 
     python -m tools.probe_pronouncer NAME [NAME ...]   (one at a time)
     python -m tools.probe_pronouncer --list
 
-Each probe trains ``train_translator`` on every pronunciation of the
+Each probe trains ``train_pronouncer`` on every pronunciation of the
 training words of ``split_words()`` (seed 0) for a fixed number of steps
 (a run of the same config for longer repeats these steps exactly: the
 warm-up schedule does not depend on the total), then scores greedy outputs
@@ -30,13 +30,13 @@ if __name__ == "__main__":  # before torch is imported
 
 from tools import ROOT  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
-from utils.runtime import threads  # noqa: E402
-from utils.translator import TranslatorConfig, train_translator  # noqa: E402
+from utils.training import threads  # noqa: E402
+from utils.pronouncer import PronouncerConfig, train_pronouncer  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "g2p_probes.json"
 N_EVAL = 1000
 
-BASE = TranslatorConfig(
+BASE = PronouncerConfig(
     d_model=128,
     num_heads=4,
     num_layers=2,
@@ -69,10 +69,10 @@ def probe(name: str) -> dict:
     cfg = dataclasses.replace(BASE, **PROBES[name])
     split = pr.split_words()
     split["valid"] = split["valid"][:N_EVAL]
-    splits, vocabs = pr.translator_data(split)
+    splits, vocabs = pr.pronouncer_data(split)
     with threads(1):
         start = time.perf_counter()
-        model, h = train_translator(cfg, splits, progress=False, vocabs=vocabs)
+        model, h = train_pronouncer(cfg, splits, progress=False, vocabs=vocabs)
         seconds = time.perf_counter() - start
         words = [w for w, _ in split["valid"]]
         refs = [p for _, p in split["valid"]]

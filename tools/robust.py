@@ -12,8 +12,8 @@ learner on another machine does not stop at an AssertionError.
 
 A last cell, added here and never stored, checks that the chapter left the
 session as it found it (thread count, gradient mode, default dtype): a chapter
-that changes them must give them back. A translator trained here is cached
-under _build/robust/, never beside the notebooks.
+that changes them must give them back. The chapters run in _build/robust/, so
+whatever they write lands there, never beside the notebooks.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from torch import nn
 
 from tools import ROOT
 from utils.attention import MultiHeadAttention
-from utils.runtime import adam
+from utils.training import adam, threads, train
 
 OUT = ROOT / "book" / "data" / "ch02_heads.json"
 N_SEEDS = 30
@@ -72,29 +72,25 @@ def copy_batch(
     return ids, x[:, list(TARGETS)]
 
 
+def copy_loss(model: nn.Module, batch) -> torch.Tensor:
+    """Cross-entropy of the two answers."""
+    ids, y = batch
+    return F.cross_entropy(model(ids).transpose(1, 2), y)
+
+
 def train_copy(num_heads: int, seed: int, steps: int = STEPS) -> dict:
     """Train one model as the chapter does; its test accuracies and parameter
     count."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(
-        1
-    )  # tiny matrices: one thread is faster, and never stalls
-    try:
+    with threads(1):  # tiny matrices: one thread is faster, and never stalls
         torch.manual_seed(seed)
         gen = torch.Generator().manual_seed(100 + seed)
         model = CopyTwo(num_heads)
         opt = adam(model.parameters(), lr=LR)
-        for _ in range(steps):
-            ids, y = copy_batch(BATCH, gen)
-            loss = F.cross_entropy(model(ids).transpose(1, 2), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        batches = (copy_batch(BATCH, gen) for _ in range(steps))
+        train(model, opt, batches, copy_loss, steps, progress=False)
         ids, y = copy_batch(TEST_SIZE, torch.Generator().manual_seed(999))
         with torch.no_grad():
             right = model(ids).argmax(-1) == y  # (TEST_SIZE, 2)
-    finally:
-        torch.set_num_threads(threads)
     return {
         "both": round(right.all(-1).float().mean().item(), 4),
         "per_token": [round(a, 4) for a in right.float().mean(0).tolist()],

@@ -5,8 +5,8 @@
 Chapter 9 trains, within its 60 s, one autoregressive translator and one
 one-pass translator on the ambiguous task (every target drawn from its
 everyday and financial writings, ``utils.numerals.mixed_targets``), for the
-seed ``utils.runtime.course_seed()``. This script trains them exactly as the
-chapter does (with ``utils.ambiguous.train``) for each seed, measures every
+seed ``proof.runtime.course_seed()``. This script trains them exactly as the
+chapter does (with ``tools.ambiguous.train``) for each seed, measures every
 number a claim of the chapter rests on and writes
 ``book/data/ch09_sweep.json``. It runs in the portable numeric mode (it sets
 it itself), like the stored outputs. ``tests/test_sweep_ch09.py`` re-runs
@@ -26,13 +26,13 @@ if __name__ == "__main__":  # before torch is imported
 
 
 from tools import ROOT  # noqa: E402
-from utils import ambiguous as amb  # noqa: E402
+from tools import ambiguous as amb  # noqa: E402
+from tools.numbers_task import make_splits  # noqa: E402
 from utils import numerals as nm  # noqa: E402
+from utils.batches import make_batches  # noqa: E402
 from utils.bleu import corpus_bleu, sentence_bleu  # noqa: E402
-from utils.runtime import threads  # noqa: E402
-from utils.training import evaluate_perplexity  # noqa: E402
-from utils.translator import build_translator  # noqa: E402
-from utils.translation import make_batches, make_splits  # noqa: E402
+from utils.pronouncer import build_pronouncer  # noqa: E402
+from utils.training import evaluate_perplexity, threads  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "ch09_sweep.json"
 SEEDS = (0, 1, 2, 3, 4)
@@ -47,7 +47,7 @@ def measure(seed: int) -> dict:
     # the one-pass decoder again on one convention only (no ambiguity)
     single = {**data, "train": make_splits(seed)["train"]}
     nar1, nar1_curve, _ = amb.train(seed, one_pass=True, data=single)
-    early = build_translator(amb.RECIPE, amb.VOCAB_SRC, amb.VOCAB_TGT)
+    early = build_pronouncer(amb.RECIPE, amb.VOCAB_SRC, amb.VOCAB_TGT)
     early.load_state_dict(early_state)
     early.eval()
     test, refs = data["test"], amb.references(data["test"])

@@ -28,7 +28,6 @@ import argparse
 import dataclasses
 import fcntl
 import json
-import random
 import time
 
 from tools import numeric_mode
@@ -42,8 +41,9 @@ from tools import ROOT  # noqa: E402
 from tools.sweep_pronouncer import RECIPE  # noqa: E402
 from utils import pretraining as pt  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
-from utils.runtime import numeric_stamp, threads  # noqa: E402
-from utils.translator import train_translator  # noqa: E402
+from proof.runtime import numeric_stamp  # noqa: E402
+from utils.training import threads  # noqa: E402
+from utils.pronouncer import train_pronouncer  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "ch10_runs.jsonl"
 MODELS = ROOT / "book" / "data" / "ch10_lm_s0.pt"
@@ -75,18 +75,6 @@ TUNE = dataclasses.replace(
 LM = pt.LMConfig.like(TUNE)
 
 
-def tune_config(steps: int, seed: int):
-    """The pronouncer's recipe for ``steps`` steps: the same warm-up, the
-    last third a cooldown, evaluated once at the end."""
-    return dataclasses.replace(
-        TUNE,
-        steps=steps,
-        cooldown_steps=steps // 3,
-        eval_every=steps,
-        seed=seed,
-    )
-
-
 def data() -> dict:
     split = pr.split_words(2000, 12000, 0)
     return {
@@ -95,14 +83,6 @@ def data() -> dict:
         "valid": [w for w, _ in split["valid"]],
         "heldout": {w for k in ("valid", "test") for w, _ in split[k]},
     }
-
-
-def label_order(entries: list, seed: int) -> list:
-    """The labelled words of one seed: the training split reshuffled (the
-    first N are the N-label budget: each budget holds the smaller)."""
-    order = list(entries)
-    random.Random(1000 + seed).shuffle(order)
-    return order
 
 
 def done_runs() -> set[str]:
@@ -116,6 +96,37 @@ def store(row: dict) -> None:
         fcntl.flock(f, fcntl.LOCK_EX)
         f.write(json.dumps(row) + "\n")
     print({k: v for k, v in row.items() if k != "losses"}, flush=True)
+
+
+def tune_config(steps: int, seed: int):
+    """The fine-tuning recipe for ``steps`` steps (utils.pretraining)."""
+    return pt.tune_config(TUNE, steps, seed)
+
+
+def label_order(entries: list, seed: int) -> list:
+    return pt.label_order(entries, seed)
+
+
+def settings() -> dict:
+    """What the chapter needs to replay the runs: stored in the meta row
+    (tests/test_pretraining.py checks it against this script)."""
+    return {
+        "SEEDS": list(SEEDS),
+        "PRE_STEPS": dict(PRE_STEPS),
+        "PRE_BATCH": PRE_BATCH,
+        "PRE_LR": PRE_LR,
+        "REPLAY": REPLAY,
+        "TEMPERATURES": list(TEMPERATURES),
+        "N_SAMPLES": N_SAMPLES,
+        "PREFIX_LETTERS": PREFIX_LETTERS,
+        "LABELS": list(LABELS),
+        "TUNE_STEPS": TUNE_STEPS,
+        "LONG_STEPS": LONG_STEPS,
+        "N_TEST": N_TEST,
+        "ARMS": [list(arm) for arm in ARMS],
+        "LM": vars(LM),
+        "TUNE": dataclasses.asdict(TUNE),
+    }
 
 
 def numeric_mode_row() -> dict:
@@ -190,10 +201,10 @@ def scores(model, test) -> dict:
 def tune(body, labels: int, init: str, steps: int, seed: int, d: dict):
     start = time.perf_counter()
     entries = label_order(d["split"]["train"], seed)[:labels]
-    splits, vocabs = pr.translator_data(
+    splits, vocabs = pr.pronouncer_data(
         {"train": entries, "valid": d["split"]["valid"]}, stress=STRESS
     )
-    model, history = train_translator(
+    model, history = train_pronouncer(
         tune_config(steps, seed),
         splits,
         progress=False,
@@ -234,7 +245,8 @@ def main() -> None:
         return
     torch.set_num_threads(1)
     if "meta" not in done_runs():  # the numerics every row is computed in
-        store({"run": "meta", "numeric_mode": numeric_mode_row()})
+        meta = {"numeric_mode": numeric_mode_row(), "settings": settings()}
+        store({"run": "meta", **meta})
     d = data()
     with threads(1):
         for seed in args.seeds:

@@ -37,8 +37,8 @@ from tools import ROOT  # noqa: E402
 from tools.probe_pronouncer import BASE  # noqa: E402
 from tools.train_pronouncer import STRESS  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
-from utils.runtime import threads  # noqa: E402
-from utils.translator import train_translator  # noqa: E402
+from utils.training import threads  # noqa: E402
+from utils.pronouncer import train_pronouncer  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "pronouncer_sweep.json"
 SEEDS = (0, 1, 2, 3, 4)
@@ -151,10 +151,10 @@ def run(name: str) -> dict:
     variant, seed = name.rsplit("_s", 1)
     cfg = dataclasses.replace(RECIPE, seed=int(seed), **VARIANTS[variant])
     split = pr.split_words()
-    splits, vocabs = pr.translator_data(split, stress=STRESS)
+    splits, vocabs = pr.pronouncer_data(split, stress=STRESS)
     with threads(1):
         start = time.perf_counter()
-        model, h = train_translator(cfg, splits, progress=False, vocabs=vocabs)
+        model, h = train_pronouncer(cfg, splits, progress=False, vocabs=vocabs)
         seconds = time.perf_counter() - start
         words = [w for w, _ in split["valid"]]
         valid = scores(

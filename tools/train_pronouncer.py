@@ -1,4 +1,4 @@
-"""Train the stored pronouncer: chapter 8's translator recipe on the CMU
+"""Train the stored pronouncer: chapter 8's pronouncer recipe on the CMU
 Pronouncing Dictionary (letters in, ARPAbet phonemes out, without the
 stress digits, as the published CMUdict benchmarks score it).
 
@@ -42,10 +42,10 @@ import torch  # noqa: E402
 from tools import ROOT  # noqa: E402
 from tools.probe_pronouncer import BASE  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
-from utils.runtime import threads  # noqa: E402
-from utils.translator import (  # noqa: E402
-    build_translator,
-    train_translator,
+from utils.training import threads  # noqa: E402
+from utils.pronouncer import (  # noqa: E402
+    build_pronouncer,
+    train_pronouncer,
 )
 
 # Chosen with tools/probe_pronouncer.py (book/data/g2p_probes.json): of the
@@ -71,9 +71,9 @@ CHECKPOINT = ROOT / "_build" / "pronouncer" / "checkpoint.pt"
 
 
 def data() -> tuple[dict, dict, tuple]:
-    """The split of ``split_words`` and ``train_translator``'s data."""
+    """The split of ``split_words`` and ``train_pronouncer``'s data."""
     split = pr.split_words(N_VALID, N_TEST, SPLIT_SEED)
-    splits, vocabs = pr.translator_data(split, stress=STRESS)
+    splits, vocabs = pr.pronouncer_data(split, stress=STRESS)
     return split, splits, vocabs
 
 
@@ -91,7 +91,7 @@ def fp16_model(model, cfg, vocabs):
     """The model as stored: its weights rounded to fp16 (returned too),
     computed in fp32."""
     half = {k: v.half() for k, v in model.state_dict().items()}
-    copy = build_translator(cfg, *vocabs)
+    copy = build_pronouncer(cfg, *vocabs)
     copy.load_state_dict({k: v.float() for k, v in half.items()})
     return copy.eval(), half
 
@@ -105,7 +105,7 @@ def main(args) -> None:
         checkpoint.unlink()
     split, splits, vocabs = data()
     with threads(1):
-        model, h = train_translator(
+        model, h = train_pronouncer(
             cfg,
             splits,
             vocabs=vocabs,

@@ -13,9 +13,9 @@ caption and alt text replaced from ``locale/zh/<page>.yml`` (a unit with no
 translation keeps its English), the code comments in Chinese
 (``locale/zh/code/comments.yml``, tools/code_comments.py: comments only), the
 folded-cell labels in Chinese, and the
-setup call asking for Chinese figures (``utils.setup(seed=0,
-language="zh")``, once ``utils.setup`` has that argument), after
-``utils.runtime.ensure_cjk_font()``, which gets a CJK font where none is
+setup call asking for Chinese figures (``proof.setup(seed=0,
+language="zh")``, once ``proof.setup`` has that argument), after
+``proof.runtime.ensure_cjk_font()``, which gets a CJK font where none is
 installed (Colab: ``apt-get install fonts-noto-cjk``). It is then
 executed like ``make refresh`` does (fresh kernel, top to bottom, portable
 numeric mode, clean metadata) from ``zh/book/`` with ``COURSE_LANGUAGE=zh``:
@@ -45,15 +45,15 @@ from . import ROOT, code_comments, translations
 from .notebooks import toc_notebooks
 
 ZH = ROOT / "zh"
-# The English -> Chinese table of the figures' text (utils.labels.TABLE, read
+# The English -> Chinese table of the figures' text (proof.labels.TABLE, read
 # when COURSE_LANGUAGE=zh): its hash is stamped into every Chinese notebook.
 LABEL_TABLE = ROOT / "locale" / "zh" / "figures" / "labels.yml"
-SETUP_CALL = "device = utils.setup(seed=0)"
+SETUP_CALL = "device = proof.setup(seed=0)"
 # Chinese figures need a CJK font, which Colab lacks: the cell gets one first
-# (utils.runtime.ensure_cjk_font: apt-get in Colab, else the English notice).
+# (proof.runtime.ensure_cjk_font: apt-get in Colab, else the English notice).
 ZH_SETUP_CALL = (
-    "utils.runtime.ensure_cjk_font()\n"
-    'device = utils.setup(seed=0, language="zh")'
+    "proof.runtime.ensure_cjk_font()\n"
+    'device = proof.setup(seed=0, language="zh")'
 )
 # The labels of folded solution cells (MyST-NB reads them from the metadata).
 ZH_PROMPTS = {"Show solution": "显示答案", "Hide solution": "隐藏答案"}
@@ -87,9 +87,9 @@ def label_stamp() -> str:
 
 
 def setup_takes_language() -> bool:
-    """Whether ``utils.setup`` has a ``language`` argument (read from the
+    """Whether ``proof.setup`` has a ``language`` argument (read from the
     source: no import, so the check stays fast)."""
-    tree = ast.parse((ROOT / "utils" / "__init__.py").read_text())
+    tree = ast.parse((ROOT / "proof" / "__init__.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "setup":
             args = node.args
@@ -100,7 +100,7 @@ def setup_takes_language() -> bool:
 
 def zh_setup(english: str) -> str:
     """The Chinese notebook's setup cell: the English one, asking for Chinese
-    figures when ``utils.setup`` can (until then the generator passes
+    figures when ``proof.setup`` can (until then the generator passes
     ``COURSE_LANGUAGE=zh`` through the environment only)."""
     if SETUP_CALL not in english:
         raise ValueError(f"the setup cell does not call {SETUP_CALL!r}")

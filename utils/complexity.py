@@ -35,7 +35,7 @@ from .checks import (
     check_number,
     check_tensor,
 )
-from .runtime import threads
+from .training import threads
 
 __all__ = [
     "count_flops",

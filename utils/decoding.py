@@ -23,7 +23,7 @@ from torch import nn
 
 from .checks import check_at_most, check_ids, check_int, check_number
 from .model import Transformer
-from .runtime import evaluating
+from .training import evaluating
 from .sampling import sample
 
 __all__ = [

@@ -27,7 +27,7 @@ from .checks import (
 from .layers import DecoderLayer, Embeddings, EncoderLayer, Stack
 from .masks import decoder_mask, padding_mask
 from .positional import PositionalEncoding
-from .runtime import evaluating
+from .training import evaluating
 
 __all__ = ["Transformer", "parameter_count", "shape_trace"]
 

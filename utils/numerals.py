@@ -14,7 +14,7 @@ It has the structure that makes translation hard, in miniature:
   十 alone at the start of a number but 一 十 inside it (15 -> 十 五,
   115 -> 一 百 一 十 五).
 
-British English: "and" before the last two digits. ``utils.translation``
+British English: "and" before the last two digits. ``tools/numbers_task.py``
 turns these pairs into splits, vocabularies and batches.
 
 Chapter 9 adds ambiguity: a second, equally valid way to write every number,

@@ -9,19 +9,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from . import funnel
-from .labels import set_language
 
-
-def use_course_style(language: str = "en") -> None:
-    """The course's figure style and language (applied by ``utils.setup``).
-
-    Figures are drawn for the phone: 6 inches wide with 11 pt text, they
-    show at 8 CSS px or more in a 390 px window's column. In IPython every
-    figure shown passes through ``utils.figures``, which translates its text
-    (``language="zh"``), checks that it is legible and that no texts
-    overlap, and stores it as SVG (or PNG, for images).
-    """
+def use_course_style() -> None:
+    """The course's figure style (applied by ``utils.setup``): drawn for a
+    phone, 6 inches wide with 11 pt text, light grid, no top/right spines."""
     plt.rcParams.update(
         {
             "figure.figsize": (6.0, 3.4),
@@ -40,13 +31,6 @@ def use_course_style(language: str = "en") -> None:
             "svg.fonttype": "none",  # text as text: a tenth of the bytes
         }
     )
-    set_language(language)
-    try:
-        from IPython import get_ipython
-    except ImportError:  # plain Python: nothing is displayed inline
-        return
-    if get_ipython() is not None:
-        funnel.install(get_ipython())
 
 
 def _to_numpy(x) -> np.ndarray:

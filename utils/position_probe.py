@@ -14,7 +14,7 @@ from torch import nn
 
 from .checks import check_choice, check_heads, check_int
 from .positional import _check_d_model, apply_rotary, sinusoidal_encoding
-from .runtime import adam
+from .training import adam, evaluating, train
 
 __all__ = [
     "POSITION_KINDS",
@@ -126,17 +126,20 @@ def train_position_probe(
     gen = torch.Generator().manual_seed(seed)
     model = PositionProbe(vocab, position, max_len=2 * length)
     opt = adam(model.parameters(), lr=lr)
-    for _ in range(steps):
-        ids, target = previous_token_batch(batch, length, vocab, gen)
-        loss = nn.functional.cross_entropy(
-            model(ids).flatten(0, 1), target.flatten()
+    batches = (
+        previous_token_batch(batch, length, vocab, gen) for _ in range(steps)
+    )
+
+    def loss_fn(model, batch):
+        ids, target = batch
+        logits = model(ids)  # (B, L, vocab)
+        return nn.functional.cross_entropy(
+            logits.flatten(0, 1), target.flatten()
         )
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    result = {"position": position, "seed": seed, "loss": loss.item()}
-    model.eval()
-    with torch.no_grad():
+
+    losses = train(model, opt, batches, loss_fn, steps, progress=False)
+    result = {"position": position, "seed": seed, "loss": losses[-1]}
+    with evaluating(model):
         ids, target = previous_token_batch(512, length, vocab, gen)
         right = (model(ids).argmax(-1) == target)[:, 1:]  # (512, L - 1)
         result["acc_train_len"] = right.float().mean().item()

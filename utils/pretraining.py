@@ -1,47 +1,43 @@
-"""One stack, three pre-training objectives on English words (chapter 10).
+"""One stack, three pre-training objectives on English words (chapter 10):
+the stack, its training and evaluation, counting baselines and sampling.
 
-The unlabelled data is the spelling of dictionary words; letters are the
-tokens (ids of ``utils.pronunciation.letter_vocab``: PAD 0, BOS 1, EOS 2,
-the letters 3-28) plus one more, ``MASK`` (29). The same stack of the
-course's ``EncoderLayer``s is trained three ways; what differs is the
-input, the attention mask and where the loss is taken:
-
-==========  =====================  ===================  ====================
-objective   input                  attention mask       loss on
-==========  =====================  ===================  ====================
-``"mlm"``   letters EOS, corrupted bidirectional        the chosen letters
-``"clm"``   BOS letters            causal               every next token
-``"plm"``   BOS letters            prefix both ways,    the tokens after the
-                                   then causal          prefix
-==========  =====================  ===================  ====================
-
+The objectives themselves as data (ids, BERT's corruption, the attention
+masks, the batches) are in ``utils.objectives``; the names the chapter uses
+from there are imported here too (``pt.encode``, ``pt.bert_mask``, ...).
 The masked LM's input is exactly what chapter 8's pronouncer encoder reads
 (letters, EOS), so its weights can start that encoder (``encoder_state``).
-Masks are boolean, True = may attend.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
-from typing import Sequence
+import random
 
 import torch
 from torch import nn
 
-from .checks import (
-    check_at_most,
-    check_choice,
-    check_int,
-    check_number,
-    check_probability,
-)
+from .checks import check_choice, check_int, check_number, check_probability
 from .layers import Embeddings, EncoderLayer, Stack
 from .loss import masked_cross_entropy
-from .masks import causal_mask
+from .objectives import (
+    BOS,
+    EOS,
+    FIRST_LETTER,
+    MASK,
+    OBJECTIVES,
+    PAD,
+    VOCAB,
+    attention_mask,
+    bert_mask,
+    check_words,
+    decode,
+    encode,
+    objective_batch,
+)
 from .positional import PositionalEncoding
-from .pronunciation import letter_vocab
-from .runtime import adam, threads
+from .training import adam, threads, train
 
 __all__ = [
     "round_fp16",
@@ -61,49 +57,14 @@ __all__ = [
     "encoder_state",
     "sample_words",
     "complete",
+    "tune_config",
+    "label_order",
 ]
-
-OBJECTIVES = ("mlm", "clm", "plm")
-PAD, BOS, EOS = 0, 1, 2
-FIRST_LETTER = 3
-N_LETTERS = 26
-MASK = FIRST_LETTER + N_LETTERS  # 29: one id past the pronouncer's letters
-VOCAB = MASK + 1
-
-
-def _check_words(words, name: str = "words") -> list[str]:
-    if isinstance(words, str) or not isinstance(words, Sequence):
-        raise TypeError(f"{name} must be a list of words, got {words!r:.40}")
-    bad = [w for w in words if not (isinstance(w, str) and w.isalpha())]
-    bad += [w for w in words if isinstance(w, str) and not w.islower()]
-    if bad or not words:
-        raise ValueError(f"{name} must be >= 1 words of a-z, got {bad[:3]}")
-    return list(words)
-
-
-def encode(words, bos: bool = False) -> torch.Tensor:
-    """Words -> ids ``(N, L)``: [BOS] (if ``bos``), the letters, EOS, PAD."""
-    words = _check_words(words)
-    vocab = letter_vocab()
-    rows = [[BOS] * bos + vocab.encode(list(w)) for w in words]
-    width = max(map(len, rows))
-    return torch.tensor([r + [PAD] * (width - len(r)) for r in rows])
-
-
-def decode(ids) -> str:
-    """Letter ids -> the word they spell (specials dropped; MASK is '_')."""
-    out = []
-    for i in torch.as_tensor(ids).tolist():
-        if i == MASK:
-            out.append("_")
-        elif FIRST_LETTER <= i < MASK:
-            out.append(chr(ord("a") + i - FIRST_LETTER))
-    return "".join(out)
 
 
 class LMConfig:
     """The stack's sizes: those of chapter 8's pronouncer encoder, so that
-    a masked LM's weights fit it (``TranslatorConfig`` fields of the same
+    a masked LM's weights fit it (``PronouncerConfig`` fields of the same
     names)."""
 
     def __init__(
@@ -124,120 +85,11 @@ class LMConfig:
 
     @classmethod
     def like(cls, cfg) -> LMConfig:
-        """The sizes of a ``TranslatorConfig`` (the pronouncer's encoder)."""
+        """The sizes of a ``PronouncerConfig`` (the pronouncer's encoder)."""
         names = ("d_model", "num_heads", "num_layers", "d_ff", "dropout")
         return cls(
             **{n: getattr(cfg, n) for n in names}, norm_first=cfg.norm_first
         )
-
-
-def bert_mask(
-    ids: torch.Tensor,
-    generator: torch.Generator | None = None,
-    p: float = 0.15,
-    p_mask: float = 0.8,
-    p_random: float = 0.1,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's corruption, as its ``create_pretraining_data.py`` does it.
-    ids ``(B, L)`` of letters, EOS, PAD -> ``(inputs, chosen)``.
-
-    Each row gets exactly ``max(1, round(p * n))`` chosen letters, ``n``
-    its length with EOS (BERT counts its [CLS] and [SEP] too), drawn
-    without replacement; a chosen letter becomes MASK with probability
-    ``p_mask``, a random letter with ``p_random``, and stays itself
-    otherwise. The loss is taken at ``chosen`` positions only.
-    """
-    p = check_probability(p, "p", allow_one=True)
-    p_mask = check_probability(p_mask, "p_mask", allow_one=True)
-    p_random = check_probability(p_random, "p_random", allow_one=True)
-    check_at_most(p_mask + p_random, "p_mask + p_random", 1)
-    letters = (ids >= FIRST_LETTER) & (ids < MASK)
-    length = (ids != PAD).sum(1)
-    # Python's round (half to even), as BERT's script
-    k = torch.tensor([max(1, round(p * int(n))) for n in length])
-    k = torch.minimum(k, letters.sum(1))  # never more than the letters
-    score = torch.rand(ids.shape, generator=generator)
-    score = score.masked_fill(~letters, 2.0)  # non-letters sort last
-    rank = score.argsort(1).argsort(1)
-    chosen = rank < k[:, None]
-    u = torch.rand(ids.shape, generator=generator)
-    to_mask = chosen & (u < p_mask)
-    to_random = chosen & (u >= p_mask) & (u < p_mask + p_random)
-    random_ids = FIRST_LETTER + torch.randint(
-        N_LETTERS, ids.shape, generator=generator
-    )
-    inputs = torch.where(to_mask, torch.full_like(ids, MASK), ids)
-    inputs = torch.where(to_random, random_ids, inputs)
-    return inputs, chosen
-
-
-def attention_mask(
-    kind: str, ids: torch.Tensor, prefix_len: torch.Tensor | None = None
-) -> torch.Tensor:
-    """The objective's mask ``(B, 1, L, L)``: its pattern AND real keys.
-
-    ``"plm"`` needs ``prefix_len`` ``(B,)``: query t sees key s when
-    ``s < prefix_len`` or ``s <= t``.
-    """
-    check_choice(kind, "kind", OBJECTIVES)
-    b, size = ids.shape
-    real = (ids != PAD)[:, None, None, :]  # (B, 1, 1, L)
-    if kind == "mlm":
-        return real.expand(b, 1, size, size)
-    pattern = causal_mask(size, device=ids.device)[None, None]  # (1,1,L,L)
-    if kind == "plm":
-        if prefix_len is None:
-            raise ValueError("kind='plm' needs prefix_len (B,)")
-        keys = torch.arange(size, device=ids.device)
-        in_prefix = keys[None, :] < prefix_len[:, None]  # (B, L)
-        pattern = pattern | in_prefix[:, None, None, :]
-    return real & pattern
-
-
-def _prefix_lengths(ids, generator, prefix_letters) -> torch.Tensor:
-    """[BOS] plus a number of letters per row: ``prefix_letters`` (capped
-    at the word's length - 1), or uniform in 1..len-1 when None."""
-    n = (ids >= FIRST_LETTER).sum(1)  # letters per row
-    top = torch.clamp(n - 1, min=1)
-    if prefix_letters is None:
-        k = 1 + (torch.rand(n.shape, generator=generator) * top).long()
-    else:
-        k = torch.minimum(torch.full_like(n, prefix_letters), top)
-    return 1 + k
-
-
-def objective_batch(
-    kind: str,
-    words,
-    generator: torch.Generator | None = None,
-    prefix_letters: int | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(inputs, mask, targets, loss_mask)`` of one objective on words.
-
-    MLM: letters EOS corrupted by ``bert_mask``; targets the original ids,
-    loss at the chosen positions. CLM and PLM: ``[BOS] letters EOS``, inputs
-    all but the last token, targets all but the first (the next token);
-    PLM's prefix is [BOS] and the first letters (``prefix_letters``, or a
-    random 1..len-1 per word), and it keeps only targets after the prefix;
-    so does CLM when ``prefix_letters`` is given (the same job, scored on
-    the same tokens).
-    """
-    check_choice(kind, "kind", OBJECTIVES)
-    if prefix_letters is not None:
-        check_int(prefix_letters, "prefix_letters", 1)
-    if kind == "mlm":
-        ids = encode(words)
-        inputs, chosen = bert_mask(ids, generator)
-        return inputs, attention_mask("mlm", ids), ids, chosen
-    ids = encode(words, bos=True)
-    inputs, targets = ids[:, :-1], ids[:, 1:]
-    loss_mask = targets != PAD
-    prefix = _prefix_lengths(ids, generator, prefix_letters)
-    if kind == "plm" or prefix_letters is not None:
-        # target t is token t + 1: keep it when it lies past the prefix
-        t = torch.arange(targets.size(1))
-        loss_mask = loss_mask & (t[None, :] + 1 >= prefix[:, None])
-    return inputs, attention_mask(kind, inputs, prefix), targets, loss_mask
 
 
 class TinyLM(nn.Module):
@@ -292,29 +144,36 @@ def train_lm(
     seeded by ``seed`` (which also seeds the weights, the corruption and
     the prefixes); Adam with a one-cycle rate peaking at ``lr``."""
     check_choice(kind, "kind", OBJECTIVES)
-    words = _check_words(words)
+    words = check_words(words)
     steps, batch = check_int(steps, "steps", 1), check_int(batch, "batch", 1)
     check_number(lr, "lr", 0.0, min_inclusive=False)
+    if stop_after is not None:
+        check_int(stop_after, "stop_after", 1)
     torch.manual_seed(seed)
     model, gen = TinyLM(cfg), torch.Generator().manual_seed(seed)
     opt = adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps)
-    losses = []
-    if stop_after is not None:
-        check_int(stop_after, "stop_after", 1)
-    with threads(1):  # tiny matrices: more threads only fight on a busy CPU
-        for _ in range(min(steps, stop_after or steps)):
+
+    def batches():  # batch words drawn with gen, then corrupted with it
+        while True:
             pick = torch.randint(len(words), (batch,), generator=gen)
             rows = [words[i] for i in pick.tolist()]
-            inputs, mask, targets, keep = objective_batch(kind, rows, gen)
-            loss = masked_cross_entropy(
-                model.logits(inputs, mask), targets, keep
-            )
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            losses.append(loss.item())
+            yield objective_batch(kind, rows, gen)
+
+    def loss_fn(model, rows):
+        inputs, mask, targets, keep = rows
+        return masked_cross_entropy(model.logits(inputs, mask), targets, keep)
+
+    with threads(1):  # tiny matrices: more threads only fight on a busy CPU
+        losses = train(
+            model,
+            opt,
+            batches(),
+            loss_fn,
+            min(steps, stop_after or steps),
+            scheduler=sched,
+            progress=False,
+        )
     return model.eval(), losses
 
 
@@ -356,7 +215,7 @@ def baselines(
     target of the training words; ``"bigram"`` the commonest next token
     after the previous one (CLM, PLM), or for MLM the letter x that
     maximises P(x | left) P(right | x), given the true neighbours."""
-    train_words = _check_words(train_words, "train_words")
+    train_words = check_words(train_words, "train_words")
     after = collections.defaultdict(collections.Counter)
     for w in train_words:
         seq = [BOS, *encode([w])[0].tolist()]
@@ -416,7 +275,7 @@ def round_fp16(model: nn.Module) -> nn.Module:
 def encoder_state(lm: TinyLM) -> dict[str, torch.Tensor]:
     """The masked LM's weights under the names of a ``utils.model.
     Transformer``'s encoder: ``src_embed`` (without the MASK row) and
-    ``encoder.*``; for ``train_translator(..., init=...)``."""
+    ``encoder.*``; for ``train_pronouncer(..., init=...)``."""
     if not isinstance(lm, TinyLM):
         raise TypeError(f"lm must be a TinyLM, got {type(lm).__name__}")
     state = {"src_embed.lut.weight": lm.embed.lut.weight[:MASK].detach()}
@@ -475,7 +334,7 @@ def complete(
     ``[BOS] letters`` (both ways for ``"plm"``, causally for ``"clm"``),
     then letters are added one by one until EOS. Returns whole words."""
     check_choice(kind, "kind", ("clm", "plm"))
-    prefixes = _check_words(prefixes, "prefixes")
+    prefixes = check_words(prefixes, "prefixes")
     check_int(max_new, "max_new", 1)
     out = []
     with threads(1):
@@ -491,3 +350,26 @@ def complete(
                 ids = torch.cat([ids, nxt], 1)
             out.append(decode(ids[0]))
     return out
+
+
+def tune_config(base, steps: int, seed: int):
+    """Chapter 10's fine-tuning recipe for ``steps`` steps: ``base`` (a
+    ``PronouncerConfig``) with the last third a cooldown, evaluated once at
+    the end."""
+    check_int(steps, "steps", 3)
+    check_int(seed, "seed", 0)
+    return dataclasses.replace(
+        base,
+        steps=steps,
+        cooldown_steps=steps // 3,
+        eval_every=steps,
+        seed=seed,
+    )
+
+
+def label_order(entries: list, seed: int) -> list:
+    """The labelled words of one seed: ``entries`` reshuffled; the first N
+    are the N-label budget, so each budget holds the smaller ones."""
+    order = list(entries)
+    random.Random(1000 + seed).shuffle(order)
+    return order

@@ -22,7 +22,7 @@ from .checks import (
 )
 from .masks import band_mask
 from .positional import sinusoidal_encoding
-from .runtime import adam, evaluating, threads
+from .training import adam, evaluating, threads, train
 from .toy_tasks import symbol_counts
 
 __all__ = [
@@ -197,25 +197,24 @@ def train_classifier(
     if batch_size is not None:
         check_int(batch_size, "batch_size", 1)
     g = torch.Generator().manual_seed(seed)
-    opt = adam(model.parameters(), lr=lr)
-    was_training = model.training
-    model.train()
-    losses = []
-    try:
-        for _ in range(steps):
+
+    def batches():  # the full batch, or rows drawn with g
+        while True:
             if batch_size is None or batch_size >= x.size(0):
-                xb, yb = x, y
+                yield x, y
             else:
                 idx = torch.randint(0, x.size(0), (batch_size,), generator=g)
-                xb, yb = x[idx], y[idx]
-            loss = F.cross_entropy(model(xb), yb)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
+                yield x[idx], y[idx]
+
+    def loss_fn(model, batch):
+        return F.cross_entropy(model(batch[0]), batch[1])
+
+    opt = adam(model.parameters(), lr=lr)
+    was_training = model.training
+    try:
+        return train(model, opt, batches(), loss_fn, steps, progress=False)
     finally:
         model.train(was_training)
-    return losses
 
 
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:

@@ -8,7 +8,7 @@ stress digit: 0 unstressed, 1 primary stress, 2 secondary stress (so 15
 vowels x 3 + 24 consonants = the 69 ``SYMBOLS``). ``strip_stress`` drops
 the digits (the 39-symbol task).
 
-Token ids (``utils.translation.Vocab``): 0 = PAD, 1 = BOS, 2 = EOS, then the
+Token ids (``utils.batches.Vocab``): 0 = PAD, 1 = BOS, 2 = EOS, then the
 letters or phonemes. The source is the letters and EOS; the target is BOS,
 the phonemes, EOS.
 
@@ -36,7 +36,7 @@ import torch
 from .checks import check_at_most, check_bool, check_int
 from .decoding import beam_search, greedy_decode, sample_decode
 from .decoding import sequence_log_prob
-from .translation import Vocab, make_batches
+from .batches import Vocab, make_batches
 
 __all__ = [
     "LETTERS",
@@ -58,7 +58,7 @@ __all__ = [
     "word_error_rate",
     "phoneme_error_rate",
     "phoneme_table",
-    "translator_data",
+    "pronouncer_data",
     "load_pronouncer",
     "STORED_PRONOUNCER",
 ]
@@ -190,7 +190,7 @@ def pronunciation_batches(
     device: torch.device | str | None = None,
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """One epoch of length-bucketed batches ``(src (B, S), tgt (B, T))`` of
-    every pronunciation (``utils.translation.make_batches``)."""
+    every pronunciation (``utils.batches.make_batches``)."""
     return make_batches(
         to_pairs(entries, stress=stress),
         batch_size,
@@ -414,10 +414,10 @@ def phoneme_table() -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def translator_data(
+def pronouncer_data(
     split: dict[str, list[Entry]], stress: bool = True
 ) -> tuple[dict[str, list[Pair]], tuple[Vocab, Vocab]]:
-    """``(splits, vocabs)`` for ``utils.translator.train_translator``: every
+    """``(splits, vocabs)`` for ``utils.pronouncer.train_pronouncer``: every
     pronunciation of each side's words as a pair (its validation exact
     match then counts a word right on any of its pronunciations)."""
     pairs = {k: to_pairs(v, stress=stress) for k, v in split.items()}
@@ -436,9 +436,9 @@ STORED_PRONOUNCER = (
 def load_pronouncer(path=STORED_PRONOUNCER, device=None):
     """The stored pronouncer -> ``(model, cfg, stress)``: a ``Transformer``
     in eval mode (fp16 weights as stored, computed in fp32), its
-    ``TranslatorConfig`` and whether its phonemes carry stress (read from
+    ``PronouncerConfig`` and whether its phonemes carry stress (read from
     its output size)."""
-    from .translator import TranslatorConfig, build_translator
+    from .pronouncer import PronouncerConfig, build_pronouncer
 
     path = pathlib.Path(path)
     if not path.is_file():
@@ -446,10 +446,10 @@ def load_pronouncer(path=STORED_PRONOUNCER, device=None):
             f"no stored pronouncer at {path}: python -m tools.train_pronouncer"
         )
     stored = torch.load(path, map_location="cpu", weights_only=True)
-    cfg = TranslatorConfig(**stored["config"])
+    cfg = PronouncerConfig(**stored["config"])
     weights = {k: v.float() for k, v in stored["state_dict"].items()}
     n_out = weights["generator.weight"].size(0)
     stress = n_out == len(phoneme_vocab(True))
-    model = build_translator(cfg, letter_vocab(), phoneme_vocab(stress))
+    model = build_pronouncer(cfg, letter_vocab(), phoneme_vocab(stress))
     model.load_state_dict(weights)
     return model.to(device or "cpu").eval(), cfg, stress

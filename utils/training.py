@@ -1,50 +1,135 @@
-"""Training helpers any sequence-to-sequence model uses: the warm-up
-schedule, the paper's Adam, one training step, held-out scores, a progress bar.
+"""The course's one training loop, ``train``, and what runs around it.
 
-- ``noam_lr(step, d_model, warmup_steps, factor)``: the schedule of Vaswani et
-  al. (2017), ``factor * d_model^-0.5 * min(step^-0.5, step *
-  warmup_steps^-1.5)`` (linear rise, then ``step^-0.5`` decay);
-  ``noam_scheduler`` wraps it in a ``LambdaLR``.
-- ``paper_adam(params)``: Adam with betas (0.9, 0.98) and eps 1e-9, as in the
-  paper.
-- ``train_step`` / ``evaluate_loss`` / ``evaluate_perplexity``: one
-  teacher-forced update and held-out scores (the evaluators restore the
-  train/eval mode they found).
+- ``train(model, optimizer, batches, loss_fn, steps)``: nanoGPT's loop, with
+  hooks after each step (evaluation, checkpoints, time limits); every model
+  of the course trains with it.
+- ``adam``, ``threads``, ``evaluating``: the optimiser that computes alike on
+  every CPU, the thread count and the eval mode, each set and given back.
+- ``noam_lr`` / ``noam_scheduler``: the warm-up schedule of Vaswani et al.
+  (2017), and ``paper_adam``, Adam with their betas (0.9, 0.98), eps 1e-9.
+- ``teacher_forced_loss`` / ``evaluate_loss`` / ``evaluate_perplexity``: a
+  sequence-to-sequence batch's loss and held-out scores.
 - ``save_checkpoint`` / ``load_checkpoint``: everything a run needs to
   continue bit for bit where it stopped.
-- ``Progress``: a progress bar that a notebook stores as one final line of at
-  most 79 columns.
-
-Chapter 8's translator (its config, model and training run) is built on these
-in ``utils.translator``.
+- ``Progress``: a progress bar a notebook stores as one line (<= 79 columns).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import pathlib
 import sys
 import time
-from typing import Iterable
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 from torch import nn
 
 from .checks import check_bool, check_ids, check_int, check_number
 from .loss import masked_cross_entropy
-from .runtime import adam, evaluating
 
 __all__ = [
+    "train",
+    "adam",
+    "threads",
+    "evaluating",
     "noam_lr",
     "noam_scheduler",
     "paper_adam",
-    "train_step",
+    "teacher_forced_loss",
     "evaluate_loss",
     "evaluate_perplexity",
     "save_checkpoint",
     "load_checkpoint",
     "Progress",
 ]
+
+
+def train(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batches: Iterator,
+    loss_fn: Callable[[nn.Module, Any], torch.Tensor],
+    steps: int,
+    *,
+    scheduler=None,
+    clip: float | None = None,
+    start: int = 0,
+    hooks: Sequence[Callable[[int, float], bool | None]] = (),
+    progress: bool = True,
+    desc: str = "training",
+) -> list[float]:
+    """Steps ``start + 1`` to ``steps``: each takes ``next(batches)``,
+    computes ``loss_fn(model, batch)`` (a scalar), backpropagates, clips the
+    gradient norm to ``clip`` (if given), steps the optimiser and the
+    scheduler. Then every ``hook(step, loss)`` is called (all of them; one
+    returning True stops the loop after this step). The model is in train
+    mode (dropout on); a hook that evaluates uses ``evaluating``, which
+    gives it back. Returns the loss of every step taken."""
+    check_int(steps, "steps", 1)
+    check_int(start, "start", 0)
+    if clip is not None:
+        check_number(clip, "clip", 0.0, min_inclusive=False)
+    bar = Progress(steps, desc, enabled=check_bool(progress, "progress"))
+    bar.update(start)
+    model.train()
+    losses = []
+    for step in range(start + 1, steps + 1):
+        loss = loss_fn(model, next(batches))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        losses.append(loss.item())
+        bar.update()
+        if any([hook(step, losses[-1]) for hook in hooks]):  # call them all
+            break
+    bar.close()
+    return losses
+
+
+def adam(params, lr: float = 1e-3, **kwargs) -> torch.optim.Adam:
+    """``torch.optim.Adam(params, lr, fused=True, **kwargs)``.
+
+    The fused kernel takes Adam's square root in ATen's own code. The
+    default (foreach) path calls ``torch.sqrt``, which goes to MKL's vector
+    maths: its last bits differ between Intel and AMD CPUs even on MKL's
+    vendor-neutral branch, and a training run amplifies them (README,
+    "numeric modes"). Every model the course trains uses this.
+    """
+    return torch.optim.Adam(params, lr=lr, fused=True, **kwargs)
+
+
+@contextlib.contextmanager
+def threads(num_threads: int):
+    """``torch.set_num_threads(num_threads)`` inside the block; the previous
+    count after."""
+    num_threads = check_int(num_threads, "num_threads", 1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def evaluating(model):
+    """Eval mode and no gradients inside the block; the model's own mode
+    after. Objects that are not modules (a hand-made model) pass through."""
+    was_training = getattr(model, "training", None)
+    if isinstance(model, nn.Module):
+        model.eval()
+    try:
+        with torch.no_grad():
+            yield model
+    finally:
+        if isinstance(model, nn.Module):
+            model.train(was_training)
 
 
 def noam_lr(
@@ -77,14 +162,12 @@ def noam_scheduler(
     exactly.
 
     ``LambdaLR`` multiplies each group's initial lr by the lambda and counts
-    from 0, so the lambda divides by that initial lr and shifts the count by
-    one (the formula starts at 1). Call ``scheduler.step()`` after each
-    ``optimizer.step()``. ``warmup=False`` (for an ablation) starts at the
-    peak and keeps it until ``warmup_steps``: the same peak and decay,
-    without the ramp. ``cooldown_steps`` (needs ``steps``, the length of
-    the run): over the last ``cooldown_steps`` steps the rate falls linearly
-    from where the decay left it towards 0 (a run's noisy last steps
-    settled); the steps before are the plain schedule, whatever the length.
+    from 0, so the lambda divides by that lr and adds 1 to the count.
+    ``warmup=False`` (an ablation) starts at the peak and keeps it until
+    ``warmup_steps``: the same peak and decay, without the ramp.
+    ``cooldown_steps`` (needs ``steps``, the run's length): over the last
+    ``cooldown_steps`` steps the rate falls linearly from where the decay
+    left it towards 0; the steps before are the plain schedule.
     """
     noam_lr(1, d_model, warmup_steps, factor)  # validate now, not later
     check_bool(warmup, "warmup")
@@ -126,34 +209,22 @@ def _check_batch(src, tgt) -> None:
     check_int(tgt.size(1), "tgt's length (BOS and at least one token)", 2)
 
 
-def train_step(
+def teacher_forced_loss(
     model: nn.Module,
-    src: torch.Tensor,
-    tgt: torch.Tensor,
-    optimizer: torch.optim.Optimizer,
-    scheduler=None,
+    batch: tuple[torch.Tensor, torch.Tensor],
     label_smoothing: float = 0.0,
     pad_id: int = 0,
-) -> float:
-    """One teacher-forced update (all target positions in parallel). Returns
-    the loss.
-
-    The model is put in train mode (dropout on): that is what a training step
-    means.
-    """
+) -> torch.Tensor:
+    """Mean cross-entropy per real target token of ``batch = (src (B, S),
+    tgt (B, T))``, all positions at once: the decoder reads ``tgt`` shifted
+    right (``tgt[:, :-1]``) and is scored on ``tgt[:, 1:]``, PAD masked."""
+    src, tgt = batch
     _check_batch(src, tgt)
-    model.train()
     dec_in, dec_out = tgt[:, :-1], tgt[:, 1:]  # shifted right / the answers
-    logits = model(src, dec_in)  # (B, T, V)
-    loss = masked_cross_entropy(
+    logits = model(src, dec_in)  # (B, T - 1, V)
+    return masked_cross_entropy(
         logits, dec_out, dec_out != pad_id, label_smoothing
     )
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    optimizer.step()
-    if scheduler is not None:
-        scheduler.step()
-    return loss.item()
 
 
 def evaluate_loss(
@@ -172,13 +243,10 @@ def evaluate_loss(
     total = count = 0.0
     with evaluating(model):
         for src, tgt in batches:
-            _check_batch(src, tgt)
-            dec_in, dec_out = tgt[:, :-1], tgt[:, 1:]
-            real = dec_out != pad_id
-            n = int(real.sum())
-            loss = masked_cross_entropy(
-                model(src, dec_in), dec_out, real, label_smoothing
+            loss = teacher_forced_loss(
+                model, (src, tgt), label_smoothing, pad_id
             )
+            n = int((tgt[:, 1:] != pad_id).sum())
             total += loss.item() * n
             count += n
     if count == 0:
@@ -191,8 +259,7 @@ def evaluate_perplexity(
     batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
     pad_id: int = 0,
 ) -> float:
-    """``exp`` of the unsmoothed mean cross-entropy per real target token
-    (``evaluate_loss``)."""
+    """``exp`` of ``evaluate_loss`` without label smoothing."""
     return math.exp(evaluate_loss(model, batches, 0.0, pad_id))
 
 
@@ -252,13 +319,8 @@ class Progress:
         every: float = 0.5,
     ):
         check_int(total, "total", 1)
-        self.total, self.desc, self.enabled, self.ncols, self.every = (
-            total,
-            desc,
-            enabled,
-            ncols,
-            every,
-        )
+        self.total, self.desc, self.enabled = total, desc, enabled
+        self.ncols, self.every = ncols, every
         self.n, self.start, self.last = 0, time.perf_counter(), -math.inf
         self._handle = self._bar = None
         if not enabled:

@@ -1,22 +1,194 @@
 /* The course's stored pronouncer (chapter 8), run in the page in plain
  * JavaScript: no framework, no WebAssembly, nothing from outside the site.
  *
- * The model is utils.model.Transformer (Post-Norm, sinusoidal positions,
- * embeddings scaled by sqrt(d_model)), written out here in the same order:
- * embeddings + positions, encoder, decoder (masked self-attention with a
- * KV cache, cross-attention, FFN), generator, log-softmax; then greedy
- * decoding and beam search with the rules of utils.decoding. Every vector
- * is a Float32Array; the weights are the checkpoint's fp16 numbers decoded
- * to float32 (weights.js, made by tools/export_pronouncer.py, loaded by a
+ * The model is utils.model.Transformer, written out here in the same order:
+ * embeddings (scaled) + sinusoidal positions, encoder, decoder (masked
+ * self-attention with a KV cache, cross-attention, FFN), generator,
+ * log-softmax; then greedy decoding and beam search with the rules of
+ * utils.decoding. Its architecture is read from the export (weights.js,
+ * made by tools/export_pronouncer.py, format FORMAT version
+ * FORMAT_VERSION): sizes, layer counts, Post-Norm (LN(x + F(x))) or
+ * Pre-Norm (x + F(LN(x)), then a final LayerNorm after each stack),
+ * LayerNorm eps, embedding scale, positions. checkExport refuses any other
+ * version, a missing or unknown field, a setting this script does not
+ * compute, and any missing, extra or misshapen tensor, with a message the
+ * page shows. Every vector is a Float32Array; the weights are the
+ * checkpoint's fp16 numbers decoded to float32 (weights.js is loaded by a
  * <script> tag only when the reader presses the button, so it also works
  * from file://). One word at a time: batch size 1, so no padding masks.
  * Shapes in comments: S source positions (letters + EOS), t decoder
  * positions so far, d = d_model, h heads, dh = d / h, V phonemes.
+ *
+ * Under Node (the tests), require() gives { Pronouncer, checkExport,
+ * ExportError, FORMAT, FORMAT_VERSION } and no widget is set up.
  */
 (function () {
   "use strict";
 
-  const HERE = document.currentScript.src.replace(/[^/]*$/, "");
+  const FORMAT = "course-pronouncer";
+  const FORMAT_VERSION = 2;
+  const IN_PAGE = typeof document !== "undefined";
+  const HERE = IN_PAGE && document.currentScript
+    ? document.currentScript.src.replace(/[^/]*$/, "")
+    : "";
+
+  // ---------- the export: checked before anything is computed ----------
+
+  class ExportError extends Error {}
+
+  function refuse(message) {
+    throw new ExportError(message);
+  }
+
+  const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+  const isInt = (v, min) => Number.isInteger(v) && v >= min;
+  const isPositive = (v) => typeof v === "number" && Number.isFinite(v) && v > 0;
+
+  // the fields of `architecture` this script computes, each with its test
+  // and what it must be; any other field is refused (a newer exporter's
+  // setting this script would silently ignore)
+  const ARCHITECTURE = {
+    model: [(v) => v === "encoder-decoder", '"encoder-decoder"'],
+    d_model: [(v) => isInt(v, 2) && v % 2 === 0, "an even int >= 2 (sin/cos pairs)"],
+    num_heads: [(v) => isInt(v, 1), "an int >= 1"],
+    num_encoder_layers: [(v) => isInt(v, 1), "an int >= 1"],
+    num_decoder_layers: [(v) => isInt(v, 1), "an int >= 1"],
+    d_ff: [(v) => isInt(v, 1), "an int >= 1"],
+    activation: [(v) => v === "relu", '"relu"'],
+    norm: [(v) => v === "post" || v === "pre", '"post" or "pre"'],
+    final_norm: [(v) => typeof v === "boolean", "true or false"],
+    layer_norm_eps: [isPositive, "a number > 0"],
+    embedding_scale: [isPositive, "a number > 0"],
+    positional: [isObject, "an object"],
+    attention_bias: [(v) => typeof v === "boolean", "true or false"],
+    share_embeddings: [(v) => typeof v === "boolean", "true or false"],
+  };
+  const POSITIONAL = {
+    kind: [(v) => v === "sinusoidal", '"sinusoidal"'],
+    base: [isPositive, "a number > 0"],
+    // a one-letter word needs 2 source and 2 + 15 decoder positions
+    max_len: [(v) => isInt(v, 17), "an int >= 17"],
+  };
+
+  function checkFields(obj, spec, where) {
+    for (const key of Object.keys(spec)) {
+      if (!(key in obj)) refuse(`the export lacks ${where}.${key}`);
+      const [ok, want] = spec[key];
+      if (!ok(obj[key])) {
+        refuse(`${where}.${key} must be ${want}, got ${JSON.stringify(obj[key])}`);
+      }
+    }
+    for (const key of Object.keys(obj)) {
+      if (!(key in spec)) refuse(`${where}.${key} is a setting this page does not know`);
+    }
+  }
+
+  function checkVocab(v, where) {
+    if (!isObject(v)) refuse(`the export lacks ${where} (an object)`);
+    const tokens = v.tokens;
+    if (!Array.isArray(tokens) || tokens.length < 3 || !tokens.every((t) => typeof t === "string")) {
+      refuse(`${where}.tokens must be a list of at least 3 strings`);
+    }
+    for (const key of ["pad_id", "bos_id", "eos_id"]) {
+      if (!isInt(v[key], 0) || v[key] >= tokens.length) {
+        refuse(`${where}.${key} must be an id below ${tokens.length}, got ${JSON.stringify(v[key])}`);
+      }
+    }
+  }
+
+  // name -> shape of every tensor the model described by `a` has
+  function expectedTensors(a, nLetters, nPhonemes) {
+    const d = a.d_model;
+    const shapes = { "src_embed.lut.weight": [nLetters, d], "tgt_embed.lut.weight": [nPhonemes, d] };
+    const linearLayer = (p, dOut, dIn, bias) => {
+      shapes[p + ".weight"] = [dOut, dIn];
+      if (bias) shapes[p + ".bias"] = [dOut];
+    };
+    const norm = (p) => {
+      shapes[p + ".weight"] = [d];
+      shapes[p + ".bias"] = [d];
+    };
+    const attention = (p) => {
+      for (const w of ["w_q", "w_k", "w_v", "w_o"]) linearLayer(`${p}.${w}`, d, d, a.attention_bias);
+    };
+    const layer = (p, attns, subs) => {
+      attns.forEach((n) => attention(p + n));
+      linearLayer(p + "ffn.w_1", a.d_ff, d, true);
+      linearLayer(p + "ffn.w_2", d, a.d_ff, true);
+      for (let i = 1; i <= subs; i++) norm(`${p}sub${i}.norm`);
+    };
+    for (let l = 0; l < a.num_encoder_layers; l++) layer(`encoder.layers.${l}.`, ["self_attn"], 2);
+    for (let l = 0; l < a.num_decoder_layers; l++) {
+      layer(`decoder.layers.${l}.`, ["self_attn", "cross_attn"], 3);
+    }
+    if (a.final_norm) {
+      norm("encoder.norm");
+      norm("decoder.norm");
+    }
+    linearLayer("generator", nPhonemes, d, true);
+    return shapes;
+  }
+
+  // the whole export, before any weight is decoded; throws ExportError
+  function checkExport(data) {
+    if (!isObject(data)) refuse("the weights file holds no export (PRONOUNCER_DATA is missing)");
+    if (data.format !== FORMAT) {
+      refuse(`not a pronouncer export: format ${JSON.stringify(data.format)}, expected "${FORMAT}"`);
+    }
+    if (data.format_version !== FORMAT_VERSION) {
+      refuse(
+        `export format version ${JSON.stringify(data.format_version)}: this page reads ` +
+          `version ${FORMAT_VERSION} only (rebuild it: python -m tools.export_pronouncer)`,
+      );
+    }
+    const a = data.architecture;
+    if (!isObject(a)) refuse("the export lacks architecture (an object)");
+    checkFields(a, ARCHITECTURE, "architecture");
+    checkFields(a.positional, POSITIONAL, "architecture.positional");
+    if (a.d_model % a.num_heads) {
+      refuse(`architecture.d_model (${a.d_model}) must be a multiple of num_heads (${a.num_heads})`);
+    }
+    if (a.final_norm !== (a.norm === "pre")) {
+      refuse(`architecture.final_norm is ${a.final_norm} with norm "${a.norm}": ` +
+        "the course's model has final LayerNorms exactly when it is Pre-Norm");
+    }
+    checkVocab(data.letters, "letters");
+    checkVocab(data.phonemes, "phonemes");
+    for (const ch of "abcdefghijklmnopqrstuvwxyz") {
+      if (!data.letters.tokens.includes(ch)) refuse(`letters.tokens lacks the letter "${ch}"`);
+    }
+    for (const key of ["examples", "test"]) {
+      if (!isObject(data[key])) refuse(`the export lacks ${key} (an object)`);
+    }
+    if (!Array.isArray(data.tensors)) refuse("the export lacks tensors (a list)");
+    if (typeof data.fp16 !== "string") refuse("the export lacks fp16 (base64 text)");
+    const want = expectedTensors(a, data.letters.tokens.length, data.phonemes.tokens.length);
+    const seen = new Set();
+    let total = 0;
+    for (const entry of data.tensors) {
+      if (!Array.isArray(entry) || entry.length !== 3 || !Array.isArray(entry[1])) {
+        refuse(`a tensors entry is not [name, shape, offset]: ${JSON.stringify(entry)}`);
+      }
+      const [name, shape, offset] = entry;
+      if (!(name in want)) refuse(`tensor ${name} is not part of the model this page computes`);
+      if (seen.has(name)) refuse(`tensor ${name} appears twice`);
+      seen.add(name);
+      if (JSON.stringify(shape) !== JSON.stringify(want[name])) {
+        refuse(`tensor ${name} has shape ${JSON.stringify(shape)}, expected ${JSON.stringify(want[name])}`);
+      }
+      if (!isInt(offset, 0)) refuse(`tensor ${name} has offset ${JSON.stringify(offset)}`);
+      total = Math.max(total, offset + shape.reduce((x, y) => x * y, 1));
+    }
+    const missing = Object.keys(want).filter((name) => !seen.has(name));
+    if (missing.length) {
+      const more = missing.length > 3 ? ", …" : "";
+      refuse(`the export lacks tensor${missing.length > 1 ? "s" : ""} ${missing.slice(0, 3).join(", ")}${more}`);
+    }
+    // base64: 4 characters per 3 bytes, "=" padding at the end
+    const bytes = (data.fp16.length / 4) * 3 - (data.fp16.match(/=*$/)[0].length);
+    if (bytes < 2 * total) refuse(`fp16 holds ${bytes} bytes, the tensors need ${2 * total}`);
+    return a;
+  }
 
   // ---------- the weights: base64 fp16 -> Float32Array per tensor ----------
 
@@ -30,7 +202,12 @@
   }
 
   function loadTensors(data) {
-    const raw = atob(data.fp16);
+    let raw;
+    try {
+      raw = atob(data.fp16);
+    } catch (err) {
+      refuse("fp16 is not base64 text");
+    }
     const weights = {};
     for (const [name, shape, offset] of data.tensors) {
       const n = shape.reduce((a, b) => a * b, 1);
@@ -46,43 +223,50 @@
 
   // ---------- the layers, on rows of a (n, width) Float32Array ----------
 
-  // nn.Linear: x (n, dIn) -> x W^T + b (n, dOut); W (dOut, dIn)
+  // nn.Linear: x (n, dIn) -> x W^T + b (n, dOut); W (dOut, dIn); b may be
+  // absent (no bias)
   function linear(x, n, W, b, dIn, dOut) {
     const y = new Float32Array(n * dOut);
+    const main = dIn - (dIn % 4);
     for (let r = 0; r < n; r++) {
       const xo = r * dIn;
       for (let o = 0; o < dOut; o++) {
         const wo = o * dIn;
-        // four partial sums (dIn is a multiple of 4): a faster loop
+        // four partial sums: a faster loop; the rest (dIn % 4) after them
         let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (let i = 0; i < dIn; i += 4) {
+        for (let i = 0; i < main; i += 4) {
           s0 += x[xo + i] * W[wo + i];
           s1 += x[xo + i + 1] * W[wo + i + 1];
           s2 += x[xo + i + 2] * W[wo + i + 2];
           s3 += x[xo + i + 3] * W[wo + i + 3];
         }
-        y[r * dOut + o] = b[o] + (s0 + s1) + (s2 + s3);
+        let tail = 0;
+        for (let i = main; i < dIn; i++) tail += x[xo + i] * W[wo + i];
+        y[r * dOut + o] = (b ? b[o] : 0) + (s0 + s1) + (s2 + s3) + tail;
       }
     }
     return y;
   }
 
-  // nn.LayerNorm(d) on (x + y), row by row: biased variance, eps in the root
-  function addNorm(x, y, n, d, g, b) {
+  // x + y, elementwise (a residual connection)
+  function add(x, y) {
+    const out = new Float32Array(x.length);
+    for (let i = 0; i < x.length; i++) out[i] = x[i] + y[i];
+    return out;
+  }
+
+  // nn.LayerNorm(d) row by row: biased variance, eps in the root
+  function layerNorm(x, n, d, g, b, eps) {
     const out = new Float32Array(n * d);
-    const z = new Float32Array(d);
     for (let r = 0; r < n; r++) {
       let mean = 0;
-      for (let i = 0; i < d; i++) {
-        z[i] = x[r * d + i] + y[r * d + i];
-        mean += z[i];
-      }
+      for (let i = 0; i < d; i++) mean += x[r * d + i];
       mean /= d;
       let v = 0;
-      for (let i = 0; i < d; i++) v += (z[i] - mean) * (z[i] - mean);
-      const inv = 1 / Math.sqrt(v / d + 1e-5);
+      for (let i = 0; i < d; i++) v += (x[r * d + i] - mean) * (x[r * d + i] - mean);
+      const inv = 1 / Math.sqrt(v / d + eps);
       for (let i = 0; i < d; i++) {
-        out[r * d + i] = (z[i] - mean) * inv * g[i] + b[i];
+        out[r * d + i] = (x[r * d + i] - mean) * inv * g[i] + b[i];
       }
     }
     return out;
@@ -140,13 +324,13 @@
     return linear(x, n, W[p + name + ".weight"], W[p + name + ".bias"], d, d);
   }
 
-  // PositionalEncoding's table: PE[pos, 2i] = sin(pos / 10000^(2i/d)),
+  // PositionalEncoding's table: PE[pos, 2i] = sin(pos / base^(2i/d)),
   // PE[pos, 2i+1] = cos(...), computed in double, stored as float32
-  function positions(maxLen, d) {
+  function positions(maxLen, d, base) {
     const pe = new Float32Array(maxLen * d);
     for (let pos = 0; pos < maxLen; pos++) {
       for (let i = 0; i < d; i += 2) {
-        const angle = pos / Math.pow(10000, i / d);
+        const angle = pos / Math.pow(base, i / d);
         pe[pos * d + i] = Math.sin(angle);
         pe[pos * d + i + 1] = Math.cos(angle);
       }
@@ -157,20 +341,25 @@
   // ---------- the model ----------
 
   class Pronouncer {
+    // data: the export (window.PRONOUNCER_DATA); throws ExportError if this
+    // script cannot compute it
     constructor(data) {
-      this.cfg = data.config;
-      this.letters = data.letters;
-      this.phonemes = data.phonemes;
+      this.arch = checkExport(data);
+      this.letters = data.letters.tokens;
+      this.phonemes = data.phonemes.tokens;
+      this.srcEos = data.letters.eos_id;
+      this.ids = data.phonemes; // pad_id, bos_id, eos_id of the output
+      this.maxLen = this.arch.positional.max_len;
       this.W = loadTensors(data);
-      this.pe = positions(this.cfg.max_len, this.cfg.d_model);
+      this.pe = positions(this.maxLen, this.arch.d_model, this.arch.positional.base);
     }
 
-    // Embeddings (scaled by sqrt(d)) + positions: ids -> (n, d)
+    // Embeddings (times embedding_scale) + positions: ids -> (n, d)
     embed(table, ids, start) {
-      const d = this.cfg.d_model;
+      const d = this.arch.d_model;
       const lut = this.W[table + ".lut.weight"];
       const x = new Float32Array(ids.length * d);
-      const scale = Math.sqrt(d);
+      const scale = this.arch.embedding_scale;
       for (let r = 0; r < ids.length; r++) {
         for (let i = 0; i < d; i++) {
           const e = Math.fround(lut[ids[r] * d + i] * scale);
@@ -180,26 +369,41 @@
       return x;
     }
 
-    // encode: letter ids + EOS (S,) -> memory (S, d) and each layer's cross-
-    // attention keys and values (S, d), projected once (the static cache)
+    // LayerNorm `p` (its .weight and .bias) on x (n, d)
+    norm(p, x, n) {
+      const d = this.arch.d_model;
+      return layerNorm(x, n, d, this.W[p + ".weight"], this.W[p + ".bias"], this.arch.layer_norm_eps);
+    }
+
+    // utils.layers.Residual around f, with LayerNorm `p`: Post-Norm
+    // LN(x + f(x)), Pre-Norm x + f(LN(x)); x (n, d) -> (n, d)
+    residual(p, x, n, f) {
+      if (this.arch.norm === "pre") return add(x, f(this.norm(p, x, n)));
+      return this.norm(p, add(x, f(x)), n);
+    }
+
+    // encode: letter ids + EOS (S,) -> memory (S, d) and each decoder
+    // layer's cross-attention keys and values (S, d), projected once (the
+    // static cache)
     encode(src) {
-      const { d_model: d, num_heads: h, d_ff: dff, num_layers: L } = this.cfg;
+      const { d_model: d, num_heads: h, d_ff: dff } = this.arch;
       const W = this.W;
       const n = src.length;
       let x = this.embed("src_embed", src, 0); // (S, d)
-      for (let l = 0; l < L; l++) {
+      for (let l = 0; l < this.arch.num_encoder_layers; l++) {
         const p = `encoder.layers.${l}.`;
-        const q = project(W, p, "self_attn.w_q", x, n, d);
-        const k = project(W, p, "self_attn.w_k", x, n, d);
-        const v = project(W, p, "self_attn.w_v", x, n, d);
-        const a = attention(q, k, v, n, n, d, h, false).out;
-        const o = project(W, p, "self_attn.w_o", a, n, d);
-        x = addNorm(x, o, n, d, W[p + "sub1.norm.weight"], W[p + "sub1.norm.bias"]);
-        x = addNorm(x, ffn(W, p + "ffn.", x, n, d, dff), n, d,
-          W[p + "sub2.norm.weight"], W[p + "sub2.norm.bias"]);
+        x = this.residual(p + "sub1.norm", x, n, (y) => {
+          const q = project(W, p, "self_attn.w_q", y, n, d);
+          const k = project(W, p, "self_attn.w_k", y, n, d);
+          const v = project(W, p, "self_attn.w_v", y, n, d);
+          const a = attention(q, k, v, n, n, d, h, false).out;
+          return project(W, p, "self_attn.w_o", a, n, d);
+        });
+        x = this.residual(p + "sub2.norm", x, n, (y) => ffn(W, p + "ffn.", y, n, d, dff));
       }
+      if (this.arch.final_norm) x = this.norm("encoder.norm", x, n);
       const cross = [];
-      for (let l = 0; l < L; l++) {
+      for (let l = 0; l < this.arch.num_decoder_layers; l++) {
         const p = `decoder.layers.${l}.`;
         cross.push({
           k: project(W, p, "cross_attn.w_k", x, n, d),
@@ -212,7 +416,7 @@
     // an empty decoder cache: per layer, self-attention keys/values (t, d)
     startCache() {
       const layers = [];
-      for (let l = 0; l < this.cfg.num_layers; l++) {
+      for (let l = 0; l < this.arch.num_decoder_layers; l++) {
         layers.push({ k: new Float32Array(0), v: new Float32Array(0) });
       }
       return { length: 0, layers };
@@ -222,36 +426,40 @@
     // (V,) (PAD gets -inf) and the cross-attention weights [layer][head]
     // (S,); the cache grows by one position
     step(enc, cache, token) {
-      const { d_model: d, num_heads: h, d_ff: dff, num_layers: L } = this.cfg;
+      const { d_model: d, num_heads: h, d_ff: dff } = this.arch;
       const W = this.W;
       const t = cache.length;
       let x = this.embed("tgt_embed", [token], t); // (1, d)
       const crossWeights = [];
-      for (let l = 0; l < L; l++) {
+      for (let l = 0; l < this.arch.num_decoder_layers; l++) {
         const p = `decoder.layers.${l}.`;
         const c = cache.layers[l];
         // masked self-attention: the new query sees the t cached + itself
-        const q = project(W, p, "self_attn.w_q", x, 1, d);
-        const k = new Float32Array((t + 1) * d);
-        const v = new Float32Array((t + 1) * d);
-        k.set(c.k);
-        v.set(c.v);
-        k.set(project(W, p, "self_attn.w_k", x, 1, d), t * d);
-        v.set(project(W, p, "self_attn.w_v", x, 1, d), t * d);
-        c.k = k;
-        c.v = v;
-        let a = attention(q, k, v, 1, t + 1, d, h, true).out;
-        x = addNorm(x, project(W, p, "self_attn.w_o", a, 1, d), 1, d,
-          W[p + "sub1.norm.weight"], W[p + "sub1.norm.bias"]);
+        // (their keys and values are projected from the sublayer's input:
+        // LN(x) when Pre-Norm)
+        x = this.residual(p + "sub1.norm", x, 1, (y) => {
+          const q = project(W, p, "self_attn.w_q", y, 1, d);
+          const k = new Float32Array((t + 1) * d);
+          const v = new Float32Array((t + 1) * d);
+          k.set(c.k);
+          v.set(c.v);
+          k.set(project(W, p, "self_attn.w_k", y, 1, d), t * d);
+          v.set(project(W, p, "self_attn.w_v", y, 1, d), t * d);
+          c.k = k;
+          c.v = v;
+          const a = attention(q, k, v, 1, t + 1, d, h, true).out;
+          return project(W, p, "self_attn.w_o", a, 1, d);
+        });
         // cross-attention over the encoder memory (1, S)
-        const qc = project(W, p, "cross_attn.w_q", x, 1, d);
-        const cr = attention(qc, enc.cross[l].k, enc.cross[l].v, 1, enc.n, d, h, false);
-        crossWeights.push(cr.weights);
-        x = addNorm(x, project(W, p, "cross_attn.w_o", cr.out, 1, d), 1, d,
-          W[p + "sub2.norm.weight"], W[p + "sub2.norm.bias"]);
-        x = addNorm(x, ffn(W, p + "ffn.", x, 1, d, dff), 1, d,
-          W[p + "sub3.norm.weight"], W[p + "sub3.norm.bias"]);
+        x = this.residual(p + "sub2.norm", x, 1, (y) => {
+          const qc = project(W, p, "cross_attn.w_q", y, 1, d);
+          const cr = attention(qc, enc.cross[l].k, enc.cross[l].v, 1, enc.n, d, h, false);
+          crossWeights.push(cr.weights);
+          return project(W, p, "cross_attn.w_o", cr.out, 1, d);
+        });
+        x = this.residual(p + "sub3.norm", x, 1, (y) => ffn(W, p + "ffn.", y, 1, d, dff));
       }
+      if (this.arch.final_norm) x = this.norm("decoder.norm", x, 1);
       cache.length = t + 1;
       const V = this.phonemes.length;
       const logits = linear(x, 1, W["generator.weight"], W["generator.bias"], d, V);
@@ -263,19 +471,21 @@
       const lse = Math.fround(max + Math.log(sum));
       const logp = new Float32Array(V);
       for (let i = 0; i < V; i++) logp[i] = logits[i] - lse;
-      logp[this.cfg.pad_id] = -Infinity; // PAD is never a next token
+      logp[this.ids.pad_id] = -Infinity; // PAD is never a next token
       return { logp, crossWeights };
     }
 
-    // a word -> source ids: its letters, then EOS (S,)
+    // a word -> source ids: its letters, then the letters' EOS (S,)
     source(word) {
-      return [...word].map((ch) => this.letters.indexOf(ch)).concat(this.cfg.eos_id);
+      return [...word].map((ch) => this.letters.indexOf(ch)).concat(this.srcEos);
     }
 
     // the most probable phoneme at every step, up to len(word) + 15 of them
     // (utils.pronunciation.pronounce); attention[layer][head][step] (S,)
     greedy(word) {
-      const { bos_id: bos, eos_id: eos, num_layers: L, num_heads: h } = this.cfg;
+      const { bos_id: bos, eos_id: eos } = this.ids;
+      const L = this.arch.num_decoder_layers;
+      const h = this.arch.num_heads;
       const src = this.source(word);
       const enc = this.encode(src);
       const cache = this.startCache();
@@ -301,7 +511,7 @@
     // compete (they continue with PAD at no cost); the n best, finished
     // first. Returns [{phonemes, score}], best first.
     beam(word, k = 4, numReturn = 4, alpha = 0) {
-      const { pad_id: pad, bos_id: bos, eos_id: eos } = this.cfg;
+      const { pad_id: pad, bos_id: bos, eos_id: eos } = this.ids;
       const V = this.phonemes.length;
       const src = this.source(word);
       const enc = this.encode(src);
@@ -380,6 +590,7 @@
       loading: "Loading the weights…",
       loaded: (mb) => `Loaded: ${mb} MB of weights and test words, computed in your browser.`,
       failed: "The weights could not be loaded.",
+      refused: (why) => `This page cannot run the exported model: ${why}.`,
       label: "Type an English word (or an invented one):",
       placeholder: "e.g. pronunciation",
       empty: "Type a word: the letters a to z.",
@@ -403,6 +614,7 @@
       loading: "正在加载权重……",
       loaded: (mb) => `已加载：${mb} MB 的权重和测试词，全部在你的浏览器里计算。`,
       failed: "权重未能加载。",
+      refused: (why) => `本页无法运行导出的模型：${why}。`,
       label: "输入一个英语单词（也可以是自造的词）：",
       placeholder: "例如 pronunciation",
       empty: "请输入一个单词：字母 a 到 z。",
@@ -491,7 +703,17 @@
       script.onload = () => {
         const data = window.PRONOUNCER_DATA;
         api.data = data;
-        api.model = new Pronouncer(data);
+        try {
+          api.model = new Pronouncer(data);
+        } catch (err) {
+          if (!(err instanceof ExportError)) throw err;
+          // an export this script cannot compute: say why, compute nothing
+          button.remove();
+          status.textContent = T.refused(err.message);
+          status.classList.add("pl-refused");
+          root.dataset.state = "refused";
+          return;
+        }
         button.remove();
         const bytes = data.fp16.length + JSON.stringify(data.test).length;
         status.textContent = T.loaded((bytes / 1e6).toFixed(1));
@@ -506,7 +728,7 @@
   }
 
   function start(root, api, data, T) {
-    const maxLetters = data.config.max_len - 16; // len + 1 + 15 positions
+    const maxLetters = api.model.maxLen - 16; // len + 1 + 15 positions
     const input = el("input", {
       type: "text",
       class: "pl-input",
@@ -597,6 +819,12 @@
     input.addEventListener("input", run);
     input.focus();
   }
+
+  // Node (the tests): the engine alone, no widget
+  if (typeof module === "object" && module.exports) {
+    module.exports = { Pronouncer, checkExport, ExportError, FORMAT, FORMAT_VERSION };
+  }
+  if (!IN_PAGE) return;
 
   window.PronouncerModel = Pronouncer; // for tests and the curious
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
 
-from ..checks import check_int
+from utils.checks import check_int
 from .base import bracket, canvas, label, shape_text
 from .shapes import arrow, box
 

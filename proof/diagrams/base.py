@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import torch
 
-from ..checks import check_number
+from utils.checks import check_number
 
 # One fill colour per role, used across all chapters so a reader learns them
 # once.
@@ -25,7 +25,7 @@ COLORS = {
 EDGE = "#333333"
 # inches: wider figures are shrunk on the site and their text gets small
 MAX_WIDTH = 7.2
-MIN_FONT = (  # utils.figures checks the size each text shows at on a phone
+MIN_FONT = (  # proof.figures checks the size each text shows at on a phone
     9  # points: the smallest text the site shows legibly at natural size
 )
 

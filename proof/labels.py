@@ -1,7 +1,7 @@
 """The language of figure text: English, or Chinese from one label table.
 
-``utils.setup(seed, language="zh")`` (or the environment variable
-``COURSE_LANGUAGE=zh``) makes ``utils.figures`` replace every English text
+``proof.setup(seed, language="zh")`` (or the environment variable
+``COURSE_LANGUAGE=zh``) makes ``proof.figures`` replace every English text
 of a figure (titles, axis labels, legend entries, word tick labels,
 annotations, diagram labels) by its entry in ``locale/zh/figures/labels.yml``
 just before the figure is drawn. Numbers, symbols and maths stay as they are.
@@ -60,7 +60,7 @@ NO_FONT = "No CJK font installed: the figures stay in English."
 
 def no_font_notice() -> None:
     """Say, once per process, that the figures stay in English (both
-    ``utils.runtime.ensure_cjk_font`` and ``set_language`` find out)."""
+    ``proof.runtime.ensure_cjk_font`` and ``set_language`` find out)."""
     if not _state["told"]:
         print(NO_FONT)
         _state["told"] = True

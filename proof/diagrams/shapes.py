@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
-from ..checks import check_number
+from utils.checks import check_number
 from .base import COLORS, EDGE, Box, _fontsize, _kind, _point
 
 

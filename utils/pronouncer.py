@@ -1,64 +1,45 @@
-"""Chapter 8's translator: one config, the model it describes, its training
-run and a cache of that run.
+"""Chapter 8's pronouncer: one config, the model it describes and its
+training run.
 
-- ``TranslatorConfig``: every setting of the model, the data and the recipe,
+- ``PronouncerConfig``: every setting of the model, the data and the recipe,
   with its default, in one dataclass (as nanoGPT's ``GPTConfig``);
   ``dataclasses.replace(cfg, warmup_steps=1)`` gives a variant.
-- ``build_translator(cfg)``: the ``utils.model.Transformer`` it describes,
-  with random weights.
-- ``train_translator(cfg, splits=None)``: trains one from scratch on the number
-  task of ``utils.translation`` (or on the ``splits`` a caller passes),
-  deterministically; returns ``(model, history)``.
-- ``load_or_train_translator(cfg)``: the same, cached in a file keyed by the
-  config, the data and the numeric mode.
+- ``build_pronouncer(cfg, vocab_src, vocab_tgt)``: the
+  ``utils.model.Transformer`` it describes, with random weights.
+- ``train_pronouncer(cfg, splits, vocabs)``: trains one from scratch with
+  ``utils.training.train``, deterministically; returns ``(model, history)``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import json
 import pathlib
 import time
 
 import torch
 
+from .batches import Vocab, encode_batch, group_pairs, make_batches
 from .checks import check_bool, check_int, check_number, check_probability
 from .decoding import greedy_decode
 from .model import Transformer
-from .runtime import numeric_fingerprint, threads
 from .training import (
-    Progress,
     evaluate_loss,
     load_checkpoint,
     noam_scheduler,
     paper_adam,
     save_checkpoint,
-    train_step,
-)
-from .translation import (
-    Vocab,
-    balance_by_size,
-    encode_batch,
-    group_pairs,
-    make_batches,
-    make_splits,
-    source_vocab,
-    target_vocab,
+    teacher_forced_loss,
+    threads,
+    train,
 )
 
-__all__ = [
-    "TranslatorConfig",
-    "build_translator",
-    "train_translator",
-    "load_or_train_translator",
-]
+__all__ = ["PronouncerConfig", "build_pronouncer", "train_pronouncer"]
 
 
 @dataclasses.dataclass(frozen=True)
-class TranslatorConfig:
-    """Every setting of chapter 8's translator, and its default."""
+class PronouncerConfig:
+    """Every setting of chapter 8's pronouncer, and its default."""
 
     # the model: a small Post-Norm Transformer
     d_model: int = 64
@@ -68,11 +49,11 @@ class TranslatorConfig:
     dropout: float = 0.1
     norm_first: bool = False
     max_len: int = 64
-    # the data: sources of at most max_train_words words are trained on;
-    # each number size (1-99, 100-999, 1,000-9,999, 10,000+) fills at least
-    # min_size_share of an epoch, by repetition
+    # the retired numbers task's data settings, kept because stored runs
+    # record them (tools/numbers_task.py reads them; here min_size_share
+    # must be 0: the pairs are trained on as given)
     max_train_words: int = 6
-    min_size_share: float = 0.1
+    min_size_share: float = 0.0
     # the recipe: label-smoothed loss, paper_adam, the warm-up schedule
     # (warmup=False: the same peak and decay, without the ramp)
     label_smoothing: float = 0.1
@@ -112,22 +93,18 @@ class TranslatorConfig:
 
 
 def _check_config(cfg) -> None:
-    if not isinstance(cfg, TranslatorConfig):
+    if not isinstance(cfg, PronouncerConfig):
         raise TypeError(
-            f"cfg must be a TranslatorConfig, got {type(cfg).__name__}"
+            f"cfg must be a PronouncerConfig, got {type(cfg).__name__}"
         )
 
 
-def build_translator(
-    cfg: TranslatorConfig,
-    vocab_src: Vocab | None = None,
-    vocab_tgt: Vocab | None = None,
+def build_pronouncer(
+    cfg: PronouncerConfig, vocab_src: Vocab, vocab_tgt: Vocab
 ) -> Transformer:
-    """The Transformer that ``cfg`` describes, with random weights (seed
-    torch first for a fixed draw); the vocabularies default to the task's."""
+    """The Transformer that ``cfg`` describes for these vocabularies, with
+    random weights (seed torch first for a fixed draw)."""
     _check_config(cfg)
-    vocab_src = vocab_src or source_vocab()
-    vocab_tgt = vocab_tgt or target_vocab()
     return Transformer(
         len(vocab_src),
         len(vocab_tgt),
@@ -172,29 +149,27 @@ def _first_sources(pairs, n: int) -> tuple[list, list]:
     return [(list(k), v[0]) for k, v in refs.items()], list(refs.values())
 
 
-def train_translator(
-    cfg: TranslatorConfig,
-    splits: dict | None = None,
+def train_pronouncer(
+    cfg: PronouncerConfig,
+    splits: dict,
+    vocabs: tuple[Vocab, Vocab],
     device: torch.device | str | None = None,
     progress: bool = True,
-    vocabs: tuple[Vocab, Vocab] | None = None,
     checkpoint: str | pathlib.Path | None = None,
     checkpoint_every: int = 500,
     max_seconds: float | None = None,
     init: dict[str, torch.Tensor] | None = None,
     stop_after: int | None = None,
 ) -> tuple[Transformer, dict]:
-    """Train the translator that ``cfg`` describes from scratch,
-    deterministically.
+    """Train the pronouncer that ``cfg`` describes from scratch,
+    deterministically, with ``utils.training.train``.
 
     Data: ``splits`` (a dict with ``"train"`` and ``"valid"`` lists of
-    ``(source tokens, target tokens)`` pairs; default ``make_splits(cfg.seed,
-    cfg.max_train_words)``) and ``vocabs`` (default: the task's). Each epoch
-    is the training pairs, balanced by ``balance_by_size``, in
-    length-bucketed batches reshuffled per epoch. Optimiser: ``paper_adam``
-    with ``noam_scheduler``; loss: label-smoothed cross-entropy. On CPU the
-    loop uses one thread (tiny matrices; robust on a busy machine),
-    restored after.
+    ``(source tokens, target tokens)`` pairs) and ``vocabs`` (source,
+    target). Each epoch is the training pairs in length-bucketed batches
+    reshuffled per epoch. Optimiser: ``paper_adam`` with ``noam_scheduler``;
+    loss: label-smoothed ``teacher_forced_loss``. On CPU the loop uses one
+    thread (tiny matrices; robust on a busy machine), restored after.
 
     Returns ``(model, history)``; the model is in eval mode on ``device``.
     ``history`` holds per step ``"train_loss"`` and ``"lr"``, every
@@ -218,17 +193,18 @@ def train_translator(
     first steps of the run (to replay a stored run's beginning).
     """
     _check_config(cfg)
-    check_bool(progress, "progress")
+    if cfg.min_size_share != 0:
+        raise ValueError(
+            f"cfg.min_size_share must be 0 (balance the pairs before "
+            f"passing them), got {cfg.min_size_share}"
+        )
     check_int(checkpoint_every, "checkpoint_every", 1)
     if max_seconds is not None:
         check_number(max_seconds, "max_seconds", 0.0)
     if stop_after is not None:
         check_int(stop_after, "stop_after", 1)
     device = torch.device(device if device is not None else "cpu")
-    vocab_src, vocab_tgt = vocabs or (source_vocab(), target_vocab())
-    if splits is None:
-        splits = make_splits(cfg.seed, max_train_words=cfg.max_train_words)
-    train = balance_by_size(splits["train"], cfg.min_size_share)
+    vocab_src, vocab_tgt = vocabs
     valid = make_batches(
         splits["valid"], 500, vocab_src, vocab_tgt, seed=None, device=device
     )
@@ -238,10 +214,9 @@ def train_translator(
     exact_src, _ = encode_batch(exact_pairs, vocab_src, vocab_tgt, device)
     pad = vocab_tgt.pad_id
 
-    cpu = device.type == "cpu"
-    with threads(1) if cpu else contextlib.nullcontext():
+    with threads(1) if device.type == "cpu" else contextlib.nullcontext():
         torch.manual_seed(cfg.seed)
-        model = build_translator(cfg, vocab_src, vocab_tgt).to(device)
+        model = build_pronouncer(cfg, vocab_src, vocab_tgt).to(device)
         if init is not None:
             _load_part(model, init)
         optimizer = paper_adam(model.parameters())
@@ -262,32 +237,33 @@ def train_translator(
             "valid_exact": [],
             "config": dataclasses.asdict(cfg),
         }
-        epoch, batches = 0, []
+        place = {"epoch": 0, "batches": []}  # the epoch, its batches left
         if checkpoint is not None and pathlib.Path(checkpoint).is_file():
             saved = load_checkpoint(checkpoint, model, optimizer, scheduler)
             if saved["history"]["config"] != history["config"]:
                 raise ValueError(f"checkpoint {checkpoint} is of another cfg")
-            history, epoch = saved["history"], saved["epoch"]
-            if epoch:  # the batches of this epoch not trained on yet
-                seed = cfg.seed * 1000 + epoch - 1
-                batches = group_pairs(train, cfg.batch_size, seed)[::-1]
-                batches = batches[: saved["left"]]
-        done = len(history["train_loss"])
-        bar = Progress(cfg.steps, "training", enabled=progress)
-        bar.update(done)
+            history, place["epoch"] = saved["history"], saved["epoch"]
+            if place["epoch"]:  # the batches of this epoch not trained on yet
+                seed = cfg.seed * 1000 + place["epoch"] - 1
+                batches = group_pairs(splits["train"], cfg.batch_size, seed)
+                place["batches"] = batches[::-1][: saved["left"]]
         before, start = history.pop("seconds", 0.0), time.perf_counter()
-        for step in range(done + 1, cfg.steps + 1):
-            if not batches:  # a new epoch, in a new order
-                seed = cfg.seed * 1000 + epoch
-                batches = group_pairs(train, cfg.batch_size, seed)[::-1]
-                epoch += 1
-            src, tgt = encode_batch(
-                batches.pop(), vocab_src, vocab_tgt, device
-            )
+
+        def batches():  # epoch after epoch, each in a new order
+            while True:
+                if not place["batches"]:
+                    seed = cfg.seed * 1000 + place["epoch"]
+                    groups = group_pairs(splits["train"], cfg.batch_size, seed)
+                    place["batches"] = groups[::-1]
+                    place["epoch"] += 1
+                pairs = place["batches"].pop()
+                yield encode_batch(pairs, vocab_src, vocab_tgt, device)
+
+        def loss_fn(model, batch):  # and the rate this step is taken at
             history["lr"].append(optimizer.param_groups[0]["lr"])
-            loss = train_step(
-                model, src, tgt, optimizer, scheduler, cfg.label_smoothing, pad
-            )
+            return teacher_forced_loss(model, batch, cfg.label_smoothing, pad)
+
+        def evaluate(step: int, loss: float) -> None:
             history["train_loss"].append(loss)
             if step % cfg.eval_every == 0 or step == cfg.steps:
                 history["valid_step"].append(step)
@@ -297,7 +273,8 @@ def train_translator(
                 history["valid_exact"].append(
                     _exact_match(model, exact_src, exact_refs, vocab_tgt)
                 )
-            bar.update()
+
+        def save_or_stop(step: int, loss: float) -> bool:
             late = max_seconds is not None and (
                 time.perf_counter() - start > max_seconds
             )
@@ -310,13 +287,23 @@ def train_translator(
                     model,
                     optimizer,
                     scheduler,
-                    epoch=epoch,
-                    left=len(batches),
+                    epoch=place["epoch"],
+                    left=len(place["batches"]),
                     history={**history, "seconds": before + seconds},
                 )
-            if late or (stop_after is not None and step >= stop_after):
-                break
-        bar.close()
+            return late or (stop_after is not None and step >= stop_after)
+
+        train(
+            model,
+            optimizer,
+            batches(),
+            loss_fn,
+            cfg.steps,
+            scheduler=scheduler,
+            start=len(history["train_loss"]),
+            hooks=(evaluate, save_or_stop),
+            progress=progress,
+        )
         history["seconds"] = before + time.perf_counter() - start
     model.eval()
     return model, history
@@ -338,57 +325,3 @@ def _load_part(model: Transformer, init) -> None:
                 f"the model's is {tuple(state[name].shape)}"
             )
     model.load_state_dict({**state, **init})
-
-
-def _cache_path(cfg, splits, device, vocabs, directory) -> pathlib.Path:
-    key = {
-        "config": dataclasses.asdict(cfg),
-        "numeric": numeric_fingerprint(),
-        "device": device.type,
-    }
-    if splits is not None:  # a caller's own data: its content is the key
-        key["splits"] = {k: splits[k] for k in ("train", "valid")}
-    if vocabs is not None:
-        key["vocabs"] = [v.itos for v in vocabs]
-    text = json.dumps(key, sort_keys=True).encode()
-    name = hashlib.sha256(text).hexdigest()[:12]
-    return pathlib.Path(directory) / f"translator-{name}.pt"
-
-
-def load_or_train_translator(
-    cfg: TranslatorConfig,
-    splits: dict | None = None,
-    device: torch.device | str | None = None,
-    progress: bool = True,
-    directory: str | pathlib.Path = ".",
-    force: bool = False,
-    vocabs: tuple[Vocab, Vocab] | None = None,
-) -> tuple[Transformer, dict]:
-    """``train_translator(cfg, splits, device, progress, vocabs)``, cached:
-    the weights and history are saved to ``directory/translator-<hash>.pt``
-    and loaded from there next time.
-
-    The hash covers every field of ``cfg`` (the seed included), the data a
-    caller passed, the device type and ``numeric_fingerprint()`` (torch
-    version, CPU code path, MKL branch): same key, same file, so chapter 9
-    reuses chapter 8's run in one checkout and numeric mode, and retrains
-    (deterministically) when it runs alone or in another mode.
-    ``force=True`` trains (and rewrites the file) even when a cached run
-    exists. ``history["cached"]`` says which happened.
-    """
-    _check_config(cfg)
-    check_bool(force, "force")
-    device = torch.device(device if device is not None else "cpu")
-    path = _cache_path(cfg, splits, device, vocabs, directory)
-    if path.is_file() and not force:
-        saved = torch.load(path, map_location="cpu", weights_only=False)
-        model = build_translator(cfg, *(vocabs or ()))
-        model.load_state_dict(saved["state_dict"])
-        model.to(device).eval()
-        return model, {**saved["history"], "cached": True}
-    model, history = train_translator(cfg, splits, device, progress, vocabs)
-    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    tmp = path.with_suffix(".tmp")  # whole or absent, never half written
-    torch.save({"state_dict": state, "history": history}, tmp)
-    tmp.replace(path)
-    return model, {**history, "cached": False}

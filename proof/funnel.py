@@ -1,10 +1,11 @@
-"""Route every figure a notebook shows through ``utils.figures``.
+"""Route every figure a notebook shows through ``proof.figures``.
 
-``install`` (called by ``plotting.use_course_style`` in IPython) replaces the
-inline backend's figure formatters with one that finishes (translates,
-checks) and encodes the figure, and appends a call to the end of every cell,
-so figures the backend shows after the cell are checked too and a failed
-check raises in the cell that drew the figure.
+``install`` (called by ``proof.setup`` in IPython, under the test harness or
+in a Chinese notebook) replaces the inline backend's figure formatters with
+one that finishes (translates and, with ``check``, checks) and encodes the
+figure, and appends a call to the end of every cell, so figures the backend
+shows after the cell are finished too and a failed check raises in the cell
+that drew the figure. Without ``check`` nothing it adds can raise.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from matplotlib.figure import Figure
 from .figures import FigureError, encode, finish
 
 _errors: list[BaseException] = []
+_check = {"on": True}
 
 
 def _drop_inline_formatters(ip) -> None:
@@ -39,7 +41,7 @@ def _bundle(fig: Figure):
 
     _drop_inline_formatters(get_ipython())
     try:
-        finish(fig)
+        finish(fig, check=_check["on"])
     except FigureError as error:
         _errors.append(error)  # raised at the end of the cell (_cell_end)
     return encode(fig)
@@ -50,7 +52,7 @@ def _cell_end(value=None):
     inline backend shows them after the cell), raise any figure error."""
     for manager in Gcf.get_all_fig_managers():
         try:
-            finish(manager.canvas.figure)
+            finish(manager.canvas.figure, check=_check["on"])
         except FigureError as error:
             _errors.append(error)
     if _errors:
@@ -74,8 +76,10 @@ class _AtCellEnd(ast.NodeTransformer):
         return ast.fix_missing_locations(node)
 
 
-def install(ip) -> None:
-    """Route every figure ``ip`` displays through the funnel."""
+def install(ip, check: bool = True) -> None:
+    """Route every figure ``ip`` displays through the funnel; ``check``:
+    also check each (legible, no overlaps) and raise on a failure."""
+    _check["on"] = bool(check)
     plt.get_backend()  # loads the inline backend, which adds formatters
     _drop_inline_formatters(ip)
     ip.display_formatter.mimebundle_formatter.for_type(Figure, _bundle)

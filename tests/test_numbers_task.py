@@ -1,21 +1,12 @@
-"""The number-translation task: hand-checked translations, disjoint splits,
-vocabularies, batches."""
+"""The retired numbers task (tools/numbers_task.py, for chapter 9's sweep):
+hand-checked translations, disjoint splits, balancing by size."""
 
 from __future__ import annotations
 
 import pytest
-import torch
 
 from utils.numerals import MAX_NUMBER, chinese_numerals, english_words
-from utils.translation import (
-    Vocab,
-    encode_batch,
-    make_batches,
-    make_splits,
-    pad_fraction,
-    source_vocab,
-    target_vocab,
-)
+from tools.numbers_task import make_splits
 
 # Written by hand (not by the code under test): number, English, Chinese.
 HAND = [
@@ -96,51 +87,6 @@ def test_splits_are_deterministic_and_depend_on_the_seed():
     assert make_splits(seed=0)["test"][:50] != make_splits(seed=1)["test"][:50]
 
 
-def test_vocab_round_trip_and_specials():
-    vs, vt = source_vocab(), target_vocab()
-    assert (vs.pad_id, vs.bos_id, vs.eos_id) == (0, 1, 2)
-    assert len(vt) == 3 + 14 and len(vs) == 3 + 30
-    ids = vt.encode(list("一万零五"), bos=True)
-    assert ids[0] == vt.bos_id and ids[-1] == vt.eos_id and len(ids) == 6
-    assert vt.decode(ids + [vt.pad_id, 5]) == list("一万零五")  # stops at EOS
-    assert vt.decode(torch.tensor(ids)) == list("一万零五")
-    with pytest.raises(ValueError, match="not in the vocabulary"):
-        vs.encode(["eleventy"])
-    with pytest.raises(TypeError, match="not a str"):
-        vs.encode("one")
-    with pytest.raises(ValueError, match="outside"):
-        vt.decode([99])
-    with pytest.raises(ValueError, match="special"):
-        Vocab(["<pad>"])
-
-
-def test_encode_batch_layout():
-    vs, vt = source_vocab(), target_vocab()
-    pairs = [(english_words(n), chinese_numerals(n)) for n in (5, 12305)]
-    src, tgt = encode_batch(pairs, vs, vt)
-    assert src.shape == (2, 7) and tgt.shape == (2, 10)
-    assert src[0].tolist() == [vs.stoi["five"], vs.eos_id] + [vs.pad_id] * 5
-    assert tgt[0, :3].tolist() == [vt.bos_id, vt.stoi["五"], vt.eos_id]
-    assert (tgt[0, 3:] == vt.pad_id).all() and (tgt[1] != vt.pad_id).all()
-    with pytest.raises(ValueError, match="pairs"):
-        encode_batch([], vs, vt)
-
-
-def test_bucketing_keeps_every_pair_and_saves_padding():
-    vs, vt = source_vocab(), target_vocab()
-    pairs = make_splits(seed=0)["valid"]
-    plain = make_batches(pairs, 32, vs, vt, seed=0, bucket=False)
-    bucketed = make_batches(pairs, 32, vs, vt, seed=0, bucket=True)
-
-    def rows(batches):
-        return sorted(tuple(vs.decode(r)) for s, _ in batches for r in s)
-
-    assert rows(plain) == rows(bucketed) == sorted(tuple(s) for s, _ in pairs)
-    assert pad_fraction(bucketed) < 0.5 * pad_fraction(plain)
-    with pytest.raises(TypeError, match="batch_size"):
-        make_batches(pairs, 3.0, vs, vt)
-
-
 def test_bad_numbers():
     with pytest.raises(ValueError, match="n must be"):
         english_words(0)
@@ -152,41 +98,8 @@ def test_bad_numbers():
         make_splits(n_valid=60000)
 
 
-def test_use_chinese_font_both_paths(monkeypatch):
-    """With a CJK font it joins matplotlib's family list; without one it says
-    False and leaves the style alone, so figures fall back to ``PINYIN``."""
-    import matplotlib.pyplot as plt
-    from matplotlib import font_manager
-
-    from utils.numerals import PINYIN
-    from utils.translation import use_chinese_font
-
-    class Font:
-        def __init__(self, name):
-            self.name = name
-
-    with plt.rc_context({"font.family": ["DejaVu Sans"]}):
-        monkeypatch.setattr(
-            font_manager.fontManager, "ttflist", [Font("DejaVu Sans")]
-        )
-        assert use_chinese_font() is False
-        assert list(plt.rcParams["font.family"]) == ["DejaVu Sans"]
-        monkeypatch.setattr(
-            font_manager.fontManager,
-            "ttflist",
-            [Font("DejaVu Sans"), Font("WenQuanYi Zen Hei")],
-        )
-        assert use_chinese_font() is True
-        assert list(plt.rcParams["font.family"]) == [
-            "DejaVu Sans",
-            "WenQuanYi Zen Hei",
-        ]
-    assert set(PINYIN) == set("零一二三四五六七八九十百千万")
-    assert all(name.isascii() for name in PINYIN.values())
-
-
 def test_read_english_and_size_classes_agree_with_the_generator():
-    from utils.translation import SIZE_CLASSES, read_english, size_class
+    from tools.numbers_task import SIZE_CLASSES, read_english, size_class
 
     for n in (1, 19, 99, 100, 999, 1000, 1005, 9999, 10000, 12305, 99999):
         words = english_words(n)
@@ -198,7 +111,7 @@ def test_read_english_and_size_classes_agree_with_the_generator():
 def test_balance_by_size_repeats_rare_sizes_only():
     from collections import Counter
 
-    from utils.translation import balance_by_size, size_class
+    from tools.numbers_task import balance_by_size, size_class
 
     train = make_splits(seed=0)["train"]
     assert balance_by_size(train, 0.0) == train

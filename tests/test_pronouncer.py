@@ -1,0 +1,135 @@
+"""Chapter 8's pronouncer: one config, the model it builds, a deterministic
+training run that a checkpoint continues (on the retired numbers task's
+pairs: any pairs of token lists will do)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from tools.numbers_task import make_splits, source_vocab, target_vocab
+from utils.pronouncer import (
+    PronouncerConfig,
+    build_pronouncer,
+    train_pronouncer,
+)
+from utils.training import noam_lr
+
+TINY = PronouncerConfig(
+    d_model=16, num_heads=2, num_layers=1, d_ff=32, eval_every=3, steps=6
+)
+VOCABS = (source_vocab(), target_vocab())
+SPLITS = make_splits(0)
+
+
+def _train(cfg, splits=SPLITS, **kwargs):
+    return train_pronouncer(cfg, splits, VOCABS, progress=False, **kwargs)
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_the_config_builds_the_model_it_describes():
+    cfg = PronouncerConfig()
+    model = build_pronouncer(dataclasses.replace(cfg, num_layers=3), *VOCABS)
+    assert len(model.encoder.layers) == len(model.decoder.layers) == 3
+    layer = model.encoder.layers[0]
+    assert layer.self_attn.w_q.weight.shape == (cfg.d_model, cfg.d_model)
+    assert model.src_embed.lut.weight.shape[0] == len(source_vocab())
+    assert model.generator.weight.shape[0] == len(target_vocab())
+
+
+def test_train_pronouncer_is_deterministic_and_restores_threads():
+    torch.set_num_threads(2)
+    a = _train(TINY)
+    b = _train(TINY)
+    c = _train(dataclasses.replace(TINY, seed=1))
+    assert torch.get_num_threads() == 2
+    model, h = a
+    assert not model.training
+    assert len(h["train_loss"]) == len(h["lr"]) == 6
+    assert h["valid_step"] == [3, 6]
+    assert h["train_loss"] == b[1]["train_loss"]
+    assert h["valid_loss"] == b[1]["valid_loss"]
+    assert h["train_loss"] != c[1]["train_loss"]
+    w, f = TINY.warmup_steps, TINY.factor
+    assert h["lr"] == [noam_lr(s, 16, w, f) for s in range(1, 7)]
+    assert h["config"] == dataclasses.asdict(TINY)
+    # greedy exact match on the validation set at every check: a share
+    assert len(h["valid_exact"]) == len(h["valid_step"])
+    assert all(0 <= x <= 1 for x in h["valid_exact"])
+    assert h["valid_exact"] == b[1]["valid_exact"]
+    for p, q in zip(a[0].parameters(), b[0].parameters()):
+        assert torch.equal(p, q)
+
+
+def test_the_splits_are_the_data_trained_on():
+    # only numbers with "five": the batches cannot hold anything else
+    five = [p for p in SPLITS["train"] if "five" in p[0]]
+    own = {"train": five, "valid": SPLITS["valid"][:50]}
+    _, h_own = _train(TINY, own)
+    _, h_all = _train(TINY)
+    assert h_own["train_loss"] != h_all["train_loss"]
+    # the validation pairs are only measured: other ones change no loss
+    other = {"train": SPLITS["train"], "valid": SPLITS["valid"][50:99]}
+    _, h_other = _train(TINY, other)
+    assert h_other["train_loss"] == h_all["train_loss"]
+    assert h_other["valid_loss"] != h_all["valid_loss"]
+
+
+def test_a_stopped_run_continues_to_the_same_result(tmp_path):
+    """Stopped after steps 1 and 2 (mid-epoch) and continued from its
+    checkpoint, a run crosses epochs and ends as one never stopped."""
+    splits = {"train": SPLITS["train"][:300], "valid": SPLITS["valid"]}
+    cfg = dataclasses.replace(TINY, steps=8, eval_every=4)  # 3 batches/epoch
+    whole = _train(cfg, splits)
+    path = tmp_path / "run.pt"
+    for done in (1, 2):  # max_seconds=0: stop after one step
+        _, h = _train(cfg, splits, checkpoint=path, max_seconds=0)
+        assert len(h["train_loss"]) == done
+    model, h = _train(cfg, splits, checkpoint=path, checkpoint_every=3)
+    for key in ("train_loss", "lr", "valid_step", "valid_loss", "valid_exact"):
+        assert h[key] == whole[1][key], key
+    for p, q in zip(model.parameters(), whole[0].parameters()):
+        assert torch.equal(p, q)
+    other = dataclasses.replace(cfg, dropout=0.0)
+    with pytest.raises(ValueError, match="another cfg"):
+        _train(other, splits, checkpoint=path)
+
+
+def test_exact_match_counts_any_target_of_a_source():
+    from utils.pronouncer import _first_sources
+
+    pairs = [(["a"], ["x"]), (["b"], ["y"]), (["a"], ["z"]), (["c"], ["w"])]
+    firsts, refs = _first_sources(pairs, 2)
+    assert firsts == [(["a"], ["x"]), (["b"], ["y"])]
+    assert refs == [[["x"], ["z"]], [["y"]]]
+
+
+def test_stop_after_replays_the_first_steps():
+    whole = _train(TINY)[1]
+    first = _train(TINY, stop_after=4)[1]
+    assert first["train_loss"] == whole["train_loss"][:4]
+    assert first["lr"] == whole["lr"][:4] and first["valid_step"] == [3]
+
+
+def test_bad_settings_name_the_field():
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        PronouncerConfig(d_modle=8)
+    with pytest.raises(ValueError, match="steps"):
+        PronouncerConfig(steps=0)
+    with pytest.raises(TypeError, match="d_model"):
+        PronouncerConfig(d_model=64.0)
+    with pytest.raises(ValueError, match="label_smoothing"):
+        PronouncerConfig(label_smoothing=1.0)
+    with pytest.raises(ValueError, match="factor"):
+        PronouncerConfig(factor=0)
+    with pytest.raises(ValueError, match=r"cooldown_steps must be < steps"):
+        PronouncerConfig(steps=10, cooldown_steps=10)
+    with pytest.raises(TypeError, match="cfg must be a PronouncerConfig"):
+        train_pronouncer({"steps": 1}, SPLITS, VOCABS, progress=False)
+    balanced = dataclasses.replace(TINY, min_size_share=0.1)
+    with pytest.raises(ValueError, match="min_size_share must be 0"):
+        _train(balanced)

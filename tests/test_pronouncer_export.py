@@ -1,0 +1,390 @@
+"""The live pronouncer's export (tools/export_pronouncer.py) carries the whole
+architecture, and the page's JavaScript engine (_static/pronouncer/
+pronouncer.js) computes what it describes, Pre-Norm as well as Post-Norm.
+
+Fast: small random models, no browser. The engine runs under Node
+(``require`` gives it without the widget); the export it reads is the real
+weights.js file, evaluated as the page's ``<script>`` tag would. For a
+random Pre-Norm model and a random Post-Norm one (odd sizes, so the
+linear layers' remainder loop runs too; random LayerNorm weights, so the
+final norms count), exported through a checkpoint as the stored pronouncer
+is, the engine must give:
+
+- the greedy phonemes of ``pr.pronounce``, exactly;
+- at every step of that output, the log-probabilities of PyTorch's
+  teacher-forced forward pass (``log_softmax`` of the logits) within
+  ``LOGP_TOL``, PAD at -inf, as ``utils.decoding`` sets it;
+- the cross-attention weights of the teacher-forced decoder within
+  ``ATTENTION_TOL``;
+- the beam list of ``pr.pronounce_beam`` (beam 4, 4 returned) in order,
+  scores within ``SCORE_TOL``.
+
+And it must refuse, with a message naming the problem, a tampered export:
+another format version, another format, a missing or unknown architecture
+field, a setting it does not compute, a missing or misshapen tensor.
+The exporter itself must refuse a model the page would get wrong.
+tests/test_live_pronouncer.py (slow) checks the stored model in Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+from tools import ROOT
+from tools import export_pronouncer as ex
+from utils import pronunciation as pr
+from utils.layers import Residual
+from utils.model import Transformer
+
+ENGINE = ROOT / "_static" / "pronouncer" / "pronouncer.js"
+NODE = shutil.which("node") or shutil.which("nodejs")
+LOGP_TOL = 1e-4  # log-probabilities; seen: below 2e-6
+ATTENTION_TOL = 1e-5  # softmax weights in [0, 1]; seen: below 1e-6
+SCORE_TOL = 1e-4  # summed log-probabilities; seen: below 1e-5
+WORDS = ["a", "cat", "queue", "xylophone", "zzzq"]
+# odd sizes: d_model and d_ff not multiples of 4, 3 heads of 6
+SIZES = {"d_model": 18, "num_heads": 3, "num_layers": 2, "d_ff": 30}
+
+# Runs the engine on an export: argv = engine, weights.js, words (JSON).
+# Prints {"refused": message} or, per word, the greedy output, the
+# log-probabilities of each step of it (teacher-forced through the KV
+# cache; -inf as null), the greedy run's cross-attention and the beam list.
+DRIVER = r"""
+const fs = require("fs");
+const vm = require("vm");
+const [engine, weights, words] = process.argv.slice(2);
+const { Pronouncer, ExportError } = require(engine);
+const page = { window: {} };
+vm.runInNewContext(fs.readFileSync(weights, "utf8"), page);
+let model;
+try {
+  model = new Pronouncer(page.window.PRONOUNCER_DATA);
+} catch (err) {
+  if (!(err instanceof ExportError)) throw err;
+  console.log(JSON.stringify({ refused: err.message }));
+  process.exit(0);
+}
+const out = {};
+for (const word of JSON.parse(words)) {
+  const g = model.greedy(word);
+  const src = model.source(word);
+  const enc = model.encode(src);
+  const cache = model.startCache();
+  const ids = [model.ids.bos_id];
+  for (const p of g.phonemes) ids.push(model.phonemes.indexOf(p));
+  const logp = ids.slice(0, src.length + 15).map((t) => Array.from(
+    model.step(enc, cache, t).logp, (v) => (v === -Infinity ? null : v)));
+  out[word] = {
+    greedy: g.phonemes.join(" "),
+    logp,
+    attention: g.attention,
+    beam: model.beam(word, 4, 4, 0).map(
+      (r) => [r.phonemes.join(" "), r.score]),
+  };
+}
+console.log(JSON.stringify(out));
+"""
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    if NODE is None:
+        reason = (
+            "Node.js not found (Debian: apt-get install nodejs): the live "
+            "pronouncer's JavaScript engine cannot be run"
+        )
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true, so this may not skip: {reason}")
+        pytest.skip(reason)
+    return NODE
+
+
+def _random_checkpoint(path: pathlib.Path, norm_first: bool) -> Transformer:
+    """A random pronouncer saved as the stored one is (config + fp16
+    state dict); returns the model load_pronouncer gives back."""
+    torch.manual_seed(1 if norm_first else 2)
+    letters, phonemes = pr.letter_vocab(), pr.phoneme_vocab(False)
+    model = Transformer(
+        len(letters),
+        len(phonemes),
+        pad_id=letters.pad_id,
+        dropout=0.0,
+        norm_first=norm_first,
+        max_len=40,
+        **SIZES,
+    )
+    with torch.no_grad():  # LayerNorms away from 1 and 0: they count
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_(torch.randn_like(p) * 0.5 + (name.endswith("weight")))
+    config = {
+        **SIZES,
+        "norm_first": norm_first,
+        "max_len": 40,
+        "dropout": 0.0,
+    }
+    state = {k: v.half() for k, v in model.state_dict().items()}
+    torch.save({"config": config, "state_dict": state}, path)
+    loaded, cfg, stress = pr.load_pronouncer(path)
+    assert cfg.norm_first is norm_first and not stress
+    return loaded
+
+
+def _run(node: str, weights: pathlib.Path, words: list[str]) -> dict:
+    driver = weights.parent / "driver.js"
+    driver.write_text(DRIVER)
+    done = subprocess.run(
+        [node, str(driver), str(ENGINE), str(weights), json.dumps(words)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _data(weights: pathlib.Path) -> tuple[str, dict]:
+    text = weights.read_text()
+    start = text.index(ex.PREFIX) + len(ex.PREFIX)
+    return text[:start], json.loads(text[start:].rstrip().rstrip(";"))
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory) -> dict:
+    """norm -> (model, path of its weights.js), a random Pre-Norm model
+    ("pre") and a random Post-Norm one ("post")."""
+    out = {}
+    for norm in ("pre", "post"):
+        tmp = tmp_path_factory.mktemp(f"export-{norm}")
+        model = _random_checkpoint(tmp / "pronouncer.pt", norm == "pre")
+        out[norm] = (model, ex.export(tmp / "pronouncer.pt", tmp / "w.js"))
+    return out
+
+
+@pytest.fixture(params=["pre", "post"])
+def exported(request, exports):
+    """(norm, model, path of its weights.js), for each placement."""
+    return (request.param, *exports[request.param])
+
+
+def test_the_export_carries_the_architecture(exported):
+    norm, model, weights = exported
+    _, data = _data(weights)
+    assert (data["format"], data["format_version"]) == (ex.FORMAT, 2)
+    arch = data["architecture"]
+    assert arch == {
+        "model": "encoder-decoder",
+        "d_model": 18,
+        "num_heads": 3,
+        "num_encoder_layers": 2,
+        "num_decoder_layers": 2,
+        "d_ff": 30,
+        "activation": "relu",
+        "norm": norm,
+        "final_norm": norm == "pre",
+        "layer_norm_eps": 1e-5,
+        "embedding_scale": 18**0.5,
+        "positional": {"kind": "sinusoidal", "base": 10000.0, "max_len": 40},
+        "attention_bias": True,
+        "share_embeddings": False,
+    }
+    assert data["letters"]["tokens"] == pr.letter_vocab().itos
+    assert data["phonemes"]["eos_id"] == pr.phoneme_vocab(False).eos_id
+    names = [n for n, _, _ in data["tensors"]]
+    assert names == list(model.state_dict())
+    assert ("encoder.norm.weight" in names) == (norm == "pre")
+
+
+def _torch_answers(model, word: str, greedy: str) -> dict:
+    """PyTorch on ``word``: greedy and beam as the chapters decode, and the
+    log-probabilities and cross-attention of ``greedy`` teacher-forced."""
+    vocab = pr.phoneme_vocab(False)
+    src = pr.encode_words([word])
+    ys = torch.tensor([vocab.encode(greedy.split(), bos=True, eos=False)])
+    ys = ys[:, : src.size(1) + 15]
+    with torch.no_grad():
+        logp = torch.log_softmax(model(src, ys), dim=-1)[0]  # (T, V)
+    attention = torch.stack(
+        [layer.cross_weights[0] for layer in model.decoder.layers]
+    )  # (layers, heads, T, S)
+    beam = pr.pronounce_beam(model, [word], 4, num_return=4, stress=False)
+    return {
+        "greedy": " ".join(pr.pronounce(model, [word], stress=False)[0]),
+        "logp": logp,
+        "attention": attention,
+        "beam": [(" ".join(p), s) for p, s in beam[0]],
+    }
+
+
+def test_the_engine_computes_the_exported_model(node, exported):
+    norm, model, weights = exported
+    got = _run(node, weights, WORDS)
+    pad = pr.phoneme_vocab(False).pad_id
+    worst = {"logp": 0.0, "attention": 0.0, "score": 0.0}
+    for word in WORDS:
+        js = got[word]
+        want = _torch_answers(model, word, js["greedy"])
+        assert js["greedy"] == want["greedy"], (norm, word)
+        logp = torch.tensor(
+            [
+                [float("-inf") if v is None else v for v in row]
+                for row in js["logp"]
+            ]
+        )
+        assert logp.shape == want["logp"].shape, (norm, word)
+        assert (
+            torch.isinf(logp[:, pad]).all()
+            and logp.isfinite()[:, pad + 1 :].all()
+        )
+        keep = torch.arange(logp.size(1)) != pad
+        diff = (logp[:, keep] - want["logp"][:, keep]).abs().max().item()
+        worst["logp"] = max(worst["logp"], diff)
+        # the greedy run's attention: one row per step it took
+        attention = torch.tensor(js["attention"])
+        steps = attention.size(2)
+        assert attention.shape == want["attention"][:, :, :steps].shape
+        diff = (attention - want["attention"][:, :, :steps]).abs().max().item()
+        worst["attention"] = max(worst["attention"], diff)
+        assert [p for p, _ in js["beam"]] == [p for p, _ in want["beam"]], (
+            norm,
+            word,
+            js["beam"],
+            want["beam"],
+        )
+        for (_, s), (_, t) in zip(js["beam"], want["beam"]):
+            worst["score"] = max(worst["score"], abs(s - t))
+    print(f"\n{norm}-norm: largest differences from PyTorch {worst}")
+    assert worst["logp"] <= LOGP_TOL
+    assert worst["attention"] <= ATTENTION_TOL
+    assert worst["score"] <= SCORE_TOL
+
+
+def test_the_engine_sees_the_norm_placement(node, exported, tmp_path):
+    """The same weights read as the other placement give other numbers: the
+    comparison above can fail."""
+    norm, _, weights = exported
+    head, data = _data(weights)
+    if norm == "pre":  # as Post-Norm, the final norms are refused: drop them
+        data["tensors"] = [
+            t
+            for t in data["tensors"]
+            if ".layers." in t[0] or "norm" not in t[0]
+        ]
+    data["architecture"]["norm"] = "post" if norm == "pre" else "pre"
+    data["architecture"]["final_norm"] = norm == "post"
+    if norm == "post":  # Pre-Norm needs final norms: borrow layer 0's
+        fp16 = list(data["tensors"])
+        for stack in ("encoder", "decoder"):
+            for part in ("weight", "bias"):
+                source = f"{stack}.layers.0.sub1.norm.{part}"
+                offset = next(o for n, _, o in fp16 if n == source)
+                data["tensors"].append([f"{stack}.norm.{part}", [18], offset])
+    other = tmp_path / "weights.js"
+    other.write_text(head + json.dumps(data) + ";\n")
+    original = _run(node, weights, WORDS[2:3])[WORDS[2]]
+    flipped = _run(node, other, WORDS[2:3])[WORDS[2]]
+    a, b = (torch.tensor(x["logp"][0][1:]) for x in (original, flipped))
+    assert (a - b).abs().max().item() > 1e-2
+
+
+def _tamper(data: dict, change: str) -> None:
+    arch = data["architecture"]
+    if change == "version 1":
+        data["format_version"] = 1
+    elif change == "version 3":
+        data["format_version"] = 3
+    elif change == "no version":
+        del data["format_version"]
+    elif change == "another format":
+        data["format"] = "something-else"
+    elif change == "no norm":
+        del arch["norm"]
+    elif change == "no architecture":
+        del data["architecture"]
+    elif change == "unknown setting":
+        arch["rotary"] = True
+    elif change == "sandwich norm":
+        arch["norm"] = "sandwich"
+    elif change == "learned positions":
+        arch["positional"]["kind"] = "learned"
+    elif change == "gelu":
+        arch["activation"] = "gelu"
+    elif change == "heads":
+        arch["num_heads"] = 4
+    elif change == "final norm":
+        arch["final_norm"] = not arch["final_norm"]
+    elif change == "missing tensor":
+        data["tensors"] = [
+            t for t in data["tensors"] if t[0] != "generator.bias"
+        ]
+    elif change == "extra tensor":
+        data["tensors"].append(["encoder.layers.0.extra", [18], 0])
+    elif change == "wrong shape":
+        data["tensors"][0][1] = [28, 18]
+    elif change == "short fp16":
+        data["fp16"] = data["fp16"][:400]
+    else:
+        raise AssertionError(change)
+
+
+TAMPERED = {  # change -> words the refusal must contain
+    "version 1": "format version 1",
+    "version 3": "format version 3",
+    "no version": "format version undefined",
+    "another format": "not a pronouncer export",
+    "no norm": "lacks architecture.norm",
+    "no architecture": "lacks architecture",
+    "unknown setting": "architecture.rotary is a setting this page does not",
+    "sandwich norm": 'architecture.norm must be "post" or "pre"',
+    "learned positions": "architecture.positional.kind",
+    "gelu": "architecture.activation",
+    "heads": "multiple of num_heads",
+    "final norm": "final_norm",
+    "missing tensor": "lacks tensor generator.bias",
+    "extra tensor": "encoder.layers.0.extra is not part",
+    "wrong shape": "src_embed.lut.weight has shape [28,18]",
+    "short fp16": "fp16 holds",
+}
+
+
+def test_a_tampered_export_is_refused(node, tmp_path, exports):
+    head, data = _data(exports["pre"][1])
+    for change, words in TAMPERED.items():
+        tampered = json.loads(json.dumps(data))
+        _tamper(tampered, change)
+        path = tmp_path / "weights.js"
+        path.write_text(head + json.dumps(tampered) + ";\n")
+        got = _run(node, path, ["cat"])
+        assert "refused" in got, f"{change}: not refused"
+        assert words in got["refused"], (change, got["refused"])
+    # a file without the export at all
+    path.write_text("// nothing here\n")
+    assert "holds no export" in _run(node, path, ["cat"])["refused"]
+
+
+def test_the_exporter_refuses_what_the_page_cannot_compute(exported):
+    _, model, _ = exported
+    assert ex.architecture(model)["d_ff"] == 30
+    sub = next(m for m in model.modules() if isinstance(m, Residual))
+    sub.norm_first = not sub.norm_first
+    try:
+        with pytest.raises(ValueError, match="Pre-Norm and Post-Norm"):
+            ex.architecture(model)
+    finally:
+        sub.norm_first = not sub.norm_first
+    norm = model.decoder.layers[0].sub1.norm
+    norm.eps = 1e-6
+    try:
+        with pytest.raises(ValueError, match="different eps"):
+            ex.architecture(model)
+    finally:
+        norm.eps = 1e-5
+    with pytest.raises(ValueError, match="not Transformer"):
+        ex.architecture(torch.nn.Linear(2, 2))

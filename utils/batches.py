@@ -1,0 +1,180 @@
+"""Token lists as ids, padded and batched: the data side of chapter 8.
+
+Token ids (``Vocab``): 0 = PAD, 1 = BOS, 2 = EOS, then the tokens. A source
+is its tokens followed by EOS; a target is BOS, its tokens, EOS (the decoder
+reads it shifted right). ``group_pairs`` puts pairs of similar length in one
+batch (bucketing), ``encode_batch`` pads a batch to its longest row and
+``pad_fraction`` measures what padding costs.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Iterable, Sequence
+
+import torch
+
+from .checks import check_int
+
+__all__ = [
+    "Vocab",
+    "encode_batch",
+    "make_batches",
+    "group_pairs",
+    "pad_fraction",
+]
+
+_SPECIALS = ["<pad>", "<bos>", "<eos>"]
+
+Pair = tuple[list[str], list[str]]
+
+
+class Vocab:
+    """Tokens <-> ids, with PAD = 0, BOS = 1, EOS = 2 first.
+
+    ``encode(tokens, bos=False, eos=True)`` -> list of ids; ``decode(ids)`` ->
+    tokens, stopping at the first EOS and skipping PAD and BOS; ``len(vocab)``
+    is the number of ids.
+    """
+
+    def __init__(self, tokens: Iterable[str]):
+        tokens = list(tokens)
+        if any(not isinstance(t, str) or not t for t in tokens):
+            raise TypeError("tokens must be non-empty strings")
+        clash = set(tokens) & set(_SPECIALS)
+        if clash or len(set(tokens)) != len(tokens):
+            raise ValueError(
+                f"tokens must be distinct and not special, got {sorted(clash)}"
+            )
+        self.itos = _SPECIALS + tokens
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+        self.pad_id, self.bos_id, self.eos_id = 0, 1, 2
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __repr__(self) -> str:
+        return f"Vocab({len(self)} ids: {' '.join(self.itos[3:])})"
+
+    def encode(
+        self, tokens: Sequence[str], bos: bool = False, eos: bool = True
+    ) -> list[int]:
+        """Token list -> ids, optionally with BOS first and EOS last."""
+        if isinstance(tokens, str):
+            raise TypeError(
+                "tokens must be a list of tokens, not a str (split it first)"
+            )
+        unknown = [t for t in tokens if t not in self.stoi or t in _SPECIALS]
+        if unknown:
+            raise ValueError(f"tokens not in the vocabulary: {unknown[:5]}")
+        ids = [self.stoi[t] for t in tokens]
+        return [self.bos_id] * bos + ids + [self.eos_id] * eos
+
+    def decode(self, ids) -> list[str]:
+        """Ids (list or 1-D tensor) -> tokens; stops at EOS, skips PAD and
+        BOS."""
+        if isinstance(ids, torch.Tensor):
+            ids = ids.tolist()
+        out = []
+        for i in ids:
+            if not 0 <= i < len(self):
+                raise ValueError(
+                    f"id {i} is outside the vocabulary of {len(self)} ids"
+                )
+            if i == self.eos_id:
+                break
+            if i not in (self.pad_id, self.bos_id):
+                out.append(self.itos[i])
+        return out
+
+
+def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    return torch.tensor(
+        [r + [pad_id] * (width - len(r)) for r in rows], dtype=torch.long
+    )
+
+
+def encode_batch(
+    pairs: Sequence[Pair],
+    vocab_src: Vocab,
+    vocab_tgt: Vocab,
+    device: torch.device | str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pairs -> ``src (B, S)`` = words, EOS, PAD... and ``tgt (B, T)`` = BOS,
+    chars, EOS, PAD...
+
+    Each tensor is padded only to its own longest row. The decoder reads
+    ``tgt[:, :-1]`` and learns to predict ``tgt[:, 1:]``.
+    """
+    if not pairs:
+        raise ValueError("pairs must hold at least one (source, target) pair")
+    src = _pad([vocab_src.encode(s) for s, _ in pairs], vocab_src.pad_id)
+    tgt = _pad(
+        [vocab_tgt.encode(t, bos=True) for _, t in pairs], vocab_tgt.pad_id
+    )
+    return src.to(device), tgt.to(device)
+
+
+def make_batches(
+    pairs: Sequence[Pair],
+    batch_size: int,
+    vocab_src: Vocab,
+    vocab_tgt: Vocab,
+    seed: int | None = 0,
+    bucket: bool = True,
+    device: torch.device | str | None = None,
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """One epoch of padded batches.
+
+    With ``seed`` the pairs are shuffled first (``seed=None`` keeps their
+    order). With ``bucket=True`` pairs of similar length share a batch, so
+    little padding is needed: the shuffled pairs are cut into pools of 50
+    batches, each pool is sorted by length and cut into batches, and the batch
+    order is shuffled again (so lengths do not come in order).
+    """
+    groups = group_pairs(pairs, batch_size, seed, bucket)
+    return [encode_batch(g, vocab_src, vocab_tgt, device) for g in groups]
+
+
+def group_pairs(
+    pairs: Sequence[Pair],
+    batch_size: int,
+    seed: int | None = 0,
+    bucket: bool = True,
+) -> list[list[Pair]]:
+    """The grouping of ``make_batches`` without the encoding: a list of lists
+    of pairs."""
+    check_int(batch_size, "batch_size", 1)
+    pairs = list(pairs)
+    rng = random.Random(seed)
+    if seed is not None:
+        rng.shuffle(pairs)
+    if bucket:
+        pool = 50 * batch_size
+        ordered = []
+        for i in range(0, len(pairs), pool):
+            ordered += sorted(
+                pairs[i : i + pool], key=lambda p: (len(p[0]), len(p[1]))
+            )
+        pairs = ordered
+    groups = [
+        pairs[i : i + batch_size] for i in range(0, len(pairs), batch_size)
+    ]
+    if bucket and seed is not None:
+        rng.shuffle(groups)
+    return groups
+
+
+def pad_fraction(
+    batches: Iterable[tuple[torch.Tensor, torch.Tensor]], pad_id: int = 0
+) -> float:
+    """The fraction of all source and target positions in ``batches`` that are
+    padding."""
+    pads = total = 0
+    for src, tgt in batches:
+        pads += int((src == pad_id).sum()) + int((tgt == pad_id).sum())
+        total += src.numel() + tgt.numel()
+    if total == 0:
+        raise ValueError("batches is empty")
+    return pads / total
