@@ -213,7 +213,7 @@ class WordBigram:
     to less than 1: the bits it reports are an upper bound, never too few.
     """
 
-    def __init__(self, text: str, min_count: int = 2, spell_order: int = 4):
+    def __init__(self, text: str, min_count: int = 2, spell_order: int = 5):
         self.min_count = check_int(min_count, "min_count", 1)
         self.spell_order = check_int(spell_order, "spell_order", 1)
         counts = Counter(tokenize_words(text))
