@@ -57,6 +57,12 @@ def test_round_trip_is_exact(text, train_text):
     assert all(0 <= i < 600 for i in ids)
 
 
+def test_training_counts_distinct_chunks(train_text):
+    chunks = bpe.pretokenize(train_text)
+    assert len(chunks) > 1_000_000  # millions of characters ...
+    assert 10_000 < len(set(chunks)) < 100_000  # ... tens of thousands
+
+
 def test_round_trip_on_the_validation_plays(train_text, valid_text):
     merges = bpe.train_bpe(train_text, 1024)
     assert len(merges) == 768

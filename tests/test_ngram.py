@@ -121,6 +121,8 @@ def test_bad_arguments():
         ngram.KneserNey(TINY, order=2, base=2)
     with pytest.raises(TypeError, match="seq"):
         ngram.KneserNey([0.5, 1.0], order=2, base=3)
+    with pytest.raises(ValueError, match="seq must be 1-D"):
+        ngram.KneserNey([[0, 1]], order=2, base=3)
     with pytest.raises(TypeError, match="text"):
         ngram.char_model(b"abc", 2)
     with pytest.raises(ValueError, match="text"):

@@ -157,10 +157,10 @@ def _check_seq(seq, name: str, base: int) -> np.ndarray:
     arr = np.asarray(seq)
     if arr.size == 0:
         return arr.astype(np.int64).reshape(0)
-    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(
-            f"{name} must be a 1-D sequence of ints, got {arr.dtype}"
-        )
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must hold ints, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     if arr.min() < 0 or arr.max() >= base:
         raise ValueError(f"{name} must hold symbols in [0, {base})")
     return arr.astype(np.int64)
