@@ -248,6 +248,8 @@ def store(out: pathlib.Path, rows: int, steps: int, repeats: int) -> None:
         "check_stored_size": run(2, "--check", "--rows", str(rows)),
         "speed": [run(n, *speed_flags) for _ in range(2) for n in (1, 2)],
     }
+    # the mode the processes computed in (``tests/test_repo.py`` reads it)
+    result["numeric_mode"] = result["check_tiny"]["numeric_mode"]
     one = [r["median"] for r in result["speed"] if r["world_size"] == 1]
     two = [r["median"] for r in result["speed"] if r["world_size"] == 2]
     result["speedup_median"] = round(
