@@ -219,6 +219,27 @@ def fp16_model(model: GPT) -> tuple[GPT, dict]:
     return copy.eval(), half
 
 
+def replay(steps: int, recipe: Recipe = RECIPE) -> list[float]:
+    """The first ``steps`` training losses of the run of ``recipe``, made
+    again from scratch as ``main`` makes them (the chapter compares them
+    with the stored ``replay_loss``: equal in the portable mode)."""
+    data = token_streams(recipe)
+    torch.manual_seed(recipe.seed)
+    model = GPT(recipe.config())
+    optimizer = adamw(model, recipe)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor(recipe))
+    with threads(1):
+        return train(
+            model,
+            optimizer,
+            Windows(data["ids"]["train"], recipe),
+            lambda m, batch: m.loss(batch),
+            steps,
+            scheduler=scheduler,
+            clip=recipe.clip,
+        )
+
+
 def shortest(x: float) -> float:
     """A float32 loss written with the fewest digits that read back as the
     same float32 (compare as ``np.float32(stored) == np.float32(live)``)."""
