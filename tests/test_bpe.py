@@ -5,7 +5,6 @@ enough to follow by hand, and agreement with Hugging Face ``tokenizers``
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 
 import pytest
@@ -58,12 +57,23 @@ def test_round_trip_is_exact(text, train_text):
     assert all(0 <= i < 600 for i in ids)
 
 
+def test_training_counts_distinct_chunks(train_text):
+    chunks = bpe.pretokenize(train_text)
+    assert len(chunks) > 1_000_000  # millions of characters ...
+    assert 10_000 < len(set(chunks)) < 100_000  # ... tens of thousands
+
+
 def test_round_trip_on_the_validation_plays(train_text, valid_text):
     merges = bpe.train_bpe(train_text, 1024)
     assert len(merges) == 768
     ids = bpe.encode(valid_text, merges)
     assert bpe.decode(ids, merges) == valid_text
     assert 2.2 < len(valid_text.encode()) / len(ids) < 2.4  # bytes per token
+    from tools import ch11_baselines  # the stored table's row
+
+    stored = json.loads(ch11_baselines.OUT.read_text())["bpe"]
+    row = next(r for r in stored if r["vocab_size"] == 1024)
+    assert row["valid_tokens"] == len(ids)
 
 
 def test_bad_arguments():
@@ -86,56 +96,13 @@ def test_bad_arguments():
 # ---- agreement with Hugging Face tokenizers (byte-level BPE) ----
 
 tokenizers = pytest.importorskip("tokenizers")
-
-
-def byte_chars() -> dict[int, str]:
-    """GPT-2's byte -> character table (byte-level BPE shows bytes as
-    printable characters): printable bytes stand for themselves, the other
-    68 become chr(256), chr(257), ... in byte order."""
-    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
-    others = [b for b in range(256) if b not in printable]
-    table = {b: chr(b) for b in printable}
-    table.update({b: chr(256 + i) for i, b in enumerate(others)})
-    return table
-
-
-CHARS = byte_chars()
-BYTES = {ch: b for b, ch in CHARS.items()}
-
-
-def as_bytes(token: str) -> bytes:
-    return bytes(BYTES[ch] for ch in token)
-
-
-def hf_tokenizer(text: str, vocab_size: int):
-    """HF's byte-level BPE with our settings: GPT-2's split without a
-    prefix space, all 256 bytes as the initial alphabet, no special tokens,
-    no minimum frequency."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-
-    os.environ.setdefault("RAYON_NUM_THREADS", "1")
-    level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = level
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        min_frequency=0,
-        show_progress=False,
-        special_tokens=[],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator([text], trainer=trainer)
-    return tok
-
-
-def hf_merges(tok) -> list[tuple[bytes, bytes]]:
-    merges = json.loads(tok.to_str())["model"]["merges"]
-    return [(as_bytes(a), as_bytes(b)) for a, b in merges]
-
-
-def as_pairs(merges: dict) -> list[tuple[bytes, bytes]]:
-    table = bpe.vocab(merges)
-    return [(table[a], table[b]) for a, b in merges]
+from tools.ch11_baselines import (  # noqa: E402
+    as_bytes,
+    hf_merges,
+    hf_tokenizer,
+    merges_in_hf_byte_order,
+    pairs,
+)
 
 
 def test_pretokenize_matches_hf_byte_level(valid_text):
@@ -154,7 +121,7 @@ def test_pretokenize_matches_hf_byte_level(valid_text):
 @pytest.mark.parametrize("vocab_size", [1024, 4096])
 def test_same_merges_as_hf(vocab_size, train_text):
     theirs = hf_merges(hf_tokenizer(train_text, vocab_size))
-    ours = as_pairs(bpe.train_bpe(train_text, vocab_size))
+    ours = pairs(bpe.train_bpe(train_text, vocab_size))
     assert len(ours) == len(theirs) == vocab_size - 256
     assert set(ours) == set(theirs)  # the same merges ...
     # ... in the same order up to ties: HF breaks a tie of counts by the
@@ -165,17 +132,17 @@ def test_same_merges_as_hf(vocab_size, train_text):
     first = next(i for i, (x, y) in enumerate(zip(ours, theirs)) if x != y)
     assert first == 271
     assert {ours[first], theirs[first]} == {(b" ", b"O"), (b"a", b"u")}
+    chunks = Counter(bpe.pretokenize(train_text))
+    words = [list(chunk.encode()) for chunk in chunks]
+    bpe.learn_merges(words, list(chunks.values()), first)  # merges words
+    counts = Counter()
+    for word, n in zip(words, chunks.values()):
+        for pair in zip(word, word[1:]):
+            counts[pair] += n
+    assert counts.most_common(2) == [((32, 79), 1779), ((97, 117), 1779)]
     # With the bytes numbered as HF numbers them, the same loop gives HF's
     # merges exactly, in order: the only difference was the tie-breaking.
-    order = sorted(range(256), key=lambda b: CHARS[b])  # HF's id -> byte
-    rank = {b: i for i, b in enumerate(order)}
-    chunks = Counter(bpe.pretokenize(train_text))
-    words = [[rank[b] for b in chunk.encode()] for chunk in chunks]
-    merges = bpe.learn_merges(words, list(chunks.values()), vocab_size - 256)
-    table = [bytes([b]) for b in order]
-    for a, b in merges:
-        table.append(table[a] + table[b])
-    assert [(table[a], table[b]) for a, b in merges] == theirs
+    assert merges_in_hf_byte_order(train_text, vocab_size) == theirs
 
 
 def test_encode_matches_hf(train_text, valid_text):

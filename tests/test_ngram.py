@@ -4,6 +4,7 @@ that pays for every character."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -120,7 +121,47 @@ def test_bad_arguments():
         ngram.KneserNey(TINY, order=2, base=2)
     with pytest.raises(TypeError, match="seq"):
         ngram.KneserNey([0.5, 1.0], order=2, base=3)
+    with pytest.raises(ValueError, match="seq must be 1-D"):
+        ngram.KneserNey([[0, 1]], order=2, base=3)
     with pytest.raises(TypeError, match="text"):
         ngram.char_model(b"abc", 2)
     with pytest.raises(ValueError, match="text"):
         ngram.text_bits(ngram.char_model("abc", 2), "")
+
+
+def _stored() -> dict:
+    from tools import ch11_baselines
+
+    return json.loads(ch11_baselines.OUT.read_text())
+
+
+def test_stored_baselines_name_this_data():
+    stored = _stored()
+    assert stored["data"] == sh.fingerprint()
+    orders = [row["order"] for row in stored["char_kn"]]
+    assert orders == list(range(1, 8))
+    valid = [row["valid"] for row in stored["char_kn"]]
+    assert valid[:6] == sorted(valid[:6], reverse=True)  # more context helps
+    word = stored["word_bigram"]
+    assert word["valid"]["chars"] == len(sh.split_works("valid"))
+    assert word["test"]["chars"] == len(sh.split_works("test"))
+
+
+def test_stored_rows_recomputed():
+    stored = _stored()
+    texts = sh.split_works()
+    five = ngram.char_model(texts["train"], 5)
+    row = stored["char_kn"][4]
+    for split in ("valid", "test"):
+        bits = ngram.text_bits(five, texts[split])
+        assert bits == pytest.approx(row[split], abs=2e-5), split
+    word = stored["word_bigram"]
+    model = ngram.WordBigram(
+        texts["train"], word["min_count"], word["spell_order"]
+    )
+    got = model.bits(texts["valid"])
+    assert got["bits_per_char"] == pytest.approx(
+        word["valid"]["bits_per_char"], abs=2e-5
+    )
+    assert got["unknown"] == word["valid"]["unknown"]
+    assert len(model.words) == word["vocab"]

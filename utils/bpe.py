@@ -13,15 +13,22 @@ id (256, 257, ...). ``vocab_size = 256 + number of merges``.
   counted once with weight 5,000: training works on the few tens of
   thousands of distinct chunks, not on millions of characters. The pattern
   is GPT-2's written for Python's ``re`` (``[^\\W\\d_]`` for a letter,
-  ``\\d`` for a digit): on ASCII text it cuts exactly as GPT-2 does.
+  ``\\d`` for a digit): it cuts as GPT-2 does, except around numerals
+  that are not decimal digits (``"²"`` is a letter to ``re``).
 * Training: count every adjacent pair of tokens inside the chunks, weighted
   by the chunks' frequencies; merge the most frequent pair everywhere; update
   the counts of the chunks that changed only; repeat.
 * Ties: among pairs of equal count, the pair with the smaller ids wins
   (compared as ``(left, right)``), so training is deterministic.
+* Hugging Face ``tokenizers`` (its byte-level BPE trainer, same split, all
+  256 bytes to start, no minimum count) learns the same merges from the same
+  text; it breaks ties by the smaller ids too, but numbers the bytes in the
+  order of the characters it shows them as (a space after the letters), so
+  pairs of equal count can come out in another order (tests/test_bpe.py).
 * Encoding applies the merges to each chunk in the order they were learned
   (lowest rank first, left to right), as training did; decoding joins the
-  tokens' bytes. ``decode(encode(s)) == s`` for every string.
+  tokens' bytes. ``decode(encode(s)) == s`` for every string (that UTF-8
+  can encode: a lone surrogate such as ``"\\ud800"`` cannot).
 """
 
 from __future__ import annotations

@@ -157,10 +157,10 @@ def _check_seq(seq, name: str, base: int) -> np.ndarray:
     arr = np.asarray(seq)
     if arr.size == 0:
         return arr.astype(np.int64).reshape(0)
-    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(
-            f"{name} must be a 1-D sequence of ints, got {arr.dtype}"
-        )
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must hold ints, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     if arr.min() < 0 or arr.max() >= base:
         raise ValueError(f"{name} must hold symbols in [0, {base})")
     return arr.astype(np.int64)
@@ -213,7 +213,7 @@ class WordBigram:
     to less than 1: the bits it reports are an upper bound, never too few.
     """
 
-    def __init__(self, text: str, min_count: int = 2, spell_order: int = 4):
+    def __init__(self, text: str, min_count: int = 2, spell_order: int = 5):
         self.min_count = check_int(min_count, "min_count", 1)
         self.spell_order = check_int(spell_order, "spell_order", 1)
         counts = Counter(tokenize_words(text))
