@@ -300,3 +300,25 @@ def test_a_stopped_run_continues_bit_for_bit(tmp_path):
     assert all(v.dtype == torch.float16 for v in a.values())
     rows = [json.loads(x) for x in (parts / "ch11_run.jsonl").open()]
     assert [r["step"] for r in rows] == [10, 20, 30]  # none twice
+
+
+def test_load_gpt_reads_what_train_gpt_stores(tmp_path):
+    from tools.train_gpt import fp16_model
+    from utils.gpt import load_gpt
+
+    gpt = model()
+    _, half = fp16_model(gpt)
+    path = tmp_path / "g.pt"
+    merges = [[101, 32], [256, 116]]
+    config = dict(SMALL.__dict__)
+    torch.save({"config": config, "merges": merges, "state_dict": half}, path)
+    loaded, table = load_gpt(path)
+    assert table == {(101, 32): 256, (256, 116): 257}
+    assert not loaded.training and loaded.config == SMALL
+    x = ids(2, 8)
+    with torch.no_grad():
+        assert (loaded(x) - gpt(x)).abs().max() < 1e-2  # fp16 rounding only
+        assert not torch.equal(loaded(x), gpt(x))
+    torch.save({"weights": half}, path)
+    with pytest.raises(ValueError, match="not a stored GPT"):
+        load_gpt(path)

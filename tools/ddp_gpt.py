@@ -4,6 +4,7 @@ chapter 11's GPT on two processes equals a single-process step.
     torchrun --standalone --nproc_per_node=2 -m tools.ddp_gpt --check
     torchrun --standalone --nproc_per_node=2 -m tools.ddp_gpt --speed
     torchrun --standalone --nproc_per_node=1 -m tools.ddp_gpt --speed
+    python -m tools.ddp_gpt --store    # all of these: book/data/ch11_ddp.json
 
 Each process restarts itself in the portable numeric mode, computes on one
 thread and takes one half of a global batch; DDP (gloo backend) sums the two
@@ -49,6 +50,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
+from tools import ROOT  # noqa: E402
 from utils.gpt import GPT, GPTConfig  # noqa: E402
 
 TINY = GPTConfig(
@@ -68,7 +70,9 @@ def global_batch(config: GPTConfig, rows: int, seed: int) -> torch.Tensor:
     """``rows`` random windows of ``context + 1`` token ids (the same in
     every process: a seeded generator of its own)."""
     g = torch.Generator().manual_seed(seed)
-    return torch.randint(config.vocab_size, (rows, config.context + 1), generator=g)
+    return torch.randint(
+        config.vocab_size, (rows, config.context + 1), generator=g
+    )
 
 
 def build(config: GPTConfig, seed: int = 0):
@@ -141,7 +145,14 @@ def check(config: GPTConfig, rows: int, rank: int, world: int) -> dict | None:
     }
 
 
-def speed(config: GPTConfig, rows: int, rank: int, world: int, steps: int, repeats: int) -> dict | None:
+def speed(
+    config: GPTConfig,
+    rows: int,
+    rank: int,
+    world: int,
+    steps: int,
+    repeats: int,
+) -> dict | None:
     """Steps per second of training on ``rows`` windows shared by the
     ``world`` processes."""
     model, opt = build(config)
@@ -192,10 +203,14 @@ def main(args) -> None:
     try:
         if args.check:
             if world != 2:
-                raise SystemExit("--check needs 2 processes: torchrun --nproc_per_node=2")
+                raise SystemExit(
+                    "--check needs 2 processes: torchrun --nproc_per_node=2"
+                )
             result = check(config, args.rows, rank, world)
         else:
-            result = speed(config, args.rows, rank, world, args.steps, args.repeats)
+            result = speed(
+                config, args.rows, rank, world, args.steps, args.repeats
+            )
     finally:
         if world > 1:
             dist.destroy_process_group()
@@ -207,6 +222,43 @@ def main(args) -> None:
             pathlib.Path(args.out).write_text(text + "\n")
 
 
+def store(out: pathlib.Path, rows: int, steps: int, repeats: int) -> None:
+    """Run the checks (tiny model and the stored run's size) and the speed
+    measurement (1 and 2 processes, twice each, alternating) with torchrun;
+    write them all to ``out``."""
+    import subprocess
+    import sys
+    import tempfile
+
+    def run(nproc: int, *flags: str) -> dict:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "r.json"
+            cmd = [sys.executable, "-m", "torch.distributed.run"]
+            cmd += ["--standalone", f"--nproc_per_node={nproc}"]
+            cmd += ["-m", "tools.ddp_gpt", *flags, "--out", str(path)]
+            subprocess.run(cmd, check=True, capture_output=True)
+            return json.loads(path.read_text())
+
+    speed_flags = ["--speed", "--rows", str(rows), "--steps", str(steps)]
+    speed_flags += ["--repeats", str(repeats)]
+    result = {
+        "what": "tools/ddp_gpt.py: one DDP step (2 CPU processes, gloo) vs "
+        "single-process steps; speed of 2 processes vs 1 (one thread each)",
+        "check_tiny": run(2, "--check", "--tiny", "--rows", "8"),
+        "check_stored_size": run(2, "--check", "--rows", str(rows)),
+        "speed": [run(n, *speed_flags) for _ in range(2) for n in (1, 2)],
+    }
+    # the mode the processes computed in (``tests/test_repo.py`` reads it)
+    result["numeric_mode"] = result["check_tiny"]["numeric_mode"]
+    one = [r["median"] for r in result["speed"] if r["world_size"] == 1]
+    two = [r["median"] for r in result["speed"] if r["world_size"] == 2]
+    result["speedup_median"] = round(
+        statistics.median(two) / statistics.median(one), 3
+    )
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: result[k] for k in ("speedup_median",)}))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true")
@@ -216,4 +268,15 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out")
-    main(parser.parse_args())
+    parser.add_argument("--store", action="store_true", help="all: JSON")
+    args = parser.parse_args()
+    if args.store:
+        default = ROOT / "book" / "data" / "ch11_ddp.json"
+        store(
+            pathlib.Path(args.out or default),
+            args.rows,
+            args.steps,
+            args.repeats,
+        )
+    else:
+        main(args)

@@ -11,6 +11,8 @@ one forward pass scores every next token of a sequence at once.
   (``utils.attention.AttentionCache`` in every block); ``use_cache=False``
   recomputes every visible position instead and draws the same tokens.
 - ``num_parameters(config)``: the parameter count, from the formula.
+- ``load_gpt(path)``: a stored model (``tools/train_gpt.py``'s fp16 file)
+  and its BPE merges.
 - ``stream_nats``: the total cross-entropy of a long token stream, read in
   overlapping windows (bits per character = nats / ln 2 / characters).
 - ``torch_reference`` / ``load_torch_gpt_weights``: the same blocks built
@@ -44,6 +46,7 @@ __all__ = [
     "GPT",
     "num_parameters",
     "stream_nats",
+    "load_gpt",
     "torch_reference",
     "load_torch_gpt_weights",
 ]
@@ -99,9 +102,7 @@ class GPTBlock(EncoderLayer):
         cache: AttentionCache | None = None,
     ) -> torch.Tensor:
         def attend(y):
-            out, self.attn_weights = self.self_attn(
-                y, y, y, mask, cache=cache
-            )
+            out, self.attn_weights = self.self_attn(y, y, y, mask, cache=cache)
             return out
 
         x = self.sub1(x, attend)
@@ -293,6 +294,24 @@ def stream_nats(
     finally:
         model.train(was_training)
     return float(total)
+
+
+def load_gpt(path) -> tuple[GPT, dict[tuple[int, int], int]]:
+    """The model ``tools/train_gpt.py`` stores (``{"config", "merges",
+    "state_dict"}``, weights in fp16) in eval mode, computing in fp32, and
+    its BPE merges as ``utils.bpe`` takes them: ``{(left, right): id}``."""
+    stored = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(stored, dict) or set(stored) != {
+        "config",
+        "merges",
+        "state_dict",
+    }:
+        raise ValueError(f"{path} is not a stored GPT (tools/train_gpt.py)")
+    model = GPT(GPTConfig(**stored["config"]))
+    weights = {k: v.float() for k, v in stored["state_dict"].items()}
+    model.load_state_dict(weights)
+    merges = {(a, b): 256 + i for i, (a, b) in enumerate(stored["merges"])}
+    return model.eval(), merges
 
 
 def torch_reference(config: GPTConfig) -> nn.TransformerEncoder:
