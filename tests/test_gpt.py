@@ -1,0 +1,324 @@
+"""Chapter 11's GPT: its parameter count is the formula's, it computes what
+PyTorch's own Pre-Norm encoder layers compute under a causal mask, it never
+looks ahead, generation through the KV cache draws what recomputation
+draws, and ``stream_nats`` scores every token of a stream exactly once."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from utils.gpt import (
+    GPT,
+    GPTConfig,
+    load_torch_gpt_weights,
+    num_parameters,
+    stream_nats,
+    torch_reference,
+)
+
+SMALL = GPTConfig(
+    vocab_size=50,
+    context=16,
+    d_model=32,
+    num_heads=4,
+    num_layers=3,
+    d_ff=48,
+    dropout=0.1,
+)
+
+
+def model(config=SMALL, seed=0) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(config).eval()
+
+
+def ids(b, t, vocab=SMALL.vocab_size, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(vocab, (b, t), generator=g)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [SMALL, GPTConfig(1024, 256, 128, 4, 4, 512), GPTConfig(7, 3, 8, 2, 1, 5)],
+)
+def test_parameter_count_is_the_formula(config):
+    gpt = GPT(config)
+    assert sum(p.numel() for p in gpt.parameters()) == num_parameters(config)
+    # tied: the output layer is the token embedding, no V x d matrix more
+    assert not any(
+        p.shape == (config.vocab_size, config.d_model)
+        and p is not gpt.tok_emb.weight
+        for p in gpt.parameters()
+    )
+
+
+def test_forward_shape_and_tied_output():
+    gpt = model()
+    x = ids(2, 16)
+    logits = gpt(x)
+    assert logits.shape == (2, 16, SMALL.vocab_size)
+    with torch.no_grad():
+        gpt.tok_emb.weight[7] += 1.0  # the output row of token 7 moves too
+    assert not torch.equal(gpt(x)[..., 7], logits[..., 7])
+
+
+def test_equals_pytorch_encoder_layers_with_a_causal_mask():
+    torch.manual_seed(3)
+    theirs = torch_reference(SMALL).eval()
+    gpt = load_torch_gpt_weights(model(), theirs)
+    x = ids(3, 16)
+    with torch.no_grad():
+        h = gpt.tok_emb(x) + gpt.pos_emb(torch.arange(16))
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(16)
+        ref = theirs(h, mask=mask, is_causal=True) @ gpt.tok_emb.weight.T
+        ours = gpt(x)
+    assert (ours - ref).abs().max() < 1e-5
+    # the check can fail: another layer's weights give other logits
+    with torch.no_grad():
+        theirs.layers[1].linear1.weight.mul_(1.5)
+        moved = theirs(h, mask=mask, is_causal=True) @ gpt.tok_emb.weight.T
+    assert (ours - moved).abs().max() > 1e-3
+
+
+def test_causal_the_future_does_not_change_the_past():
+    gpt = model()
+    x = ids(2, 12)
+    y = x.clone()
+    y[:, 8:] = (y[:, 8:] + 1) % SMALL.vocab_size
+    with torch.no_grad():
+        a, b = gpt(x), gpt(y)
+    assert torch.equal(a[:, :8], b[:, :8])
+    assert not torch.allclose(a[:, 8:], b[:, 8:])
+
+
+def test_loss_is_next_token_cross_entropy():
+    gpt = model()
+    x = ids(2, 17)
+    with torch.no_grad():
+        want = F.cross_entropy(
+            gpt(x[:, :-1]).reshape(-1, 50), x[:, 1:].ravel()
+        )
+        assert torch.equal(gpt.loss(x), want)
+    # untrained: about log V nats a token (GPT-2's small initialisation)
+    assert abs(want.item() - math.log(50)) < 0.1
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"temperature": 1.0},
+        {"temperature": 0.8, "top_k": 5},
+        {"temperature": 1.2, "top_p": 0.9},
+        {"temperature": 0.0},
+    ],
+)
+def test_cached_generation_draws_what_recomputation_draws(kwargs):
+    gpt = model()
+    prompt = ids(3, 5)
+    # 40 new tokens with a context of 16: the window restarts twice
+    runs = [
+        gpt.generate(
+            prompt,
+            40,
+            generator=torch.Generator().manual_seed(7),
+            use_cache=use_cache,
+            **kwargs,
+        )
+        for use_cache in (True, False)
+    ]
+    assert runs[0].shape == (3, 45)
+    assert torch.equal(runs[0][:, :5], prompt)
+    assert torch.equal(runs[0], runs[1])
+    if kwargs["temperature"] > 0:  # another seed, other tokens
+        other = gpt.generate(
+            prompt, 40, generator=torch.Generator().manual_seed(8), **kwargs
+        )
+        assert not torch.equal(other, runs[0])
+
+
+def test_cached_logits_equal_the_full_forward():
+    gpt = model()
+    x = ids(2, 16)
+    from utils.attention import AttentionCache
+
+    with torch.no_grad():
+        full = gpt(x)
+        caches = [AttentionCache() for _ in gpt.stack.layers]
+        steps = [gpt._run(x[:, :4], 0, caches)]  # a prompt, then one by one
+        steps += [gpt._run(x[:, t : t + 1], t, caches) for t in range(4, 16)]
+    assert caches[0].keys.shape == (2, 4, 16, 8)  # (B, h, t, d_head)
+    assert (torch.cat(steps, 1) - full).abs().max() < 1e-5
+
+
+def test_generate_restores_training_mode_and_greedy_is_argmax():
+    gpt = model().train()
+    out = gpt.generate(ids(1, 3), 1, temperature=0.0)
+    assert gpt.training
+    with torch.no_grad():
+        assert out[0, -1] == gpt.eval()(ids(1, 3))[0, -1].argmax()
+
+
+def test_stream_nats_scores_each_token_once():
+    gpt = model()
+    stream = ids(1, 64)[0]  # with the prefix, 4 windows of 16 + 1
+    prefix = torch.tensor([3])
+    full = torch.cat([prefix, stream])
+    # stride = context: disjoint windows, each a plain forward pass
+    want = 0.0
+    with torch.no_grad():
+        for s in range(0, 64, 16):
+            chunk = full[s : s + 17][None]
+            logits = gpt(chunk[:, :-1])
+            want += F.cross_entropy(
+                logits[0], chunk[0, 1:], reduction="sum"
+            ).item()
+    got = stream_nats(gpt, stream, prefix, stride=16, batch=3)
+    assert got == pytest.approx(want, rel=1e-6)
+    # overlapping windows: each token has more history; the same count
+    half = stream_nats(gpt, stream, prefix)
+    assert half != pytest.approx(want, rel=1e-6)
+    assert abs(half - want) < 0.1 * want
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda g: g(ids(1, 17)), ValueError),  # longer than the context
+        (lambda g: g(ids(1, 4, vocab=60)), ValueError),  # id >= vocab
+        (lambda g: g(ids(1, 4).float()), TypeError),
+        (lambda g: g(ids(1, 4)[0]), ValueError),  # rank 1
+        (lambda g: g.generate(ids(1, 4), -1), ValueError),
+        (lambda g: g.generate(ids(1, 4), 2, top_k=0), ValueError),
+        (lambda g: stream_nats(g, ids(1, 4)[0], None), ValueError),
+        (lambda g: stream_nats(g, ids(1, 4)[0], ids(1, 1)[0], 17), ValueError),
+    ],
+)
+def test_bad_input_is_named(call, error):
+    with pytest.raises(error):
+        call(model())
+
+
+def test_bad_config_is_named():
+    with pytest.raises(ValueError, match="num_heads"):
+        GPTConfig(num_heads=3)
+    with pytest.raises(ValueError, match="dropout"):
+        GPTConfig(dropout=1.5)
+    with pytest.raises(TypeError, match="context"):
+        GPTConfig(context=2.0)
+
+
+# ------------------------------------------ the copy rate (utils.copying)
+def test_copy_rate_finds_verbatim_spans_only():
+    from utils.copying import SpanIndex, window_hashes
+
+    g = torch.Generator().manual_seed(0)
+    letters = "abcdefghij \n"
+    text = "".join(letters[i] for i in torch.randint(12, (3000,), generator=g))
+    index = SpanIndex(text, span=20)
+    assert index.copy_rate(text[100:400]) == 1.0  # every window copied
+    fresh = "".join(letters[i] for i in torch.randint(12, (300,), generator=g))
+    assert index.copy_rate(fresh) == 0.0
+    # half copied: 100 characters of the text then 100 new ones
+    mixed = text[500:600] + fresh[:100]
+    found = index.found(mixed)
+    assert found.shape == (181,)
+    assert found[:81].all() and not found[81:].any()  # windows inside text
+    marks = index.copied_chars(mixed)
+    assert marks[:100].all() and not marks[100:].any()
+    assert index.copy_rate("short") == 0.0  # no window at all
+    # the hash is a function of the window alone, wherever it starts
+    h = window_hashes(text, 20)
+    assert h[7] == window_hashes(text[7:27], 20)[0]
+    assert len(set(h.tolist())) == len(
+        set(text[i : i + 20] for i in range(2981))
+    )
+
+
+def test_copy_rate_confirms_hash_matches():
+    from utils.copying import SpanIndex, window_hashes
+
+    index = SpanIndex("abcdefgh", span=4)
+    assert index.copy_rate("cdef") == 1.0
+    # fake a collision: every window of the text now has the hash of "zzzz"
+    index.hashes[:] = window_hashes("zzzz", 4)[0]
+    assert index.copy_rate("zzzz") == 0.0  # the characters differ: no copy
+
+
+def test_copy_rate_bad_input():
+    from utils.copying import SpanIndex
+
+    with pytest.raises(ValueError, match="span"):
+        SpanIndex("abc", span=5)
+    with pytest.raises(ValueError, match="span"):
+        SpanIndex("abc", span=0)
+    with pytest.raises(TypeError, match="text"):
+        SpanIndex(b"abcdef", span=2)
+
+
+# ------------------------------------ the stored run's script (train_gpt)
+TINY_RUN = (
+    "--vocab-size 300 --context 32 --d-model 32 --num-heads 2 "
+    "--num-layers 1 --d-ff 64 --batch 4 --steps 30 --eval-every 10 "
+    "--warmup 5 --dropout 0.1"
+).split()
+
+
+def _train(out, *extra):
+    import subprocess
+    import sys
+
+    from tools import ROOT
+
+    cmd = [sys.executable, "-m", "tools.train_gpt", *TINY_RUN, *extra]
+    subprocess.run(
+        [*cmd, "--out", str(out)], cwd=ROOT, check=True, capture_output=True
+    )
+    return json.loads((out / "ch11_run.json").read_text())
+
+
+@pytest.mark.slow  # three runs of the script, about 40 s
+def test_a_stopped_run_continues_bit_for_bit(tmp_path):
+    whole = _train(tmp_path / "whole")
+    assert whole["complete"] and len(whole["train_loss"]) == 30
+    assert whole["numeric_mode"]["mode"] == "portable"
+    parts = tmp_path / "parts"
+    first = _train(parts, "--stop-at", "13")
+    assert not first["complete"] and first["steps_done"] == 13
+    resumed = _train(parts)
+    assert resumed["train_loss"] == whole["train_loss"]
+    assert resumed["replay_loss"] == whole["replay_loss"]
+    for key in ("valid_bpc_fp16", "test_bpc_fp16"):
+        assert resumed[key] == whole[key]
+    a = torch.load(tmp_path / "whole" / "ch11_gpt.pt")["state_dict"]
+    b = torch.load(parts / "ch11_gpt.pt")["state_dict"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert all(v.dtype == torch.float16 for v in a.values())
+    rows = [json.loads(x) for x in (parts / "ch11_run.jsonl").open()]
+    assert [r["step"] for r in rows] == [10, 20, 30]  # none twice
+
+
+def test_load_gpt_reads_what_train_gpt_stores(tmp_path):
+    from tools.train_gpt import fp16_model
+    from utils.gpt import load_gpt
+
+    gpt = model()
+    _, half = fp16_model(gpt)
+    path = tmp_path / "g.pt"
+    merges = [[101, 32], [256, 116]]
+    config = dict(SMALL.__dict__)
+    torch.save({"config": config, "merges": merges, "state_dict": half}, path)
+    loaded, table = load_gpt(path)
+    assert table == {(101, 32): 256, (256, 116): 257}
+    assert not loaded.training and loaded.config == SMALL
+    x = ids(2, 8)
+    with torch.no_grad():
+        assert (loaded(x) - gpt(x)).abs().max() < 1e-2  # fp16 rounding only
+        assert not torch.equal(loaded(x), gpt(x))
+    torch.save({"weights": half}, path)
+    with pytest.raises(ValueError, match="not a stored GPT"):
+        load_gpt(path)

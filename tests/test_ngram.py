@@ -1,0 +1,167 @@
+"""Count baselines: Kneser-Ney by hand on a tiny sequence, distributions that
+sum to 1 (so bits per character is a real probability's), a word bigram
+that pays for every character."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from utils import ngram
+from utils import shakespeare as sh
+
+# a b a b a c b over the alphabet {a, b, c} = {0, 1, 2}
+TINY = [0, 1, 0, 1, 0, 2, 1]
+
+
+def test_kneser_ney_by_hand():
+    model = ngram.KneserNey(TINY, order=2, base=3)
+    # Unigrams use continuation counts: a follows {b}, b follows {a, c},
+    # c follows {a}: counts 1, 2, 1; D1 = n1 / (n1 + 2 n2) = 2 / 4; so
+    # P1(a) = (1 - 1/2) / 4 + (1/2)(3/4)(1/3) = 1/4, P1(b) = 1/2.
+    assert model.levels[0].discount == 0.5
+    assert np.allclose(model.next_probs([]), [0.25, 0.5, 0.25])
+    # Bigram counts ab 2, ac 1, ba 2, cb 1: D2 = 2 / (2 + 2*2) = 1/3.
+    # After a (3 times, 2 kinds): P(b|a) = (2 - 1/3)/3 + (1/3)(2/3)(1/2)
+    assert model.levels[1].discount == pytest.approx(1 / 3)
+    assert np.allclose(model.next_probs([0]), [1 / 18, 2 / 3, 5 / 18])
+    assert np.allclose(model.next_probs([2]), [1 / 12, 5 / 6, 1 / 12])
+    # the context "b" (twice, always a): P(a|b) = (2 - 1/3)/2 + (1/6)(1/4)
+    assert model.next_probs([1])[0] == pytest.approx(5 / 6 + 1 / 24)
+    # log2probs scores a sequence symbol by symbol; the first has no
+    # context and is scored by the unigrams
+    lp = model.log2probs([0, 1, 0])
+    assert np.allclose(2.0**lp, [0.25, 2 / 3, 5 / 6 + 1 / 24])
+
+
+def test_an_unseen_symbol_and_context_still_get_probability():
+    model = ngram.KneserNey(TINY, order=3, base=5)  # 3 and 4 never seen
+    for context in ([], [4], [4, 3], [0, 1], [2, 2]):
+        probs = model.next_probs(context)
+        assert probs.sum() == pytest.approx(1.0, abs=1e-12)
+        assert probs.min() > 0
+
+
+@pytest.fixture(scope="module")
+def small() -> tuple[str, str]:
+    train = sh.split_works("train")
+    return train[:300_000], sh.split_works("valid")[:20_000]
+
+
+@pytest.mark.parametrize("order", [1, 3, 5])
+def test_char_model_sums_to_one(order, small):
+    train, _ = small
+    model = ngram.char_model(train, order)
+    for context in ("", "the", "\nMACB", "zzqx", "é"):
+        probs = model.next_probs(list(context.encode()))
+        assert probs.shape == (256,)
+        assert probs.sum() == pytest.approx(1.0, abs=1e-9), context
+        assert probs.min() > 0
+
+
+def test_char_bits_are_the_sum_of_the_log_probabilities(small):
+    train, valid = small
+    model = ngram.char_model(train, 3)
+    bits = ngram.text_bits(model, valid)
+    by_hand = 0.0
+    data = list(valid.encode())
+    for i in range(30):  # the first 30 characters, one at a time
+        context = data[max(i - 2, 0) : i]
+        by_hand -= math.log2(model.next_probs(context)[data[i]])
+    first = -model.log2probs(data[:30]).sum()
+    assert first == pytest.approx(by_hand)
+    assert 2.0 < bits < 4.0
+    assert ngram.text_bits(ngram.char_model(train, 5), valid) < bits
+
+
+def test_word_tokens_cover_every_character():
+    text = "O'er the hills, nam'd 'tis\n\n  [Exit.] 42 café"
+    tokens = ngram.tokenize_words(text)
+    assert "".join(tokens) == text
+    assert tokens[:4] == ["O'er", " ", "the", " "]
+    assert "nam'd" in tokens and "'" in tokens and "tis" in tokens
+    assert "café" in tokens and "4" in tokens
+
+
+def test_word_bigram_pays_for_every_character():
+    train = "the cat sat on the mat. the cat ran. a dog sat.\n" * 3
+    model = ngram.WordBigram(train + "zebra", min_count=2, spell_order=3)
+    assert "zebra" not in model.words and "cat" in model.words
+    # the bigram's distribution over the vocabulary and <unk> sums to 1
+    ids = model._ids(["the"])
+    probs = model.bigram.next_probs(ids)
+    assert probs.shape == (len(model.words) + 1,)
+    assert probs.sum() == pytest.approx(1.0)
+    # so does the speller's, over 256 bytes and the end mark
+    assert model.speller.next_probs([256, 256]).sum() == pytest.approx(1.0)
+    # a held-out text with an unknown word: bigram bits + its spelling
+    held_out = "the cat sat on the yak."
+    out = model.bits(held_out)
+    assert out["chars"] == len(held_out) and out["unknown"] == 1
+    tokens = ngram.tokenize_words(held_out)
+    bigram_bits = -model.bigram.log2probs(model._ids(tokens)).sum()
+    spell = [256, 256, *b"yak", 256]
+    spell_bits = -model.speller.log2probs(spell, start=2).sum()
+    assert out["spelling_bits"] == pytest.approx(spell_bits)
+    assert out["bits"] == pytest.approx(bigram_bits + spell_bits)
+    assert out["bits_per_char"] == pytest.approx(out["bits"] / len(held_out))
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="order"):
+        ngram.KneserNey(TINY, order=0, base=3)
+    with pytest.raises(TypeError, match="order"):
+        ngram.KneserNey(TINY, order=2.0, base=3)
+    with pytest.raises(ValueError, match="overflow"):
+        ngram.KneserNey(TINY, order=8, base=256)
+    with pytest.raises(ValueError, match="seq"):
+        ngram.KneserNey(TINY, order=2, base=2)
+    with pytest.raises(TypeError, match="seq"):
+        ngram.KneserNey([0.5, 1.0], order=2, base=3)
+    with pytest.raises(ValueError, match="seq must be 1-D"):
+        ngram.KneserNey([[0, 1]], order=2, base=3)
+    with pytest.raises(TypeError, match="text"):
+        ngram.char_model(b"abc", 2)
+    with pytest.raises(ValueError, match="text"):
+        ngram.text_bits(ngram.char_model("abc", 2), "")
+
+
+def _stored() -> dict:
+    from tools import ch11_baselines
+
+    return json.loads(ch11_baselines.OUT.read_text())
+
+
+def test_stored_baselines_name_this_data():
+    stored = _stored()
+    assert stored["data"] == sh.fingerprint()
+    orders = [row["order"] for row in stored["char_kn"]]
+    assert orders == list(range(1, 8))
+    valid = [row["valid"] for row in stored["char_kn"]]
+    assert valid[:6] == sorted(valid[:6], reverse=True)  # more context helps
+    word = stored["word_bigram"]
+    assert word["valid"]["chars"] == len(sh.split_works("valid"))
+    assert word["test"]["chars"] == len(sh.split_works("test"))
+
+
+def test_stored_rows_recomputed():
+    stored = _stored()
+    texts = sh.split_works()
+    five = ngram.char_model(texts["train"], 5)
+    row = stored["char_kn"][4]
+    for split in ("valid", "test"):
+        bits = ngram.text_bits(five, texts[split])
+        assert bits == pytest.approx(row[split], abs=2e-5), split
+    word = stored["word_bigram"]
+    model = ngram.WordBigram(
+        texts["train"], word["min_count"], word["spell_order"]
+    )
+    got = model.bits(texts["valid"])
+    assert got["bits_per_char"] == pytest.approx(
+        word["valid"]["bits_per_char"], abs=2e-5
+    )
+    assert got["unknown"] == word["valid"]["unknown"]
+    assert len(model.words) == word["vocab"]

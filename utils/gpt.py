@@ -1,0 +1,353 @@
+"""A decoder-only GPT (chapter 11), assembled from the course's own layers.
+
+One stack of ``num_layers`` Pre-Norm blocks (masked self-attention, then the
+FFN, each ``x + F(LN(x))``), learned position embeddings, a final LayerNorm
+and an output layer that reuses the token embedding matrix (tied weights).
+Every position sees itself and the positions before it (the causal mask), so
+one forward pass scores every next token of a sequence at once.
+
+- ``GPTConfig``: the sizes; ``GPT(config)``; ``forward(ids) -> logits``.
+- ``GPT.generate``: sampling one token at a time through a key/value cache
+  (``utils.attention.AttentionCache`` in every block); ``use_cache=False``
+  recomputes every visible position instead and draws the same tokens.
+- ``num_parameters(config)``: the parameter count, from the formula.
+- ``load_gpt(path)``: a stored model (``tools/train_gpt.py``'s fp16 file)
+  and its BPE merges.
+- ``stream_nats``: the total cross-entropy of a long token stream, read in
+  overlapping windows (bits per character = nats / ln 2 / characters).
+- ``torch_reference`` / ``load_torch_gpt_weights``: the same blocks built
+  from PyTorch's ``nn.TransformerEncoderLayer(norm_first=True)``, to compare.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .attention import AttentionCache
+from .checks import (
+    check_bool,
+    check_heads,
+    check_ids,
+    check_instance,
+    check_int,
+    check_probability,
+)
+from .layers import EncoderLayer, Stack, load_torch_encoder_layer_weights
+from .sampling import sample
+
+__all__ = [
+    "GPTConfig",
+    "GPTBlock",
+    "GPT",
+    "num_parameters",
+    "stream_nats",
+    "load_gpt",
+    "torch_reference",
+    "load_torch_gpt_weights",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class GPTConfig:
+    """The sizes of a ``GPT``. ``context`` is the most positions it sees at
+    once (the rows of the position embedding)."""
+
+    vocab_size: int = 1024
+    context: int = 256
+    d_model: int = 128
+    num_heads: int = 4
+    num_layers: int = 4
+    d_ff: int = 512
+    dropout: float = 0.0
+
+    def __post_init__(self):
+        for name in ("vocab_size", "context", "d_model", "d_ff", "num_layers"):
+            check_int(getattr(self, name), name, 1)
+        check_heads(self.d_model, self.num_heads)
+        check_probability(self.dropout, "dropout")
+
+
+def num_parameters(config: GPTConfig) -> int:
+    """The parameter count of ``GPT(config)``, from the formula:
+    ``V d`` (tokens; the output layer shares it) ``+ C d`` (positions)
+    ``+ L (4 d^2 + 4 d`` (W_q, W_k, W_v, W_o and biases)
+    ``+ 2 d d_ff + d_ff + d`` (the FFN) ``+ 4 d)`` (two LayerNorms)
+    ``+ 2 d`` (the final LayerNorm)."""
+    check_instance(config, "config", GPTConfig)
+    v, c, d, f = config.vocab_size, config.context, config.d_model, config.d_ff
+    per_block = 4 * d * d + 4 * d + 2 * d * f + f + d + 4 * d
+    return v * d + c * d + config.num_layers * per_block + 2 * d
+
+
+class GPTBlock(EncoderLayer):
+    """An ``EncoderLayer`` in Pre-Norm whose self-attention may keep a
+    cache: ``forward(x (B, n, d), mask (1|B, 1, n, t), cache=None)``. With
+    an ``AttentionCache``, ``x`` is only the new positions and ``mask``
+    covers all ``t`` cached and new keys (as ``DecoderLayer`` does)."""
+
+    def __init__(
+        self, d_model: int, num_heads: int, d_ff: int, dropout: float
+    ):
+        super().__init__(d_model, num_heads, d_ff, dropout, norm_first=True)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        cache: AttentionCache | None = None,
+    ) -> torch.Tensor:
+        def attend(y):
+            out, self.attn_weights = self.self_attn(y, y, y, mask, cache=cache)
+            return out
+
+        x = self.sub1(x, attend)
+        return self.sub2(x, self.ffn)
+
+
+class GPT(nn.Module):
+    """Decoder-only Transformer language model.
+
+    ``forward(ids (B, T)) -> logits (B, T, V)``: ``logits[:, t]`` scores
+    the token after ``ids[:, :t + 1]``. ``T`` is at most
+    ``config.context``.
+    """
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = check_instance(config, "config", GPTConfig)
+        c = config
+        # plain lookups, as in GPT-2: the course's Embeddings scales by
+        # sqrt(d_model) to stand out against sinusoidal positions; learned
+        # positions start as small as the tokens
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
+        self.pos_emb = nn.Embedding(c.context, c.d_model)
+        self.drop = nn.Dropout(c.dropout)
+
+        def block():
+            return GPTBlock(c.d_model, c.num_heads, c.d_ff, c.dropout)
+
+        # Pre-Norm: the Stack ends with the final LayerNorm
+        self.stack = Stack(block, c.num_layers, c.d_model, norm_first=True)
+        self.reset_parameters()
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """GPT-2's initialisation: weights N(0, 0.02), biases 0, and the
+        layers that write into the residual stream (W_o, the FFN's second)
+        scaled by 1/sqrt(2 L), so the stream's variance does not grow with
+        depth. LayerNorms start as the identity."""
+        for name, p in self.named_parameters():
+            if "norm" in name:
+                p.fill_(1.0 if name.endswith("weight") else 0.0)
+            elif name.endswith("bias"):
+                p.zero_()
+            else:
+                std = 0.02
+                if name.endswith(("w_o.weight", "w_2.weight")):
+                    std /= math.sqrt(2 * self.config.num_layers)
+                p.normal_(0.0, std)
+
+    def _run(self, ids: torch.Tensor, start: int, caches=None) -> torch.Tensor:
+        """Logits ``(B, n, V)`` of ``ids`` ``(B, n)`` placed at positions
+        ``start .. start + n - 1``, attending to the ``start`` positions
+        the ``caches`` (one ``AttentionCache`` per block) hold."""
+        n = ids.size(1)
+        pos = torch.arange(start, start + n, device=ids.device)
+        x = self.drop(self.tok_emb(ids) + self.pos_emb(pos))
+        # query start + i sees keys 0 .. start + i: (1, 1, n, start + n)
+        keys = torch.arange(start + n, device=ids.device)
+        mask = (keys[None, :] <= pos[:, None])[None, None]
+        x = self.stack(x, mask, cache=caches)
+        return x @ self.tok_emb.weight.T  # tied output layer
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        check_ids(ids, "ids", self.config.vocab_size, ndim=2)
+        n = check_int(ids.size(1), "ids' length", 1)
+        if n > self.config.context:
+            raise ValueError(
+                f"ids has {n} positions, more than context="
+                f"{self.config.context}"
+            )
+        return self._run(ids.long(), 0)
+
+    def loss(self, ids: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy (nats) of predicting ``ids[:, 1:]`` from
+        ``ids[:, :-1]``; ids ``(B, T + 1)``."""
+        logits = self(ids[:, :-1])
+        targets = ids[:, 1:].reshape(-1).long()
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets)
+
+    @torch.no_grad()
+    def generate(
+        self,
+        ids: torch.Tensor,
+        new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        generator: torch.Generator | None = None,
+        use_cache: bool = True,
+    ) -> torch.Tensor:
+        """Append ``new_tokens`` sampled tokens to the prompt ``ids``
+        ``(B, T)``; returns ``(B, T + new_tokens)``. Each draw is
+        ``utils.sampling.sample`` (temperature 0: greedy).
+
+        The model sees at most ``context`` positions. When the visible
+        window is full it restarts from its last ``context // 2`` tokens
+        (the cache is refilled from them): positions are learned, so a
+        window sliding by one would need every key recomputed at each step.
+        ``use_cache=False`` runs the whole visible window at each step
+        instead: the same tokens by a slower road (tests/test_gpt.py).
+        """
+        check_ids(ids, "ids", self.config.vocab_size, ndim=2)
+        check_int(ids.size(1), "ids' length", 1)
+        new_tokens = check_int(new_tokens, "new_tokens", 0)
+        check_bool(use_cache, "use_cache")
+        context = self.config.context
+        was_training = self.training
+        self.eval()
+        try:
+            out = ids.long()
+            start = max(0, out.size(1) - context)  # the window's first token
+            caches, fed = None, start  # fed: the tokens the caches hold
+            for _ in range(new_tokens):
+                if out.size(1) - start > context:  # the window is full
+                    start, caches = out.size(1) - context // 2, None
+                if not use_cache:
+                    logits = self._run(out[:, start:], 0)[:, -1]
+                else:
+                    if caches is None:
+                        caches = [AttentionCache() for _ in self.stack.layers]
+                        fed = start
+                    # only the tokens not yet cached, at their positions
+                    logits = self._run(out[:, fed:], fed - start, caches)
+                    logits, fed = logits[:, -1], out.size(1)
+                nxt = sample(logits, temperature, top_k, top_p, generator)
+                out = torch.cat([out, nxt[:, None]], dim=1)
+            return out
+        finally:
+            self.train(was_training)
+
+
+@torch.no_grad()
+def stream_nats(
+    model: GPT,
+    ids: torch.Tensor,
+    prefix: torch.Tensor | None = None,
+    stride: int | None = None,
+    batch: int = 16,
+) -> float:
+    """Total cross-entropy in nats of every token of ``ids`` ``(N,)``, each
+    predicted from the tokens before it: ``prefix`` ``(P,)`` (not scored;
+    at least one token, e.g. a separator's, so the first token of ``ids`` is
+    predicted too) then ``ids``.
+
+    A stream longer than the context is read in windows of ``context``
+    tokens that start ``stride`` (default ``context // 2``) apart; each
+    window scores only the tokens the windows before it did not, so every
+    token but the first few has at least ``context - stride`` tokens of
+    history. Eval mode; the model's mode is restored after.
+    """
+    check_instance(model, "model", GPT)
+    check_ids(ids, "ids", model.config.vocab_size, ndim=1)
+    check_int(ids.numel(), "ids' length", 1)
+    if prefix is None:
+        raise ValueError("prefix must hold at least one token, got None")
+    check_ids(prefix, "prefix", model.config.vocab_size, ndim=1)
+    check_int(prefix.numel(), "prefix's length", 1)
+    context = model.config.context
+    stride = context // 2 if stride is None else stride
+    stride = check_int(stride, "stride", 1)
+    if stride > context:
+        raise ValueError(f"stride must be at most context={context}")
+    batch = check_int(batch, "batch", 1)
+    full = torch.cat([prefix.long(), ids.long()])
+    first = prefix.numel()  # the index in full of the first scored token
+    # windows full[s : s + context + 1]: inputs [:-1], targets [1:]; a
+    # window scores the targets with index >= done (the ones not yet scored)
+    spans, done, s = [], first, 0
+    while done < full.numel():
+        s = min(s, max(0, full.numel() - context - 1))
+        end = min(s + context + 1, full.numel())
+        spans.append((s, end, done))
+        done, s = end, s + stride
+    was_training = model.training
+    model.eval()
+    total = torch.zeros((), dtype=torch.float64)
+    try:
+        for i in range(0, len(spans), batch):
+            group = spans[i : i + batch]
+            width = max(end - s for s, end, _ in group)
+            rows = torch.zeros(len(group), width, dtype=torch.long)
+            keep = torch.zeros(len(group), width - 1, dtype=torch.bool)
+            for r, (s, end, done) in enumerate(group):
+                rows[r, : end - s] = full[s:end]
+                keep[r, done - s - 1 : end - s - 1] = True
+            logp = model(rows[:, :-1]).log_softmax(-1)
+            nll = -logp.gather(-1, rows[:, 1:, None])[..., 0]
+            total += nll[keep].double().sum()
+    finally:
+        model.train(was_training)
+    return float(total)
+
+
+def load_gpt(path) -> tuple[GPT, dict[tuple[int, int], int]]:
+    """The model ``tools/train_gpt.py`` stores (``{"config", "merges",
+    "state_dict"}``, weights in fp16) in eval mode, computing in fp32, and
+    its BPE merges as ``utils.bpe`` takes them: ``{(left, right): id}``."""
+    stored = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(stored, dict) or set(stored) != {
+        "config",
+        "merges",
+        "state_dict",
+    }:
+        raise ValueError(f"{path} is not a stored GPT (tools/train_gpt.py)")
+    model = GPT(GPTConfig(**stored["config"]))
+    weights = {k: v.float() for k, v in stored["state_dict"].items()}
+    model.load_state_dict(weights)
+    merges = {(a, b): 256 + i for i, (a, b) in enumerate(stored["merges"])}
+    return model.eval(), merges
+
+
+def torch_reference(config: GPTConfig) -> nn.TransformerEncoder:
+    """PyTorch's own layers at ``config``'s sizes: ``num_layers``
+    ``nn.TransformerEncoderLayer(norm_first=True)`` (ReLU FFN, as ours)
+    and a final ``nn.LayerNorm``. Run it with a causal mask."""
+    check_instance(config, "config", GPTConfig)
+    layer = nn.TransformerEncoderLayer(
+        config.d_model,
+        config.num_heads,
+        config.d_ff,
+        config.dropout,
+        batch_first=True,
+        norm_first=True,
+    )
+    return nn.TransformerEncoder(
+        layer,
+        config.num_layers,
+        norm=nn.LayerNorm(config.d_model),
+        enable_nested_tensor=False,
+    )
+
+
+@torch.no_grad()
+def load_torch_gpt_weights(ours: GPT, theirs: nn.TransformerEncoder) -> GPT:
+    """Copy the blocks and the final LayerNorm of ``torch_reference(config)``
+    into ``ours`` (the embeddings are not in it). Returns ``ours``."""
+    check_instance(ours, "ours", GPT, "a utils GPT")
+    check_instance(theirs, "theirs", nn.TransformerEncoder)
+    layers = ours.stack.layers
+    if len(theirs.layers) != len(layers) or theirs.norm is None:
+        raise ValueError(
+            f"theirs must have {len(layers)} layers and a final norm, got "
+            f"{len(theirs.layers)} layers and norm={theirs.norm}"
+        )
+    for mine, other in zip(layers, theirs.layers):
+        load_torch_encoder_layer_weights(mine, other)
+    ours.stack.norm.load_state_dict(theirs.norm.state_dict())
+    return ours
