@@ -32,7 +32,7 @@ import json
 import math
 import pathlib
 import time
-from typing import Any, Callable, Iterator, Sequence
+from typing import Callable
 
 from tools import numeric_mode
 
@@ -47,7 +47,7 @@ from tools import ROOT  # noqa: E402
 from utils import bpe, shakespeare  # noqa: E402
 from utils.gpt import GPT, GPTConfig, num_parameters, stream_nats  # noqa: E402
 from utils.copying import SpanIndex  # noqa: E402
-from utils.training import evaluating, threads  # noqa: E402
+from utils.training import evaluating, threads, train  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,41 +88,6 @@ class Recipe:
 RECIPE = Recipe(steps=3400, eval_every=300)
 CHECKPOINT = ROOT / "_build" / "ch11" / "checkpoint.pt"
 OUT = ROOT / "book" / "data"
-
-
-# ---------------------------------------------------------------- the loop
-def train(
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    batches: Iterator,
-    loss_fn: Callable[[nn.Module, Any], torch.Tensor],
-    steps: int,
-    *,
-    scheduler=None,
-    clip: float | None = None,
-    start: int = 0,
-    hooks: Sequence[Callable[[int, float], bool | None]] = (),
-    progress: bool = True,
-    desc: str = "training",
-) -> list[float]:
-    """Stand-in for ``utils.training.train`` (the course's one loop: the
-    same signature, the same operations in the same order; without its
-    progress bar) until it lands on main."""
-    model.train()
-    losses = []
-    for step in range(start + 1, steps + 1):
-        loss = loss_fn(model, next(batches))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), clip)
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
-        losses.append(loss.item())
-        if any([hook(step, losses[-1]) for hook in hooks]):  # call them all
-            break
-    return losses
 
 
 # ---------------------------------------------------------------- the data
@@ -237,6 +202,7 @@ def replay(steps: int, recipe: Recipe = RECIPE) -> list[float]:
             steps,
             scheduler=scheduler,
             clip=recipe.clip,
+            progress=False,
         )
 
 
