@@ -19,11 +19,9 @@ pytestmark = pytest.mark.slow  # two processes start torch: about 15 s
 
 def test_ddp_step_equals_single_process_steps(tmp_path):
     out = tmp_path / "ddp.json"
-    cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone",
-        "--nproc_per_node=2", "-m", "tools.ddp_gpt", "--check", "--tiny",
-        "--rows", "8", "--out", str(out),
-    ]
+    run = "-m torch.distributed.run --standalone --nproc_per_node=2"
+    check = "-m tools.ddp_gpt --check --tiny --rows 8"
+    cmd = [sys.executable, *run.split(), *check.split(), "--out", str(out)]
     subprocess.run(cmd, cwd=ROOT, check=True, timeout=300, capture_output=True)
     r = json.loads(out.read_text())
     assert r["world_size"] == 2 and r["numeric_mode"]["mode"] == "portable"

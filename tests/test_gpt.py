@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch.nn import functional as F
@@ -322,3 +323,37 @@ def test_load_gpt_reads_what_train_gpt_stores(tmp_path):
     torch.save({"weights": half}, path)
     with pytest.raises(ValueError, match="not a stored GPT"):
         load_gpt(path)
+
+
+# ------------------------------------------------ the stored run's files
+
+
+def _stored():
+    from tools import ROOT
+
+    data = ROOT / "book" / "data"
+    run = json.loads((data / "ch11_run.json").read_text())
+    return data, run
+
+
+def test_the_stored_run_beats_the_five_gram_and_fits_the_page():
+    data, run = _stored()
+    assert run["complete"] and run["numeric_mode"]["mode"] == "portable"
+    base = json.loads((data / "ch11_baselines.json").read_text())
+    five = next(r for r in base["char_kn"] if r["order"] == 5)
+    assert run["valid_bpc_fp16"] < five["valid"]
+    assert run["test_bpc_fp16"] < five["test"]
+    assert run["meta"]["data"] == base["data"]  # the same split, same text
+    assert (data / "ch11_gpt.pt").stat().st_size <= 4_000_000
+    assert run["meta"]["params"] <= 2_000_000
+    assert run["seconds"] <= 90 * 60
+
+
+@pytest.mark.exact  # the portable numeric mode, as the run was made
+def test_the_stored_run_replays_exactly():
+    from tools.train_gpt import replay
+
+    _, run = _stored()
+    live = replay(3)
+    stored = run["replay_loss"][:3]
+    assert [np.float32(x) for x in live] == [np.float32(x) for x in stored]

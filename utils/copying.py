@@ -78,7 +78,11 @@ class SpanIndex:
             window = sample[i : i + self.span]
             out[i] = self.text[start : start + self.span] == window
             j = at[i] + 1  # other windows with this hash, if any
-            while not out[i] and j < self.hashes.size and self.hashes[j] == hashes[i]:
+            while (
+                not out[i]
+                and j < self.hashes.size
+                and self.hashes[j] == hashes[i]
+            ):
                 start = int(self.order[j])
                 out[i] = self.text[start : start + self.span] == window
                 j += 1
