@@ -6,9 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tools.numbers_task import make_splits, source_vocab, target_vocab
+from tools.numbers_task import (
+    chinese_numerals,
+    english_words,
+    make_splits,
+    source_vocab,
+    target_vocab,
+)
 from utils.batches import Vocab, encode_batch, make_batches, pad_fraction
-from utils.numerals import chinese_numerals, english_words
 
 
 def test_vocab_round_trip_and_specials():

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from utils.numerals import MAX_NUMBER, chinese_numerals, english_words
-from tools.numbers_task import make_splits
+from tools.numbers_task import (
+    MAX_NUMBER,
+    chinese_numerals,
+    english_words,
+    make_splits,
+)
 
 # Written by hand (not by the code under test): number, English, Chinese.
 HAND = [

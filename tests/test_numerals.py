@@ -8,19 +8,17 @@ import random
 
 import pytest
 
-from utils.numerals import (
+from tools.numbers_task import (
     AMBIGUOUS_CHARS,
     FINANCIAL_CHARS,
     FINANCIAL_PINYIN,
     MAX_NUMBER,
     chinese_financial,
-    convention_of,
     is_valid_writing,
     mixed_targets,
-    mixes_conventions,
-    read_numeral,
     valid_writings,
 )
+from utils.numerals import convention_of, mixes_conventions, read_numeral
 
 # Written by hand (not by the code under test): number, financial writing.
 HAND = [
@@ -108,7 +106,7 @@ def test_mixing_and_validity():
 
 
 def test_mixed_targets_are_seeded_valid_and_use_both_conventions():
-    from utils.numerals import chinese_numerals, english_words
+    from tools.numbers_task import chinese_numerals, english_words
 
     pairs = [(english_words(n), chinese_numerals(n)) for n in range(1, 2001)]
     a, b = mixed_targets(pairs, 3), mixed_targets(pairs, 3)

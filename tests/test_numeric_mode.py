@@ -123,7 +123,19 @@ def test_robust_mode_undoes_the_portable_one():
     env = numeric_mode.environment(
         "robust", base={"PATH": "/bin", **numeric_mode.PORTABLE}
     )
-    assert env == {"PATH": "/bin", "COURSE_SEED": "1"}
+    # the harness still checks figures in the robust mode
+    assert env == {
+        "PATH": "/bin",
+        "COURSE_SEED": "1",
+        "COURSE_CHECK_FIGURES": "1",
+    }
+
+
+def test_both_modes_check_figures_a_plain_environment_does_not():
+    for mode in numeric_mode.MODES:
+        env = numeric_mode.environment(mode, base={"PATH": "/bin"})
+        assert env["COURSE_CHECK_FIGURES"] == "1"
+    assert "COURSE_CHECK_FIGURES" not in {"PATH": "/bin"}
 
 
 def test_an_unknown_mode_is_refused():

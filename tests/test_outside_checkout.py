@@ -42,7 +42,13 @@ def _origin(tmp_path) -> pathlib.Path:
     """A git repository holding what a clone of the course needs."""
     source = tmp_path / "origin"
     source.mkdir()
-    for name in ("utils", "locale", "requirements.txt", "pyproject.toml"):
+    for name in (
+        "utils",
+        "proof",
+        "locale",
+        "requirements.txt",
+        "pyproject.toml",
+    ):
         if (ROOT / name).is_dir():
             shutil.copytree(
                 ROOT / name,

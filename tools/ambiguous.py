@@ -2,7 +2,7 @@
 measured.
 
 Every training target is drawn from a number's everyday and financial
-writings (``utils.numerals.mixed_targets``), so an input has two right
+writings (``tools.numbers_task.mixed_targets``), so an input has two right
 answers. ``train`` is chapter 8's run (``utils.pronouncer``: the same
 recipe, seeding and batches, with ``utils.training.train``) plus what
 chapter 9 needs: a one-pass decoder
@@ -19,8 +19,8 @@ import itertools
 
 import torch
 
+from tools import numbers_task as nm
 from tools.numbers_task import balance_by_size, make_splits, source_vocab
-from utils import numerals as nm
 from utils.batches import Vocab, encode_batch, group_pairs
 from utils.decoding import (
     beam_search,

@@ -115,7 +115,8 @@ if not root.is_dir():  # alone: fetch the course (nothing is installed)
     git = ["git", "clone", "--depth", "1", "--quiet", url, str(root)]
     subprocess.run(git, check=True)
 start = runpy.run_path(str(root / "proof" / "colab.py"))["start"]
-device = start(root, seed=0{language})"""
+device = start(root, seed=0{language})
+import proof, utils  # the course's library, and the machinery beside it"""
 
 
 # -- where things are ---------------------------------------------------------

@@ -1,11 +1,14 @@
-"""The retired numbers task as data, for the maintenance scripts
+"""The retired numbers task, for the maintenance scripts
 (``tools/ambiguous.py``, ``tools/sweep_ch09.py``): every number 1..99,999
-as a pair (English words, Chinese characters), split, and balanced by size.
+as a pair (British English words, Chinese numerals), split and balanced by
+size, plus chapter 9's second convention, the financial numerals (大写).
 
-The pairs come from ``utils.numerals``. The splits are disjoint by
-construction: every number belongs to exactly one split. Sources longer than
-``max_train_words`` words go to the out-of-distribution split ``"long"``; the
-rest are shuffled with a seeded generator and cut into train / valid / test.
+    "twelve thousand three hundred and five" -> 一 万 二 千 三 百 零 五
+                                             or 壹 万 贰 仟 叁 佰 零 伍
+
+The splits are disjoint: every number belongs to exactly one. Sources longer
+than ``max_train_words`` go to the out-of-distribution split ``"long"``.
+``utils.numerals.read_numeral`` reads either writing back.
 """
 
 from __future__ import annotations
@@ -17,15 +20,187 @@ from typing import Sequence
 
 from utils.batches import Vocab
 from utils.checks import check_at_most, check_int
-from utils.numerals import (
-    MAX_NUMBER,
-    SOURCE_WORDS,
-    TARGET_CHARS,
-    chinese_numerals,
-    english_words,
-)
+from utils.numerals import read_numeral
 
 Pair = tuple[list[str], list[str]]
+
+MAX_NUMBER = 99_999
+
+_ONES = [
+    "",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+]
+_TEENS = [
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = [
+    "",
+    "",
+    "twenty",
+    "thirty",
+    "forty",
+    "fifty",
+    "sixty",
+    "seventy",
+    "eighty",
+    "ninety",
+]
+_DIGITS_ZH = "零一二三四五六七八九"
+
+
+def _check_number(n) -> int:
+    check_int(n, "n", 1)
+    if n > MAX_NUMBER:
+        raise ValueError(f"n must be at most {MAX_NUMBER}, got {n}")
+    return int(n)
+
+
+def _below_hundred(n: int) -> list[str]:
+    """1..99 in words: "seven", "thirteen", "forty two"."""
+    if n < 10:
+        return [_ONES[n]]
+    if n < 20:
+        return [_TEENS[n - 10]]
+    return [_TENS[n // 10]] + ([_ONES[n % 10]] if n % 10 else [])
+
+
+def english_words(n: int) -> list[str]:
+    """British English words of ``n`` (1..99,999), one token per word.
+
+    ``english_words(12305)`` -> ``twelve thousand three hundred and five``.
+    "and" comes before the last two digits when something bigger precedes
+    them (1005: "one thousand and five").
+    """
+    n = _check_number(n)
+    thousands, hundreds, rest = n // 1000, n // 100 % 10, n % 100
+    words: list[str] = []
+    if thousands:
+        words += _below_hundred(thousands) + ["thousand"]
+    if hundreds:
+        words += [_ONES[hundreds], "hundred"]
+    if rest:
+        if words:
+            words.append("and")
+        words += _below_hundred(rest)
+    return words
+
+
+def chinese_numerals(n: int) -> list[str]:
+    """Chinese numerals of ``n`` (1..99,999), one token per character.
+
+    Digits are read in groups of ten thousand (万):
+    12305 -> 一 万 二 千 三 百 零 五. One 零 stands for any run of zeros
+    between two non-zero digits; trailing zeros are silent
+    (1050 -> 一 千 零 五 十, 1500 -> 一 千 五 百). A leading ten is 十, not
+    一 十 (15 -> 十 五), but inside a number it keeps its 一
+    (115 -> 一 百 一 十 五).
+    """
+    n = _check_number(n)
+    digits = [int(c) for c in str(n)]
+    units = ["", "十", "百", "千", "万"]
+    out: list[str] = []
+    gap = False
+    for i, d in enumerate(digits):
+        place = len(digits) - 1 - i
+        if d == 0:
+            gap = bool(out)  # a zero after a non-zero digit opens a gap
+            continue
+        if gap:
+            out.append("零")
+            gap = False
+        if not (d == 1 and place == 1 and not out):  # "十五", not "一十五"
+            out.append(_DIGITS_ZH[d])
+        if place:
+            out.append(units[place])
+    return out
+
+
+# The vocabularies' tokens, fixed so they do not depend on a split.
+SOURCE_WORDS = tuple(w for w in _ONES + _TEENS + _TENS if w) + (
+    "hundred",
+    "thousand",
+    "and",
+)
+TARGET_CHARS = tuple(_DIGITS_ZH) + ("十", "百", "千", "万")
+
+# Romanised names of the characters, for figures where no Chinese font is
+# installed.
+PINYIN = dict(
+    zip(
+        "零一二三四五六七八九十百千万",
+        "ling yi er san si wu liu qi ba jiu shi bai qian wan".split(),
+    )
+)
+
+
+# The financial numerals (大写): digits 1-9, then 十, 百, 千. 零 and 万 are
+# shared with the everyday numerals.
+FINANCIAL_CHARS = tuple("壹贰叁肆伍陆柒捌玖拾佰仟")
+AMBIGUOUS_CHARS = TARGET_CHARS + FINANCIAL_CHARS
+FINANCIAL_PINYIN = {
+    c: "F" + name
+    for c, name in zip(
+        FINANCIAL_CHARS,
+        "yi er san si wu liu qi ba jiu shi bai qian".split(),
+    )
+}
+
+
+def chinese_financial(n: int) -> list[str]:
+    """Financial numerals of ``n`` (1..99,999), one token per character.
+
+    The everyday writing with every digit and the units 十, 百, 千 replaced
+    by their financial characters, except that a leading ten keeps its one:
+    15 -> 壹 拾 伍 (everyday 十 五).
+    """
+    n = _check_number(n)
+    swap = dict(zip("一二三四五六七八九十百千", FINANCIAL_CHARS))
+    out = [swap.get(c, c) for c in chinese_numerals(n)]
+    if out[0] == "拾":  # 10..19: the one is written
+        out.insert(0, "壹")
+    return out
+
+
+def valid_writings(n: int) -> list[list[str]]:
+    """Every valid writing of ``n``: everyday, then financial."""
+    return [chinese_numerals(n), chinese_financial(n)]
+
+
+def is_valid_writing(chars, n: int) -> bool:
+    """Is ``chars`` a valid writing of ``n`` (in one convention)?"""
+    n = _check_number(n)
+    return read_numeral(chars) == n
+
+
+def mixed_targets(pairs, seed: int) -> list:
+    """``pairs`` of (source, everyday target) -> the same sources, each with
+    a target drawn from its valid writings (a seeded 50/50 choice)."""
+    seed = check_int(seed, "seed", 0)
+    rng = random.Random(seed)
+    out = []
+    for src, tgt in pairs:
+        n = read_numeral(tgt)
+        if n is None or list(tgt) != chinese_numerals(n):
+            raise ValueError(f"not an everyday writing: {' '.join(tgt)}")
+        out.append((list(src), valid_writings(n)[rng.random() < 0.5]))
+    return out
 
 
 @functools.lru_cache(maxsize=1)

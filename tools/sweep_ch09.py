@@ -4,7 +4,7 @@
 
 Chapter 9 trains, within its 60 s, one autoregressive translator and one
 one-pass translator on the ambiguous task (every target drawn from its
-everyday and financial writings, ``utils.numerals.mixed_targets``), for the
+everyday and financial writings, ``tools.numbers_task.mixed_targets``), for the
 seed ``proof.runtime.course_seed()``. This script trains them exactly as the
 chapter does (with ``tools.ambiguous.train``) for each seed, measures every
 number a claim of the chapter rests on and writes
@@ -28,7 +28,7 @@ if __name__ == "__main__":  # before torch is imported
 from tools import ROOT  # noqa: E402
 from tools import ambiguous as amb  # noqa: E402
 from tools.numbers_task import make_splits  # noqa: E402
-from utils import numerals as nm  # noqa: E402
+from tools import numbers_task as nm  # noqa: E402
 from utils.batches import make_batches  # noqa: E402
 from utils.bleu import corpus_bleu, sentence_bleu  # noqa: E402
 from utils.pronouncer import build_pronouncer  # noqa: E402

@@ -1,20 +1,7 @@
-"""Scaled dot-product attention and multi-head attention, written from the
-formulas (the additive and bilinear scorers are in ``utils.scoring``).
-
-Shapes are batch-first: queries ``(B, Lq, d_model)``, keys and values
-``(B, Lk, d_model)``. Masks are boolean, True = may attend (see
-``utils.masks``).
-
-Two ways to pass a mask, on purpose:
-
-* the function ``scaled_dot_product_attention`` broadcasts its ``mask`` as
-  PyTorch's ``F.scaled_dot_product_attention`` does: any shape that
-  broadcasts to the scores ``(..., Lq, Lk)``;
-* the module ``MultiHeadAttention`` takes a ``mask`` of rank 4 only,
-  ``(B or 1, h or 1, Lq, Lk)``, and a separate ``key_padding_mask``
-  ``(B, Lk)``. A rank-2 mask would be ambiguous there: a ``(B, Lk)``
-  padding mask broadcasts as ``(Lq, Lk)`` whenever ``B == Lq`` and would
-  mask the wrong pairs without any error.
+"""Scaled dot-product and multi-head attention from the formulas (chapter
+2). Batch-first; bool masks, True = may attend. The module takes a rank-4
+``mask`` and a separate ``key_padding_mask (B, Lk)``: a ``(B, Lk)`` mask
+would silently broadcast as ``(Lq, Lk)`` when ``B == Lq``.
 """
 
 from __future__ import annotations
@@ -58,12 +45,8 @@ __all__ = [
 def masked_softmax(
     scores: torch.Tensor, mask: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Softmax over the last dim (the keys) that skips masked keys.
-
-    scores ``(..., Lq, Lk)``, mask broadcastable to it with True = attend.
-    Masked keys get exactly zero weight; a row with every key masked gets
-    all zeros (not NaN).
-    """
+    """Softmax over the keys of ``(..., Lq, Lk)``; masked keys get exactly
+    0, an all-masked row zeros (not NaN)."""
     check_tensor(scores, "scores", floating=True, min_ndim=1)
     if mask is not None:
         check_mask(mask, "mask", scores.shape, device=scores.device)
@@ -85,12 +68,7 @@ def attend(
     mask: torch.Tensor | None,
     dropout_p: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The second half of every attention, whatever scored it: scores
-    ``(..., Lq, Lk)`` -> masked softmax -> dropout -> weighted sum of
-    ``v`` ``(..., Lk, d_v)``. Returns ``(out, weights)``.
-
-    The callers (the attention functions and modules) have checked ``v``;
-    the mask is checked here, against the scores it masks."""
+    """Scores -> masked softmax -> dropout -> @ v -> ``(out, weights)``."""
     if mask is not None:
         check_mask(mask, "mask", scores.shape, device=scores.device)
     return _attend(scores, v, mask, dropout_p)
@@ -109,21 +87,10 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,
     dropout: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q k^T / sqrt(d_k)) v.
-
-    q ``(..., Lq, d_k)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``, all
-    floating-point of one dtype; the batch dims ``...`` of all three
-    broadcast together. mask broadcastable to ``(..., Lq, Lk)`` with True =
-    attend. Returns
-    ``out (..., Lq, d_v)`` and ``weights (..., Lq, Lk)`` (before dropout).
-    A query row whose keys are all masked gets zero weights and a zero
-    output instead of the NaN that softmax over all -inf gives.
-
-    ``dropout`` is a probability, like ``dropout_p`` of
-    ``F.scaled_dot_product_attention``: it is applied to the weights
-    whenever it is above 0, so pass 0.0 at evaluation time (the module
-    ``MultiHeadAttention`` does that for you in eval mode).
-    """
+    """softmax(q k^T / sqrt(d_k)) v: q ``(..., Lq, d_k)``, k ``(..., Lk,
+    d_k)``, v ``(..., Lk, d_v)``, mask broadcasting to ``(..., Lq, Lk)`` ->
+    ``out (..., Lq, d_v)``, ``weights (..., Lq, Lk)`` (before dropout, which
+    applies whenever > 0). An all-masked row gives zeros, not NaN."""
     check_qkv(q, k, v)
     check_int(q.size(-1), "q and k's feature size d_k", 1)
     dropout = check_probability(dropout, "dropout")
@@ -141,23 +108,13 @@ def _scores(q, k, v) -> torch.Tensor:
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention: project, split into heads, attend per head,
-    concatenate, W^O.
+    """Project, split into heads, attend per head, concatenate, W^O.
 
-    ``forward(q, k, v, mask=None, key_padding_mask=None)`` with q
-    ``(B, Lq, d_model)``, k and v ``(B, Lk, d_model)`` returns
-    ``out (B, Lq, d_model)`` and ``weights (B, num_heads, Lq, Lk)``.
-
-    * ``mask``: bool, rank 4, ``(B or 1, num_heads or 1, Lq, Lk)``,
-      True = may attend. ``padding_mask(ids)`` ``(B, 1, 1, Lk)`` and
-      ``decoder_mask(ids)`` ``(B, 1, T, T)`` fit as they are; lift a
-      ``causal_mask(T)`` with ``[None, None]``.
-    * ``key_padding_mask``: bool ``(B, Lk)``, **True = real token** (the
-      course's polarity). ``nn.MultiheadAttention``'s argument of the same
-      name means the opposite (True = ignore): convert with
-      ``utils.masks.to_key_padding_mask``.
-
-    Both may be given; a pair is attended when both allow it.
+    ``forward(q (B, Lq, d_model), k, v (B, Lk, d_model), mask=None,
+    key_padding_mask=None)`` -> ``out (B, Lq, d_model)``, ``weights (B, h,
+    Lq, Lk)``. ``mask``: bool ``(B|1, h|1, Lq, Lk)``. ``key_padding_mask``:
+    bool ``(B, Lk)``, True = real token (``nn.MultiheadAttention``'s means
+    ignore: ``utils.masks.to_key_padding_mask``).
     """
 
     def __init__(
@@ -186,13 +143,12 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, n, self.num_heads, self.d_head).transpose(1, 2)
 
     def merge_heads(self, out: torch.Tensor) -> torch.Tensor:
-        """Concatenate the heads and project with W_O:
-        (B, h, n, d_head) -> (B, n, d_model)."""
+        """(B, h, n, d_head) -> concatenated, W_O -> (B, n, d_model)."""
         b, _, n, _ = out.shape
         return self.w_o(out.transpose(1, 2).reshape(b, n, self.d_model))
 
     def _dropout_p(self) -> float:
-        """The attention-weight dropout probability to use now (0 in eval)."""
+        """The weights' dropout probability now (0 in eval)."""
         return self.dropout.p if self.training else 0.0
 
     def _combined_mask(
@@ -258,14 +214,7 @@ class MultiHeadAttention(nn.Module):
 
 
 class AttentionCache:
-    """The keys and values one ``MultiHeadAttention`` has computed, kept for
-    the next call: ``keys`` and ``values`` ``(B, h, t, d_head)``.
-
-    Self-attention appends the new positions at every step (``update``), so
-    a step projects one position instead of all ``t``. Cross-attention
-    (``static=True``) keeps what it projected from the encoder memory on the
-    first call: the memory does not change while the decoder generates.
-    """
+    """Keys and values ``(B, h, t, d_head)`` kept for the next call."""
 
     def __init__(self, static: bool = False):
         self.static = check_bool(static, "static")
@@ -280,8 +229,7 @@ class AttentionCache:
     def update(
         self, keys: torch.Tensor, values: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append ``keys``/``values`` ``(B, h, n, d_head)`` along the
-        positions; return everything held."""
+        """Append ``(B, h, n, d_head)`` keys/values; return all held."""
         if self.keys is None:
             self.keys, self.values = keys, values
         else:
@@ -308,8 +256,7 @@ class AttentionCache:
 def load_torch_mha_weights(
     ours: MultiHeadAttention, theirs: nn.MultiheadAttention
 ) -> MultiHeadAttention:
-    """Copy an ``nn.MultiheadAttention``'s weights into ours (its in_proj
-    stacks W_q, W_k, W_v). Returns ``ours``."""
+    """``nn.MultiheadAttention``'s weights -> ``ours``; returns it."""
     check_instance(ours, "ours", MultiHeadAttention, "a MultiHeadAttention")
     what = "an nn.MultiheadAttention"
     check_instance(theirs, "theirs", nn.MultiheadAttention, what)

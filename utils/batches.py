@@ -1,10 +1,5 @@
-"""Token lists as ids, padded and batched: the data side of chapter 8.
-
-Token ids (``Vocab``): 0 = PAD, 1 = BOS, 2 = EOS, then the tokens. A source
-is its tokens followed by EOS; a target is BOS, its tokens, EOS (the decoder
-reads it shifted right). ``group_pairs`` puts pairs of similar length in one
-batch (bucketing), ``encode_batch`` pads a batch to its longest row and
-``pad_fraction`` measures what padding costs.
+"""Token lists as padded id batches (chapter 8). Ids: 0 PAD, 1 BOS, 2 EOS,
+then the tokens; source = tokens + EOS, target = BOS + tokens + EOS.
 """
 
 from __future__ import annotations
@@ -30,12 +25,7 @@ Pair = tuple[list[str], list[str]]
 
 
 class Vocab:
-    """Tokens <-> ids, with PAD = 0, BOS = 1, EOS = 2 first.
-
-    ``encode(tokens, bos=False, eos=True)`` -> list of ids; ``decode(ids)`` ->
-    tokens, stopping at the first EOS and skipping PAD and BOS; ``len(vocab)``
-    is the number of ids.
-    """
+    """Tokens <-> ids, PAD = 0, BOS = 1, EOS = 2 first; ``len(vocab)`` ids."""
 
     def __init__(self, tokens: Iterable[str]):
         tokens = list(tokens)
@@ -71,8 +61,7 @@ class Vocab:
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
     def decode(self, ids) -> list[str]:
-        """Ids (list or 1-D tensor) -> tokens; stops at EOS, skips PAD and
-        BOS."""
+        """Ids (list or 1-D tensor) -> tokens up to EOS, without PAD, BOS."""
         if isinstance(ids, torch.Tensor):
             ids = ids.tolist()
         out = []
@@ -101,12 +90,7 @@ def encode_batch(
     vocab_tgt: Vocab,
     device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pairs -> ``src (B, S)`` = words, EOS, PAD... and ``tgt (B, T)`` = BOS,
-    chars, EOS, PAD...
-
-    Each tensor is padded only to its own longest row. The decoder reads
-    ``tgt[:, :-1]`` and learns to predict ``tgt[:, 1:]``.
-    """
+    """Pairs -> ``src (B, S)``, ``tgt (B, T)``, each padded to its longest."""
     if not pairs:
         raise ValueError("pairs must hold at least one (source, target) pair")
     src = _pad([vocab_src.encode(s) for s, _ in pairs], vocab_src.pad_id)
@@ -125,14 +109,8 @@ def make_batches(
     bucket: bool = True,
     device: torch.device | str | None = None,
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """One epoch of padded batches.
-
-    With ``seed`` the pairs are shuffled first (``seed=None`` keeps their
-    order). With ``bucket=True`` pairs of similar length share a batch, so
-    little padding is needed: the shuffled pairs are cut into pools of 50
-    batches, each pool is sorted by length and cut into batches, and the batch
-    order is shuffled again (so lengths do not come in order).
-    """
+    """One epoch of padded batches, shuffled with ``seed``; ``bucket=True``
+    sorts pools of 50 batches by length (less padding)."""
     groups = group_pairs(pairs, batch_size, seed, bucket)
     return [encode_batch(g, vocab_src, vocab_tgt, device) for g in groups]
 
@@ -143,8 +121,7 @@ def group_pairs(
     seed: int | None = 0,
     bucket: bool = True,
 ) -> list[list[Pair]]:
-    """The grouping of ``make_batches`` without the encoding: a list of lists
-    of pairs."""
+    """``make_batches``'s grouping without encoding: lists of pairs."""
     check_int(batch_size, "batch_size", 1)
     pairs = list(pairs)
     rng = random.Random(seed)
@@ -169,8 +146,7 @@ def group_pairs(
 def pad_fraction(
     batches: Iterable[tuple[torch.Tensor, torch.Tensor]], pad_id: int = 0
 ) -> float:
-    """The fraction of all source and target positions in ``batches`` that are
-    padding."""
+    """Share of the source and target positions in ``batches`` that pad."""
     pads = total = 0
     for src, tgt in batches:
         pads += int((src == pad_id).sum()) + int((tgt == pad_id).sum())

@@ -1,12 +1,6 @@
-"""BLEU (Papineni et al., 2002) from scratch, on lists of tokens.
-
-    BLEU = BP * exp( sum_n w_n * log p_n ),   BP = 1 if c > r else exp(1 - r /
-    c)
-
-``p_n`` is the clipped ("modified") n-gram precision: each candidate n-gram
-counts at most as often as it appears in any single reference. Weights default
-to uniform ``w_n = 1 / N``. There is no further exponent ``1/N`` on top of the
-weights (some write one by mistake).
+"""BLEU (Papineni et al., 2002) on token lists (chapter 9): ``BP *
+exp(sum_n w_n log p_n)``, ``BP = 1 if c > r else exp(1 - r/c)``, ``p_n``
+clipped n-gram precision, ``w_n = 1/N`` (no extra ``1/N`` exponent).
 """
 
 from __future__ import annotations
@@ -53,8 +47,7 @@ def _check_refs(references) -> list[list]:
 
 
 def ngrams(tokens: Tokens, n: int) -> Counter:
-    """Counts of the contiguous n-grams (as tuples): ``ngrams("a b a
-    b".split(), 2)`` -> {(a,b): 2, (b,a): 1}."""
+    """Counts of contiguous n-grams (as tuples) of ``tokens``."""
     tokens = _check_tokens("tokens", tokens)
     n = check_int(n, "n", 1)
     return Counter(
@@ -65,11 +58,7 @@ def ngrams(tokens: Tokens, n: int) -> Counter:
 def modified_precision(
     candidate: Tokens, references: Sequence[Tokens], n: int
 ) -> tuple[int, int]:
-    """(clipped matches, candidate n-grams) for one sentence; p_n is their
-    ratio.
-
-    Each n-gram's count is clipped to its largest count in any one reference.
-    """
+    """(clipped matches, candidate n-grams) against ``references``."""
     cand = ngrams(candidate, n)
     max_ref = Counter()
     for ref in _check_refs(references):
@@ -79,15 +68,13 @@ def modified_precision(
 
 
 def closest_ref_length(candidate: Tokens, references: Sequence[Tokens]) -> int:
-    """The reference length closest to the candidate's (the shorter one on a
-    tie)."""
+    """The reference length closest to the candidate's (shorter on a tie)."""
     c = len(_check_tokens("candidate", candidate))
     return min((abs(len(r) - c), len(r)) for r in _check_refs(references))[1]
 
 
 def brevity_penalty(c: int, r: int) -> float:
-    """1 if the candidate is longer than the reference (c > r), else exp(1 - r
-    / c); 0 if c == 0."""
+    """1 if c > r, else exp(1 - r / c); 0 if c == 0."""
     if c < 0 or r < 0:
         raise ValueError(f"lengths must be >= 0, got c={c}, r={r}")
     if c > r:
@@ -118,12 +105,8 @@ def corpus_bleu(
     max_n: int = 4,
     weights: Sequence[float] | None = None,
 ) -> float:
-    """Corpus BLEU in [0, 1]: n-gram matches and lengths are summed over all
-    sentences first.
-
-    ``references[i]`` is the list of references for ``candidates[i]``. If some
-    p_n is 0 the geometric mean is 0, so BLEU is 0.0 (no smoothing).
-    """
+    """BLEU in [0, 1], counts summed over the corpus first; no smoothing (a
+    p_n of 0 gives 0.0)."""
     w = _weights(max_n, weights)
     _check_sentences("candidates", candidates)
     if len(references) != len(candidates):
@@ -156,8 +139,7 @@ def sentence_bleu(
     max_n: int = 4,
     weights: Sequence[float] | None = None,
 ) -> float:
-    """BLEU of one candidate against its references (``corpus_bleu`` of a
-    one-sentence corpus)."""
+    """``corpus_bleu`` of a one-sentence corpus."""
     return corpus_bleu(
         [_check_tokens("candidate", candidate)],
         [_check_refs(references)],

@@ -1,19 +1,6 @@
-"""The decoder's key/value cache for generating one token at a time
-(chapter 9).
-
-Generating token ``t`` needs the decoder state at position ``t`` only.
-Without a cache, ``model.decode(ys, ...)`` recomputes all ``t`` positions of
-every layer at each step. With one, each decoder layer's self-attention keeps
-the keys and values of the positions already seen and appends the new ones;
-its cross-attention projects the encoder memory once. A step then costs O(t)
-in attention (one query against t keys) instead of O(t^2), and the
-projections and FFN run on one row instead of t.
-
-The cache only stores: the computing is the model's own code path,
-``Transformer.decode(tokens, memory, src_mask, cache=cache)``, which runs the
-same layers on the new positions (``MultiHeadAttention`` reads and extends
-each layer's ``AttentionCache``). ``tests/test_cache.py`` proves the result
-equals full recomputation.
+"""The decoder's key/value cache (chapter 9): a step costs O(t), not
+O(t^2). It only stores; ``Transformer.decode(..., cache=cache)`` computes
+with the same layers (``tests/test_cache.py``: equal to recomputing).
 """
 
 from __future__ import annotations
@@ -27,14 +14,8 @@ __all__ = ["KVCache"]
 
 
 class KVCache:
-    """What the decoder keeps between steps: for every layer a
-    ``(self, cross)`` pair of ``AttentionCache`` (keys and values
-    ``(B, h, t, d_head)`` and ``(B, h, S, d_head)``), and ``keep`` ``(B, t)``,
-    False where a cached target token is padding.
-
-    ``Transformer.decode(tokens, memory, src_mask, cache=KVCache(n))`` fills
-    it and reads it; the memory is passed on every call, as without a cache.
-    """
+    """Per layer a ``(self, cross)`` ``AttentionCache`` pair, and ``keep (B,
+    t)``: False at cached padding."""
 
     def __init__(self, num_layers: int):
         num_layers = check_int(num_layers, "num_layers", 1)
@@ -50,9 +31,7 @@ class KVCache:
         return 0 if self.keep is None else self.keep.size(1)
 
     def extend(self, tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
-        """Record ``tokens`` ``(B, n)`` as the next positions; return the
-        self-attention mask ``(B, 1, n, length)`` of their queries: causal
-        (position ``p`` sees keys ``<= p``) and never a padded key."""
+        """Record ``tokens (B, n)`` -> causal mask ``(B, 1, n, length)``."""
         check_ids(tokens, "tokens", ndim=2)
         if self.keep is not None:
             rows = (self.keep.size(0), "length")  # the cache's batch
@@ -69,8 +48,7 @@ class KVCache:
         return causal & self.keep[:, None, None, :]
 
     def reorder(self, rows: torch.Tensor) -> None:
-        """Keep batch rows ``rows`` ``(B',)`` in that order (beam search's
-        parents), in both attentions' entries."""
+        """Keep batch rows ``rows (B',)`` in order (beam search's parents)."""
         for own, cross in self.layers:
             own.reorder(rows)
             cross.reorder(rows)

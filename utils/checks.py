@@ -1,21 +1,8 @@
-"""Argument checks shared by every ``utils`` module: one set of rules.
-
-Each check returns the value it accepted (converted where that is harmless,
-e.g. ``np.int64(8) -> 8``) or raises an error whose message names the
-argument, says what it received and what was expected.
-
-Which error? The rule, decided once for the whole library:
-
-* ``TypeError``: the **wrong kind** of thing. Not a tensor where a tensor is
-  needed; a tensor of the wrong dtype (float token ids, an int64 mask,
-  integer queries); a float or a bool where an int is needed (``8.0``,
-  ``True``); a str where a number is needed (``"0.1"``).
-* ``ValueError``: the **right kind, wrong value**. A shape or rank that does
-  not fit, a number out of range (a negative size, ``dropout=1.0``, NaN),
-  token ids outside the vocabulary, tensors on different devices.
-
-NumPy scalars count as the Python numbers they stand for (``np.int64`` is an
-int, ``np.float32`` a float), so sizes read from arrays work as they are.
+"""Argument checks for every ``utils`` module: each returns the value
+(``np.int64(8) -> 8``) or raises, naming the argument and what it got.
+``TypeError``: wrong kind (not a tensor, wrong dtype, ``8.0`` or ``True``
+for an int). ``ValueError``: wrong value (shape, range, NaN, ids outside the
+vocabulary, device). NumPy scalars count as Python numbers.
 """
 
 from __future__ import annotations
@@ -63,11 +50,7 @@ def check_bool(value: Any, name: str) -> bool:
 
 
 def check_int(value: Any, name: str, minimum: int | None = None) -> int:
-    """``value`` as a Python int; it must be an integer, at least ``minimum``.
-
-    Python and NumPy integers pass. ``bool`` (``True`` is not a size) and
-    floats, even whole ones such as ``8.0``, raise ``TypeError``.
-    """
+    """``value`` as a Python int >= ``minimum`` (bool, ``8.0``: TypeError)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {_kind(value)}")
     if minimum is not None and value < minimum:
@@ -91,13 +74,8 @@ def check_number(
     max_inclusive: bool = True,
     finite: bool = False,
 ) -> float:
-    """``value`` as a Python float; it must be a real number in the range.
-
-    Ints, floats and NumPy scalars pass; ``bool``, str, tensors and None
-    raise ``TypeError``. NaN, a value outside ``[minimum, maximum]`` (ends
-    excluded when ``min_inclusive`` / ``max_inclusive`` is false) and, with
-    ``finite=True``, an infinity raise ``ValueError``.
-    """
+    """``value`` as a float in ``[minimum, maximum]`` (ends open with
+    ``min_inclusive``/``max_inclusive`` false; ``finite``: no infinity)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {_kind(value)}")
     number = float(value)
@@ -120,11 +98,7 @@ def check_number(
 def check_probability(
     value: Any, name: str, *, allow_one: bool = False
 ) -> float:
-    """``value`` as a float in ``[0, 1)`` (``[0, 1]`` with ``allow_one``).
-
-    Dropout rates and label smoothing use the half-open range: a rate of 1
-    would drop or smooth away everything.
-    """
+    """A float in ``[0, 1)`` (``[0, 1]`` with ``allow_one``)."""
     return check_number(value, name, 0.0, 1.0, max_inclusive=allow_one)
 
 
@@ -154,16 +128,9 @@ def check_tensor(
     layout: str = "",
     device: torch.device | None = None,
 ) -> torch.Tensor:
-    """``x`` must be a ``torch.Tensor``; returns it unchanged.
-
-    ``ndim``: the allowed rank (an int or several). ``min_ndim``: the lowest
-    allowed rank. ``floating=True`` asks for a floating-point dtype,
-    ``floating=False`` for anything else (integers, bool). ``shape``: the
-    exact shape, an int per dim or a str for a dim of any size, e.g.
-    ``("batch", "length", 512)``; the message shows it as written.
-    ``layout`` names the dims in the message for a wrong rank. ``device``:
-    where it must be (next to the tensors it is used with).
-    """
+    """``x``, a ``torch.Tensor`` of rank ``ndim`` (int or several) or >=
+    ``min_ndim``, ``floating`` or not, of ``shape`` (a str: any size), on
+    ``device``; ``layout`` names the dims in a wrong-rank message."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {_kind(x)}")
     if floating is not None and x.is_floating_point() != floating:
@@ -200,8 +167,7 @@ def check_choice(value: Any, name: str, options: Sequence[str]) -> str:
 
 
 def check_instance(value: Any, name: str, kind: type, what: str = "") -> Any:
-    """``value``, which must be an instance of ``kind`` (``what`` names the
-    kind in the message, e.g. ``"a utils MultiHeadAttention"``)."""
+    """``value``, an instance of ``kind`` (``what`` names it)."""
     if not isinstance(value, kind):
         what = what or f"a {kind.__name__}"
         raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
@@ -217,8 +183,7 @@ def check_heads(d_model: int, num_heads: Any) -> int:
 
 
 def check_at_most(value: int, name: str, limit: int, why: str = "") -> int:
-    """``value`` (already checked to be a number) must be ``<= limit``;
-    ``why`` names the limit in the message, e.g. ``"max_len=8"``."""
+    """``value <= limit``; ``why`` names the limit, e.g. ``"max_len=8"``."""
     if value > limit:
         raise ValueError(f"{name} must be at most {why or limit}, got {value}")
     return value
@@ -231,13 +196,8 @@ def check_ids(
     *,
     ndim: int | Sequence[int] | None = None,
 ) -> torch.Tensor:
-    """Token ids: a signed integer tensor, values in ``[0, vocab_size)``.
-
-    Bool, floating-point and unsigned dtypes raise ``TypeError``. ``uint8``
-    is refused on purpose: PyTorch reads a uint8 index tensor as a mask, and
-    uint8 arithmetic wraps around (0 - 1 = 255). ``ndim`` fixes the rank
-    (2 for ``(batch, length)``); ``vocab_size`` the range of the values.
-    """
+    """Signed integer ids of rank ``ndim`` in ``[0, vocab_size)``. uint8 is
+    refused: indexing reads it as a mask, and 0 - 1 wraps to 255."""
     check_tensor(ids, name)
     if ids.dtype == torch.uint8:  # indexing reads uint8 as a mask
         raise TypeError(f"{name} has dtype torch.uint8, which wraps: .long()")
@@ -254,15 +214,9 @@ def check_ids(
 
 
 def check_qkv(q: Any, k: Any, v: Any, *, share_d_k: bool = True) -> None:
-    """Queries ``(..., Lq, d_k)``, keys ``(..., Lk, d_k)``, values
-    ``(..., Lk, d_v)``.
-
-    All three floating-point tensors of one dtype on one device, rank >= 2;
-    q and k share the last dim, k and v the length; the batch dims
-    (everything before the last two) broadcast together. ``share_d_k=False``
-    drops the rule on the last dims (scorers whose queries and keys differ
-    in size check those themselves).
-    """
+    """q ``(..., Lq, d_k)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``:
+    floating, one dtype and device, batch dims broadcasting
+    (``share_d_k=False``: q and k may differ in size)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(t, name, floating=True, min_ndim=2)
     shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
@@ -298,14 +252,8 @@ def check_mask(
     *,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """A boolean keep-mask (True = may attend) that broadcasts to ``shape``.
-
-    ``shape`` is the shape it is applied to, usually the attention scores
-    ``(..., Lq, Lk)``; ``None`` checks the kind only. A 0/1 or float mask
-    raises ``TypeError`` (convert a 0/1 mask with ``.bool()``); a mask that
-    would need to grow ``shape`` to broadcast raises ``ValueError``, as does
-    a mask on another ``device``.
-    """
+    """A bool keep-mask broadcasting to ``shape`` (None: kind only) on
+    ``device``; a 0/1 or float mask raises ``TypeError`` (``.bool()``)."""
     check_tensor(mask, name)
     if mask.dtype != torch.bool:  # True = may attend
         raise TypeError(f"{name} must be a bool, not {mask.dtype}: .bool()")
@@ -322,8 +270,7 @@ def check_mask(
 
 
 def check_like_weights(module: Any, x: torch.Tensor) -> None:
-    """Inputs must match the module's weights in dtype and device (checked
-    outside autocast, which casts on its own)."""
+    """Inputs match the module's weights' dtype and device (not autocast)."""
     w = next(module.parameters())
     if torch.is_autocast_enabled(x.device.type):
         return

@@ -1,10 +1,6 @@
 """Cost, counted and measured (chapter 6): FLOPs, time, peak tensor memory,
-and a power law fitted on a log-log scale (the cheaper attentions these
-measure are in ``utils.efficient_attention``).
-
-Costs are best proven on counts (FLOPs, bytes), which are deterministic; times
-depend on the machine and its load, so ``time_fn`` can read the CPU time of the
-calling thread, which other processes competing for the cores do not inflate.
+power-law fits. ``time_fn`` can read the thread's CPU time, which other
+processes do not inflate.
 """
 
 from __future__ import annotations
@@ -47,18 +43,9 @@ __all__ = [
 ]
 
 
-# ------------------------------------------------------------------- measuring
-
-
 def flops_by_op(fn: Callable, *args, **kwargs) -> dict[str, int]:
-    """FLOPs of ``fn(*args, **kwargs)`` per aten operator.
-
-    Counted by ``torch.utils.flop_counter.FlopCounterMode`` under
-    ``torch.no_grad`` (2 per multiply-add). It counts the operators it has a
-    formula for (matrix products, convolutions, some fused attention kernels);
-    elementwise work such as a softmax is not counted, and neither is a fused
-    kernel without a formula (e.g. ``nn.MultiheadAttention``'s inference path).
-    """
+    """FLOPs of ``fn(*args, **kwargs)`` per aten op (2 per multiply-add);
+    ops without a formula (softmax, some fused kernels) count 0."""
     check_instance(fn, "fn", Callable, "callable")
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         fn(*args, **kwargs)
@@ -81,20 +68,11 @@ def time_fn(
     clock: str = "wall",
     **kwargs,
 ) -> float:
-    """Median time in seconds of ``fn(*args, **kwargs)`` over at least
-    ``repeats`` runs, after ``warmup`` untimed runs, under ``torch.no_grad``.
-
-    A fast call is repeated until the timed runs add up to ``min_time``
-    seconds (at most 10,000 runs). ``num_threads`` fixes torch's intra-op
-    threads while timing and restores them after.
-
-    ``clock="wall"`` reads ``time.perf_counter``: what a user waits, which
-    grows when other processes take the cores. ``clock="cpu"`` reads
-    ``time.thread_time``, the CPU time this thread ran: the work the call
-    did, which waiting for a busy core does not add to. It needs one thread
-    (``num_threads`` 1, the default for this clock), so that all the work
-    runs in the calling thread.
-    """
+    """Median seconds of ``fn(*args, **kwargs)`` over >= ``repeats`` runs
+    (until ``min_time``, at most 10,000) after ``warmup``, no_grad, with
+    ``num_threads`` threads (restored). ``clock="wall"``: what a user waits;
+    ``"cpu"``: the thread's CPU time, which a busy core does not add to (one
+    thread)."""
     check_instance(fn, "fn", Callable, "callable")
     check_int(repeats, "repeats", 1)
     check_int(warmup, "warmup", 0)
@@ -128,13 +106,7 @@ def time_fn(
 def time_interleaved(
     calls: Mapping[str, Callable[[], Any]], rounds: int = 3, **options
 ) -> dict[str, float]:
-    """Time several zero-argument calls in interleaved rounds; keep the
-    minimum.
-
-    Each round times every call once with ``time_fn(call, **options)``; a
-    burst of load then hits all calls alike instead of one, and the minimum
-    over rounds is the least disturbed reading. Returns name -> seconds.
-    """
+    """Name -> minimum seconds over interleaved rounds of ``time_fn``."""
     check_int(rounds, "rounds", 1)
     check_instance(calls, "calls", Mapping, "a mapping name -> call")
     check_int(len(calls), "the number of calls", 1)
@@ -191,16 +163,8 @@ class _LiveTensorBytes(TorchDispatchMode):
 
 
 def peak_memory(fn: Callable, *args, **kwargs) -> int:
-    """Peak bytes of the tensors ``fn(*args, **kwargs)`` creates, alive at
-    once.
-
-    Every aten operator's new output storage is counted from its creation
-    until it is freed (under ``torch.no_grad``); the inputs are not counted,
-    the returned output is. This is deterministic, so a notebook can check
-    it. It does not see scratch buffers that a kernel allocates and frees
-    inside one operator (e.g. BLAS packing): a lower bound on what the
-    process really allocates.
-    """
+    """Peak bytes of the tensors ``fn`` creates alive at once (a lower
+    bound: output counted, inputs and in-kernel scratch not)."""
     check_instance(fn, "fn", Callable, "callable")
     tracker = _LiveTensorBytes()
     with torch.no_grad(), tracker:
@@ -212,11 +176,7 @@ def peak_memory(fn: Callable, *args, **kwargs) -> int:
 def fit_power_law(
     x: Sequence[float], y: Sequence[float]
 ) -> tuple[float, float]:
-    """Least-squares line through ``(log x, log y)``.
-
-    Returns ``(slope, c)`` with ``y ~ c * x**slope``. A slope of 2 means
-    doubling x multiplies y by 4 (quadratic); 1 means linear.
-    """
+    """Least squares on logs -> ``(slope, c)``, ``y ~ c * x**slope``."""
     xs = torch.as_tensor(x, dtype=torch.float64).flatten()
     ys = torch.as_tensor(y, dtype=torch.float64).flatten()
     check_int(len(xs), "x's number of points (at least 2 for a slope)", 2)

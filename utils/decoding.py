@@ -1,16 +1,7 @@
-"""Autoregressive decoding: greedy search, beam search and sampling.
-
-They work with any model that has ``encode(src) -> (memory, src_mask)``,
-``decode(tgt, memory, src_mask) -> states (B, T, d)`` and
-``generator(states) -> logits``, such as ``utils.model.Transformer`` or the
-hand-made ``BigramModel`` below. For a ``Transformer`` they use its KV cache
-(``utils.cache``: one new position per step); ``use_cache=False`` recomputes
-the whole prefix at every step instead, with the same result.
-
-A sequence's score is the sum of the log-probabilities of its generated tokens
-(EOS included); with length normalisation it is divided by ``length ** alpha``.
-Every helper runs in eval mode without gradients and puts the model back in the
-mode it found.
+"""Autoregressive decoding (chapter 9): greedy, beam, sampling, for any model
+with ``encode``, ``decode`` and ``generator`` (a ``Transformer`` uses its KV
+cache). Scores are summed log-probs of the generated tokens, EOS included.
+Helpers run in eval mode, no grad, and restore the model's mode.
 """
 
 from __future__ import annotations
@@ -75,8 +66,7 @@ def _check(model, src, max_len, bos_id, eos_id, pad_id) -> int:
 
 
 class _Stepper:
-    """Next-token log-probabilities for growing prefixes, with or without the
-    KV cache. ``calls`` counts decoder calls, ``rows`` the rows they ran on."""
+    """Next-token log-probs for growing prefixes, cached or not."""
 
     def __init__(self, model, src, pad_id: int, repeat: int, use_cache: bool):
         self.model, self.pad_id = model, pad_id
@@ -94,11 +84,7 @@ class _Stepper:
         self.calls = 0
 
     def log_probs(self, ys: torch.Tensor) -> torch.Tensor:
-        """ys ``(B, t)`` -> log p(next | ys) ``(B, V)``; PAD gets -inf.
-
-        PAD is never a real next token, so it is removed; the other tokens
-        keep the model's values (no renormalising).
-        """
+        """ys ``(B, t)`` -> log p(next | ys) ``(B, V)``, PAD at -inf."""
         self.calls += 1
         if self.cache is None:
             states = self.model.decode(ys, self.memory, self.src_mask)
@@ -126,13 +112,8 @@ def greedy_decode(
     pad_id: int = 0,
     use_cache: bool = True,
 ) -> torch.Tensor:
-    """Pick the most probable token at every step.
-
-    src ``(B, S)`` -> ids ``(B, <= 1 + max_len)``. Rows start with BOS; a row
-    that has produced EOS is filled with ``pad_id`` afterwards (PAD itself is
-    never chosen). Stops when every row has ended or after ``max_len``
-    generated tokens.
-    """
+    """The most probable token at every step: src ``(B, S)`` -> ids ``(B, <=
+    1 + max_len)``, BOS first, PAD after a row's EOS (never chosen)."""
     return sample_decode(
         model, src, max_len, bos_id, eos_id, pad_id, 0.0, use_cache=use_cache
     )
@@ -151,12 +132,7 @@ def sample_decode(
     generator: torch.Generator | None = None,
     use_cache: bool = True,
 ) -> torch.Tensor:
-    """Draw each next token from the model's distribution, filtered by
-    ``utils.sampling`` (temperature, then top-k, then top-p).
-
-    Same output layout as ``greedy_decode``; ``temperature=0`` is greedy.
-    Pass a seeded ``torch.Generator`` for reproducible samples.
-    """
+    """``greedy_decode`` drawing tokens after temperature, top-k, top-p."""
     max_len = _check(model, src, max_len, bos_id, eos_id, pad_id)
     with evaluating(model):
         step = _Stepper(model, src, pad_id, 1, use_cache)
@@ -177,11 +153,7 @@ def sample_decode(
 def sequence_log_prob(
     model, src: torch.Tensor, ys: torch.Tensor, eos_id: int, pad_id: int = 0
 ) -> torch.Tensor:
-    """Sum of log p(token | prefix) over ``ys[:, 1:]`` up to and including the
-    first EOS -> ``(B,)``.
-
-    One teacher-forced pass, so it scores any sequence, whoever produced it.
-    """
+    """Teacher-forced log p of ``ys[:, 1:]`` up to the first EOS ``(B,)``."""
     check_ids(src, "src", ndim=2)
     check_ids(ys, "ys", _vocab_size(model), ndim=2)
     if ys.size(0) != src.size(0) or ys.size(1) < 2:
@@ -213,25 +185,13 @@ def beam_search(
     use_cache: bool = True,
     trace: list | None = None,
 ) -> list[list[tuple[torch.Tensor, float]]]:
-    """Keep the ``beam_size`` best prefixes at every step; return the
-    ``num_return`` best per source.
+    """The ``beam_size`` best prefixes per step -> per source row,
+    ``num_return`` ``(ids (L,), score)``, finished ones best first, then cut
+    ones (fewer, with a ``RuntimeWarning``, if the vocabulary is tiny).
 
-    Returns, for each source row, a list of ``(ids (L,), score)``: hypotheses
-    that ended with EOS first, best score first, then (only if needed to fill
-    ``num_return``) ones cut off at ``max_len`` generated tokens. ``ids``
-    start with BOS. PAD is never generated. If fewer than ``num_return``
-    hypotheses exist (a tiny vocabulary), the list is shorter and a
-    ``RuntimeWarning`` says so.
-
-    score = sum of log-probs / ``length ** alpha`` (length = generated tokens,
-    EOS included): ``alpha=0`` is the raw log-probability, which favours
-    short outputs; ``alpha=1`` the mean log-probability per token. Finished
-    hypotheses stay in the beam and compete with unfinished ones on that
-    score, so ``beam_size=1`` is exactly greedy decoding.
-
-    ``trace``: if a list is given, each step appends a dict with the beams'
-    ``parent`` and ``token`` ``(B, k)`` and their raw ``score`` (for
-    drawing the search tree).
+    score = sum of log-probs / ``length ** alpha``; finished hypotheses stay
+    in the beam, so ``beam_size=1`` is greedy. ``trace``: a list that gets
+    each step's ``parent``, ``token`` ``(B, k)`` and ``score``.
     """
     max_len = _check(model, src, max_len, bos_id, eos_id, pad_id)
     k = check_int(beam_size, "beam_size", 1)
@@ -306,13 +266,7 @@ def beam_search(
 
 
 class BigramModel(nn.Module):
-    """A hand-made next-token model: p(next | last token) is a fixed table,
-    the source is ignored.
-
-    ``log_probs (V, V)``: row = last token, column = next token (rows are
-    log-distributions). It offers encode/decode/generator like
-    ``utils.model.Transformer``, so the decoders run on it (without a cache).
-    """
+    """A fixed next-token table ``log_probs (V, V)``, the source ignored."""
 
     def __init__(self, log_probs: torch.Tensor):
         super().__init__()

@@ -1,9 +1,5 @@
-"""Cheaper attention (chapter 6): restricted (windowed) attention two ways,
-and exact attention computed block by block with an online softmax.
-
-Shapes are batch-first like ``utils.attention``: q ``(..., n, d_k)``, k
-``(..., n, d_k)``, v ``(..., n, d_v)``. Boolean masks mean True = may attend.
-Their costs are measured with ``utils.complexity``.
+"""Cheaper attention (chapter 6): windowed attention two ways, exact
+attention by blocks with an online softmax. Masks: True = may attend.
 """
 
 from __future__ import annotations
@@ -32,10 +28,6 @@ def _check_window(q, k, v, window) -> None:
     check_tensor(k, "k (the same length as q)", shape=same)
 
 
-# ------------------------------------------------- restricted (windowed)
-# attention
-
-
 def banded_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -43,11 +35,7 @@ def banded_attention(
     window: int,
     causal: bool = False,
 ) -> torch.Tensor:
-    """Windowed attention the simple way: full attention with a band mask.
-
-    Same O(n^2 d) cost as full attention; it is the correctness reference for
-    ``windowed_attention``. Returns ``out (..., n, d_v)``.
-    """
+    """Full attention with a band mask, O(n^2 d): the reference."""
     _check_window(q, k, v, window)
     mask = band_mask(q.size(-2), window, causal=causal, device=q.device)
     return scaled_dot_product_attention(q, k, v, mask)[0]
@@ -60,13 +48,7 @@ def windowed_attention(
     window: int,
     causal: bool = False,
 ) -> torch.Tensor:
-    """Windowed attention in O(n r d): each query meets only its r neighbours.
-
-    k and v are zero-padded by ``window`` at the ends, then ``unfold`` gives
-    every position its own window of r keys ``(..., n, d, r)`` without building
-    any ``(n, n)`` tensor. Padded slots are masked out, so the result equals
-    ``banded_attention``. Returns ``out (..., n, d_v)``.
-    """
+    """O(n r d): ``unfold`` gives each query its r keys, no ``(n, n)``."""
     _check_window(q, k, v, window)
     n, d_k = q.size(-2), q.size(-1)
     left, right = window, (0 if causal else window)
@@ -85,10 +67,6 @@ def windowed_attention(
     return torch.einsum("...nr,...ndr->...nd", weights, v_win)
 
 
-# --------------------------------------------------------- online-softmax
-# attention
-
-
 def online_softmax_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -96,17 +74,8 @@ def online_softmax_attention(
     block_size: int,
     mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Exact softmax attention computed over blocks of ``block_size`` keys.
-
-    Keeps, per query, a running maximum ``m``, a running denominator ``l`` and
-    a running weighted sum ``acc``; when a new block raises the maximum, the
-    old ``l`` and ``acc`` are rescaled by ``exp(m_old - m_new)``. Only a
-    ``(..., Lq, block_size)`` piece of the score matrix exists at any time.
-    ``mask`` (True = attend) broadcasts to ``(..., Lq, Lk)``; a query with no
-    visible key gets a zero output, like
-    ``utils.attention.scaled_dot_product_attention``. Returns
-    ``out (..., Lq, d_v)``.
-    """
+    """Exact attention over blocks of ``block_size`` keys, rescaling by
+    ``exp(m_old - m_new)``: ``out (..., Lq, d_v)``."""
     check_qkv(q, k, v)
     check_int(block_size, "block_size", 1)
     lq, lk = q.size(-2), k.size(-2)

@@ -1,13 +1,5 @@
-"""The layers the Transformer is assembled from (chapter 7): the
-position-wise FFN, scaled embeddings, LayerNorm written out, the residual
-wrapper (Post-Norm or Pre-Norm), the encoder and decoder layers, and the
-stack that repeats them. ``utils.model`` assembles them into the full model.
-
-Masks given to the layers are rank 4, ``(B or 1, 1, Lq, Lk)``, True = may
-attend, as ``MultiHeadAttention`` requires: ``padding_mask(ids)`` and
-``decoder_mask(ids)`` already are; lift ``causal_mask(T)`` with
-``[None, None]``. ``load_torch_*_weights`` copy PyTorch's own layers'
-weights into these, to compare them.
+"""The Transformer's layers (chapter 7), assembled by ``utils.model``. Masks
+are rank 4 ``(B|1, 1, Lq, Lk)``, True = may attend.
 """
 
 from __future__ import annotations
@@ -46,8 +38,7 @@ __all__ = [
 
 
 class FeedForward(nn.Module):
-    """Position-wise FFN: ``w_2(dropout(relu(w_1 x)))``, the same MLP at
-    every position."""
+    """``w_2(dropout(relu(w_1 x)))``, the same MLP at every position."""
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
@@ -62,8 +53,7 @@ class FeedForward(nn.Module):
 
 
 class Embeddings(nn.Module):
-    """Token lookup scaled by sqrt(d_model), so it is not drowned by the
-    positional encoding. ``name`` is what error messages call the ids."""
+    """Token lookup times sqrt(d_model) (not drowned by the positions)."""
 
     def __init__(self, vocab: int, d_model: int, *, name: str = "ids"):
         super().__init__()
@@ -81,13 +71,7 @@ class Embeddings(nn.Module):
 
 
 class LayerNorm(nn.Module):
-    """LayerNorm written out: ``gamma * (x - mean) / sqrt(var + eps) + beta``
-    over the last dim.
-
-    Same as ``nn.LayerNorm(d_model)``: the *biased* variance (divide by d,
-    not d - 1) and eps *inside* the square root. (The course notes use the
-    unbiased std with eps outside: not equal.)
-    """
+    """As ``nn.LayerNorm``: biased variance, eps inside the root."""
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
@@ -132,11 +116,7 @@ class Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then FFN, each wrapped in residual + LayerNorm.
-
-    ``forward(x (B, S, d_model), mask=None)``; ``mask`` is rank 4, e.g.
-    ``padding_mask(src)`` ``(B, 1, 1, S)``.
-    """
+    """Self-attention then FFN: ``x (B, S, d)``, ``mask (B, 1, 1, S)``."""
 
     def __init__(
         self,
@@ -165,15 +145,10 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention over the encoder memory, FFN.
-
-    ``forward(x (B, T, d), memory (B, S, d), src_mask, tgt_mask, cache)``;
-    both masks are rank 4: ``src_mask`` ``(B, 1, 1, S)``, ``tgt_mask``
-    ``(B, 1, T, T)`` or ``causal_mask(T)[None, None]``. With ``cache`` (this
-    layer's ``(self, cross)`` pair of ``AttentionCache``), ``x`` is only the
-    new positions and ``tgt_mask`` ``(B, 1, T, t)`` covers all ``t`` cached
-    and new ones: the same code path, fed less.
-    """
+    """Masked self-attention, cross-attention, FFN: ``forward(x (B, T, d),
+    memory (B, S, d), src_mask (B, 1, 1, S), tgt_mask (B, 1, T, T), cache)``.
+    With ``cache`` (a ``(self, cross)`` pair), ``x`` is only the new
+    positions and ``tgt_mask (B, 1, T, t)`` covers all t."""
 
     def __init__(
         self,
@@ -221,13 +196,7 @@ class DecoderLayer(nn.Module):
 
 
 class Stack(nn.Module):
-    """``num_layers`` layers made by ``make_layer()``, run in turn, plus a
-    final LayerNorm when Pre-Norm (Post-Norm layers end normalised).
-
-    The encoder and the decoder are both stacks: ``forward(x, *args)`` passes
-    ``args`` (masks, memory) to every layer, and ``cache`` (one entry per
-    layer) when the decoder generates step by step.
-    """
+    """``num_layers`` layers run in turn (+ LayerNorm if Pre-Norm)."""
 
     def __init__(
         self, make_layer, num_layers: int, d_model: int, norm_first: bool
@@ -263,8 +232,7 @@ def _copy_ffn(ours: FeedForward, theirs: nn.Module) -> None:
 def load_torch_encoder_layer_weights(
     ours: EncoderLayer, theirs: nn.TransformerEncoderLayer
 ) -> EncoderLayer:
-    """Copy an ``nn.TransformerEncoderLayer``'s weights into our
-    ``EncoderLayer`` (same sizes). Returns ``ours``."""
+    """``nn.TransformerEncoderLayer``'s weights -> ``ours``; returns it."""
     check_instance(ours, "ours", EncoderLayer, "a utils EncoderLayer")
     what = "an nn.TransformerEncoderLayer"
     check_instance(theirs, "theirs", nn.TransformerEncoderLayer, what)
@@ -279,8 +247,7 @@ def load_torch_encoder_layer_weights(
 def load_torch_decoder_layer_weights(
     ours: DecoderLayer, theirs: nn.TransformerDecoderLayer
 ) -> DecoderLayer:
-    """Copy an ``nn.TransformerDecoderLayer``'s weights into our
-    ``DecoderLayer`` (same sizes). Returns ``ours``."""
+    """``nn.TransformerDecoderLayer``'s weights -> ``ours``; returns it."""
     check_instance(ours, "ours", DecoderLayer, "a utils DecoderLayer")
     what = "an nn.TransformerDecoderLayer"
     check_instance(theirs, "theirs", nn.TransformerDecoderLayer, what)

@@ -1,16 +1,6 @@
-"""Cross-entropy over padded sequences, averaged over real tokens only, plus
-small helpers.
-
-Shapes are batch-first: logits ``(B, T, V)``, targets ``(B, T)`` integer
-ids, mask ``(B, T)`` bool with **True = real token** (the course's mask
-convention).
-
-The loss selects the real positions with the mask *before* the
-log-softmax, so whatever sits at padded positions (any target id, even
-``inf`` or NaN logits) changes neither the value nor the gradient, which is
-exactly zero there. ``F.cross_entropy(..., ignore_index=-100)`` gives the
-same value for finite logits, but a NaN gradient when a padded logit is not
-finite.
+"""Cross-entropy over padded sequences (chapter 5), over real tokens only
+(mask True = real token). The mask selects them *before* the log-softmax,
+so padding, even inf or NaN logits, touches neither value nor gradient.
 """
 
 from __future__ import annotations
@@ -38,12 +28,7 @@ __all__ = [
 
 
 def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Softmax along ``dim`` computed as ``exp(x - max) / sum(exp(x - max))``.
-
-    Subtracting the maximum changes nothing mathematically (softmax ignores
-    a shift) but keeps every exponent <= 0, so ``exp`` cannot overflow to
-    ``inf`` (float32 overflows past ~88.7).
-    """
+    """Softmax of ``x - max``: exponents <= 0 cannot overflow."""
     check_tensor(x, "x", floating=True, min_ndim=1)
     dim = check_int(dim, "dim", -x.dim())
     check_at_most(dim, "dim", x.dim() - 1, f"the last dim of {tuple(x.shape)}")
@@ -59,8 +44,7 @@ def _check(
     mask: torch.Tensor,
     label_smoothing: float,
 ) -> float:
-    """Raise a TypeError / ValueError naming the bad argument; return the
-    label smoothing as a float if all is well."""
+    """Check the arguments; return the label smoothing as a float."""
     shape = ("batch", "length", "vocab")
     check_tensor(logits, "logits", floating=True, shape=shape)
     b, t, v = logits.shape
@@ -80,9 +64,7 @@ def _real_token_losses(
     mask: torch.Tensor,
     label_smoothing: float,
 ) -> torch.Tensor:
-    """Loss of each real token, ``(N,)`` with N = mask.sum(). Padded
-    positions are never read, so their logits (even inf or NaN) and their
-    target ids (any value) cannot leak into the loss or its gradient."""
+    """Loss of each real token ``(N,)``; padding is never read."""
     x = logits[mask]  # (N, V)
     if x.dtype in (torch.float16, torch.bfloat16):
         x = x.float()  # log-softmax in float32
@@ -100,20 +82,10 @@ def masked_cross_entropy(
     mask: torch.Tensor,
     label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Mean token cross-entropy over positions where ``mask`` is True.
-
-    logits ``(B, T, V)``, targets ``(B, T)`` integer classes, mask
-    ``(B, T)`` bool (True = real token). For finite logits it equals
-    ``F.cross_entropy(logits.transpose(1, 2), targets.masked_fill(~mask,
-    -100), label_smoothing=...)``. Targets and logits at masked positions
-    are never read: padding may hold any id, and non-finite padded logits
-    leave the loss and its gradient finite.
-
-    A batch with no real token returns ``0.0`` (still attached to the
-    graph, with zero gradient) rather than PyTorch's NaN: there is nothing
-    to learn from it, and a NaN would poison running averages, logs and
-    anything the loss is added to.
-    """
+    """Mean token cross-entropy where ``mask (B, T)`` is True: logits ``(B,
+    T, V)``, targets ``(B, T)``. Equals ``F.cross_entropy`` with
+    ``ignore_index`` for finite logits; no real token gives 0.0 with zero
+    gradient, not NaN."""
     eps = _check(logits, targets, mask, label_smoothing)
     if not mask.any():
         # sum of an empty selection: exactly 0, connected to logits,
@@ -128,8 +100,7 @@ def token_cross_entropy(
     mask: torch.Tensor,
     label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Per-token losses ``(B, T)``: the cross-entropy at real tokens,
-    exactly 0 at padding."""
+    """Per-token losses ``(B, T)``, exactly 0 at padding."""
     eps = _check(logits, targets, mask, label_smoothing)
     per_real = _real_token_losses(logits, targets, mask, eps)
     out = torch.zeros(mask.shape, dtype=per_real.dtype, device=logits.device)
@@ -142,13 +113,7 @@ def sequence_cross_entropy(
     mask: torch.Tensor,
     label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Per-sequence averaging: mean over the sequences of each one's mean
-    token loss.
-
-    Every sequence counts equally, however long. Sequences with no real
-    token are left out; if there is none at all, returns 0.0 with zero
-    gradient, like ``masked_cross_entropy``.
-    """
+    """Mean over sequences (with a real token) of each one's mean loss."""
     per_token = token_cross_entropy(logits, targets, mask, label_smoothing)
     counts = mask.sum(dim=1)  # (B,)
     has_tokens = counts > 0
@@ -159,14 +124,7 @@ def sequence_cross_entropy(
 
 
 def perplexity(mean_token_loss: torch.Tensor | float) -> torch.Tensor:
-    """Map a mean token loss to perplexity: ``exp(mean_token_loss)``.
-
-    ``mean_token_loss`` is one number, the mean cross-entropy per real
-    token in nats (what ``masked_cross_entropy`` returns). A uniform guess
-    over V classes has loss ln V and so perplexity V. This function does
-    not run a model; evaluating one on data is ``utils.training``'s job.
-    Returns a tensor (differentiable when the input is).
-    """
+    """``exp(mean_token_loss)``: a uniform guess over V classes gives V."""
     if isinstance(mean_token_loss, torch.Tensor):
         loss = check_tensor(mean_token_loss, "mean_token_loss", floating=True)
         check_tensor(loss.reshape(-1), "mean_token_loss", shape=(1,))

@@ -1,16 +1,8 @@
-"""Attention masks. Convention: a boolean mask is **True where attention is
-allowed** (a real token, a visible position) and broadcasts to
-``(B, heads, query_len, key_len)``.
-
-PyTorch's own modules disagree with each other, so converters are here too:
-
-==================================  ====================  ===================
-who                                 boolean True means    float mask
-==================================  ====================  ===================
-``utils`` (and the course notes)    attend / keep         n/a
-``F.scaled_dot_product_attention``  attend                added to the scores
-``nn.MultiheadAttention``           **ignore**            added to the scores
-==================================  ====================  ===================
+"""Attention masks (chapter 3). A bool mask is **True where attention is
+allowed** (a real token, a visible position) and broadcasts to ``(B, heads,
+Lq, Lk)``. PyTorch disagrees with itself, hence the converters:
+``F.scaled_dot_product_attention`` reads True as attend,
+``nn.MultiheadAttention`` as **ignore**; both add a float mask to the scores.
 """
 
 from __future__ import annotations
@@ -48,34 +40,27 @@ Device = torch.device | str | None
 
 
 def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
-    """True at real tokens. ids ``(B, S)`` -> mask ``(B, 1, 1, S)``, which
-    broadcasts over heads and queries."""
+    """True at real tokens: ids ``(B, S)`` -> ``(B, 1, 1, S)``."""
     check_ids(ids, "ids", ndim=2)
     pad_id = check_int(pad_id, "pad_id")
     return (ids != pad_id)[:, None, None, :]
 
 
 def causal_mask(size: int, device: Device = None) -> torch.Tensor:
-    """Look-ahead mask ``(size, size)``: query t may see keys 0..t (the
-    lower triangle, diagonal included)."""
+    """``(size, size)``: query t sees keys 0..t (lower triangle)."""
     size = check_int(size, "size", 1)
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()
 
 
 def decoder_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
-    """Padding AND look-ahead for decoder self-attention:
-    ids ``(B, T)`` -> ``(B, 1, T, T)``."""
+    """Padding AND look-ahead: ids ``(B, T)`` -> ``(B, 1, T, T)``."""
     keep = padding_mask(ids, pad_id)  # (B, 1, 1, T), checks ids and pad_id
     check_int(ids.size(1), "ids must hold at least one position: length", 1)
     return keep & causal_mask(ids.size(1), device=ids.device)
 
 
 def lengths_to_mask(lengths, max_len: int | None = None) -> torch.Tensor:
-    """True at positions ``< length``: lengths ``(B,)`` -> ``(B, max_len)``.
-
-    ``lengths`` is an integer tensor or a list of ints. ``max_len`` defaults
-    to the longest length; a length above it is an error, not a silent cut.
-    """
+    """Lengths ``(B,)`` -> ``(B, max_len)``, True below the length."""
     try:
         lengths = torch.as_tensor(lengths)
     except (TypeError, ValueError, RuntimeError) as err:
@@ -98,19 +83,13 @@ def lengths_to_mask(lengths, max_len: int | None = None) -> torch.Tensor:
 
 
 def to_mha_mask(keep: torch.Tensor) -> torch.Tensor:
-    """Course mask -> ``nn.MultiheadAttention`` boolean mask (True =
-    **ignore**): just the negation.
-
-    Use it for ``key_padding_mask`` (pass a ``(B, S)`` keep-mask) or
-    ``attn_mask`` (``(Lq, Lk)``).
-    """
+    """Negated: ``nn.MultiheadAttention``'s bool mask, True = **ignore**."""
     check_mask(keep, "keep")
     return ~keep
 
 
 def to_sdpa_mask(keep: torch.Tensor) -> torch.Tensor:
-    """Course mask -> ``F.scaled_dot_product_attention`` boolean mask: the
-    same polarity (True = attend), returned as it is."""
+    """``F.scaled_dot_product_attention``'s mask: the same polarity, as is."""
     check_mask(keep, "keep")
     return keep
 
@@ -118,8 +97,7 @@ def to_sdpa_mask(keep: torch.Tensor) -> torch.Tensor:
 def to_additive_mask(
     keep: torch.Tensor, dtype: torch.dtype = torch.float32
 ) -> torch.Tensor:
-    """Course mask -> float mask to add to the scores: 0 where kept, -inf
-    where masked."""
+    """Float mask added to the scores: 0 where kept, -inf where masked."""
     check_mask(keep, "keep")
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating-point dtype, got {dtype!r}")
@@ -128,9 +106,7 @@ def to_additive_mask(
 
 
 def to_key_padding_mask(keep: torch.Tensor) -> torch.Tensor:
-    """Course padding mask ``(B, 1, 1, S)`` or ``(B, S)`` ->
-    ``nn.MultiheadAttention``'s ``key_padding_mask`` ``(B, S)``, True =
-    **ignore** (a padded key)."""
+    """``(B, 1, 1, S)`` or ``(B, S)`` -> ``key_padding_mask (B, S)``."""
     check_mask(keep, "keep")
     if keep.dim() == 4 and keep.shape[1:3] == (1, 1):
         keep = keep[:, 0, 0, :]
@@ -139,13 +115,8 @@ def to_key_padding_mask(keep: torch.Tensor) -> torch.Tensor:
 
 
 def to_mha_attn_mask(keep: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """Course mask -> ``nn.MultiheadAttention``'s ``attn_mask`` (True =
-    **ignore**).
-
-    ``(Lq, Lk)`` stays ``(Lq, Lk)``; a per-example ``(B, 1, Lq, Lk)`` or
-    ``(B, h, Lq, Lk)`` becomes ``(B * num_heads, Lq, Lk)``, the 3-D layout
-    that module expects (batch-major, heads inner).
-    """
+    """-> ``nn.MultiheadAttention``'s ``attn_mask``: ``(Lq, Lk)`` or
+    ``(B * num_heads, Lq, Lk)``, True = **ignore**."""
     check_mask(keep, "keep")
     num_heads = check_int(num_heads, "num_heads", 1)
     if keep.dim() == 2:
@@ -159,13 +130,7 @@ def to_mha_attn_mask(keep: torch.Tensor, num_heads: int) -> torch.Tensor:
 def prefix_lm_mask(
     size: int, prefix_len: int, device: Device = None
 ) -> torch.Tensor:
-    """Prefix-LM / seq2seq pattern in one stack (UniLM): ``(size, size)``.
-
-    Every query sees the first ``prefix_len`` keys (the source, read
-    bidirectionally); the rest is causal (the target, generated left to
-    right). ``prefix_len=0`` or ``1`` is the causal mask,
-    ``prefix_len=size`` the full (bidirectional) one.
-    """
+    """``(size, size)``: all see the first ``prefix_len`` keys, then causal."""
     causal = causal_mask(size, device=device)
     prefix_len = check_int(prefix_len, "prefix_len", 0)
     check_at_most(prefix_len, "prefix_len", size, f"size={size}")
@@ -176,13 +141,9 @@ def prefix_lm_mask(
 def band_mask(
     n: int, window: int, causal: bool = False, device: Device = None
 ) -> torch.Tensor:
-    """Keep-mask ``(n, n)`` of a local window (restricted attention,
-    chapters 1 and 6).
-
-    Query i sees key j when ``|i - j| <= window`` (``causal=True``: when
-    ``0 <= i - j <= window``). Each query sees at most
-    ``r = 2 * window + 1`` keys (``window + 1`` when causal).
-    """
+    """Local window ``(n, n)`` (chapters 1, 6): i sees j when ``|i - j| <=
+    window`` (causal: ``0 <= i - j <= window``), so at most
+    ``r = 2 * window + 1`` keys (``window + 1`` causal)."""
     n = check_int(n, "n", 1)
     window = check_int(window, "window", 0)
     check_bool(causal, "causal")
@@ -196,14 +157,8 @@ def band_mask(
 def attention_pattern(
     kind: str, lengths, prefix_len: int = 0, max_len: int | None = None
 ) -> torch.Tensor:
-    """The mask zoo in one call: padding (from ``lengths``) AND a pattern,
-    shape ``(B, 1, L, L)``.
-
-    ``kind``: ``"bidirectional"`` (BERT), ``"causal"`` (GPT) or
-    ``"prefix"`` (UniLM seq2seq, the first ``prefix_len`` positions visible
-    to all). Padded keys are hidden; padded query rows still see the real
-    keys (their outputs are ignored by the loss).
-    """
+    """Padding AND a ``kind`` of pattern -> ``(B, 1, L, L)``:
+    ``"bidirectional"``, ``"causal"`` or ``"prefix"``."""
     check_choice(kind, "kind", PATTERNS)
     keys = lengths_to_mask(lengths, max_len)  # (B, L)
     size = check_int(keys.size(1), "L (an empty sequence?)", 1)

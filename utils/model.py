@@ -1,12 +1,7 @@
-"""The encoder-decoder Transformer of Vaswani et al. (2017), assembled from
-the course's layers (``utils.layers``).
-
-``Transformer(src_vocab, tgt_vocab)`` maps source ids ``(B, S)`` and
-shifted-right target ids ``(B, T)`` to logits ``(B, T, tgt_vocab)``; it
-builds its own padding and look-ahead masks from ``pad_id``. ``norm_first``
-switches every layer between Post-Norm (the paper, default) and Pre-Norm.
-``decode(..., cache=model.start_cache())`` continues a target one step at a
-time through the same layers (``utils.cache``).
+"""The encoder-decoder Transformer of Vaswani et al. (2017) from
+``utils.layers`` (chapter 7): source ids ``(B, S)`` and shifted-right target
+ids ``(B, T)`` -> logits ``(B, T, tgt_vocab)``, masks built from ``pad_id``;
+``decode(..., cache=model.start_cache())`` generates step by step.
 """
 
 from __future__ import annotations
@@ -33,14 +28,10 @@ __all__ = ["Transformer", "parameter_count", "shape_trace"]
 
 
 class Transformer(nn.Module):
-    """Encoder-decoder Transformer.
-    ``forward(src (B, S), tgt (B, T)) -> logits (B, T, tgt_vocab)``.
-
-    ``tgt`` is the decoder input (shifted right: it starts with BOS). Both
-    sequences need at least one position. ``share_embeddings`` ties the
-    source and target embeddings and the output projection, as the paper
-    does with its shared vocabulary (needs ``src_vocab == tgt_vocab``).
-    """
+    """``forward(src (B, S), tgt (B, T)) -> logits (B, T, tgt_vocab)``;
+    ``tgt`` starts with BOS, both need >= 1 position. ``norm_first``:
+    Pre-Norm (default Post-Norm, the paper's). ``share_embeddings`` ties both
+    embeddings and the output (needs ``src_vocab == tgt_vocab``)."""
 
     def __init__(
         self,
@@ -86,15 +77,13 @@ class Transformer(nn.Module):
 
     @staticmethod
     def _check_sequence(ids, name: str) -> torch.Tensor:
-        """Kind, rank and length of ``src`` / ``tgt``; their values are
-        checked once, by the embedding that reads them."""
+        """Kind, rank, length; values are checked by the embedding."""
         check_ids(ids, name, ndim=2)
         check_int(ids.size(1), f"{name} must hold at least one position:", 1)
         return ids
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """src ``(B, S)`` -> memory ``(B, S, d_model)`` and the source mask
-        ``(B, 1, 1, S)``."""
+        """src ``(B, S)`` -> memory ``(B, S, d)``, mask ``(B, 1, 1, S)``."""
         self._check_sequence(src, "src")
         src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, S)
         x = self.pos(self.src_embed(src))  # (B, S, d_model)
@@ -107,14 +96,8 @@ class Transformer(nn.Module):
         src_mask: torch.Tensor | None,
         cache: KVCache | None = None,
     ) -> torch.Tensor:
-        """tgt ``(B, T)`` with memory ``(B, S, d_model)`` and the source mask
-        ``(B, 1, 1, S)`` from ``encode`` -> decoder states
-        ``(B, T, d_model)``.
-
-        With ``cache`` (``start_cache()``), ``tgt`` holds only the positions
-        after the ``cache.length`` cached ones, and their keys and values are
-        added to it: generating calls this with one new token per step.
-        """
+        """tgt ``(B, T)`` + ``encode``'s output -> states ``(B, T, d)``;
+        with ``cache``, ``tgt`` is only the new positions."""
         self._check_sequence(tgt, "tgt")
         b, t = tgt.shape
         shape = (b, "src_len", self.d_model)
@@ -168,12 +151,7 @@ def parameter_count(
     share_embeddings: bool = False,
     norm_first: bool = False,
 ) -> dict[str, int]:
-    """The number of trainable parameters of ``Transformer(...)``, from the
-    formula (no model built).
-
-    Returns a breakdown by part and the ``"total"``. The head count does not
-    appear: the heads split d_model, they do not add weights.
-    """
+    """Parameters of ``Transformer(...)`` by part and ``"total"`` (formula)."""
     _check_vocabs(src_vocab, tgt_vocab, share_embeddings)
     d = check_int(d_model, "d_model", 1)
     num_layers = check_int(num_layers, "num_layers", 1)
@@ -200,13 +178,7 @@ def parameter_count(
 def shape_trace(
     model: nn.Module, *inputs, max_depth: int = 3
 ) -> list[tuple[str, str, tuple[int, ...]]]:
-    """Run ``model(*inputs)`` in eval mode with forward hooks; return
-    ``(name, class, output shape)`` for every submodule whose dotted name
-    has at most ``max_depth`` parts, in the order they ran.
-
-    The model's train/eval mode is restored afterwards; no gradients are
-    recorded.
-    """
+    """``(name, class, output shape)`` of submodules up to ``max_depth``."""
     check_instance(model, "model", nn.Module, "an nn.Module")
     max_depth = check_int(max_depth, "max_depth", 1)
     rows: list[tuple[str, str, tuple[int, ...]]] = []

@@ -1,24 +1,6 @@
-"""Chapter 10's three pre-training objectives as data: words as ids, BERT's
-corruption, each objective's attention mask and its batches.
-
-The unlabelled data is the spelling of dictionary words; letters are the
-tokens (ids of ``utils.pronunciation.letter_vocab``: PAD 0, BOS 1, EOS 2,
-the letters 3-28) plus one more, ``MASK`` (29). The same stack of the
-course's ``EncoderLayer``s is trained three ways; what differs is the
-input, the attention mask and where the loss is taken:
-
-==========  =====================  ===================  ====================
-objective   input                  attention mask       loss on
-==========  =====================  ===================  ====================
-``"mlm"``   letters EOS, corrupted bidirectional        the chosen letters
-``"clm"``   BOS letters            causal               every next token
-``"plm"``   BOS letters            prefix both ways,    the tokens after the
-                                   then causal          prefix
-==========  =====================  ===================  ====================
-
-The masked LM's input is exactly what chapter 8's pronouncer encoder reads
-(letters, EOS). Masks are boolean, True = may attend. The stack itself, its
-training and sampling are in ``utils.pretraining``.
+"""Chapter 10's pre-training objectives as data: letters
+(``letter_vocab``) and ``MASK`` (29). ``"mlm"``: corrupted letters,
+bidirectional; ``"clm"``: causal; ``"plm"``: prefix both ways, then causal.
 """
 
 from __future__ import annotations
@@ -57,8 +39,7 @@ VOCAB = MASK + 1
 
 
 def check_words(words, name: str = "words") -> list[str]:
-    """``words`` as a list; TypeError or ValueError unless >= 1 words of
-    a-z."""
+    """``words`` as a list of >= 1 words of a-z (else TypeError/ValueError)."""
     if isinstance(words, str) or not isinstance(words, Sequence):
         raise TypeError(f"{name} must be a list of words, got {words!r:.40}")
     bad = [w for w in words if not (isinstance(w, str) and w.isalpha())]
@@ -95,15 +76,9 @@ def bert_mask(
     p_mask: float = 0.8,
     p_random: float = 0.1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's corruption, as its ``create_pretraining_data.py`` does it.
-    ids ``(B, L)`` of letters, EOS, PAD -> ``(inputs, chosen)``.
-
-    Each row gets exactly ``max(1, round(p * n))`` chosen letters, ``n``
-    its length with EOS (BERT counts its [CLS] and [SEP] too), drawn
-    without replacement; a chosen letter becomes MASK with probability
-    ``p_mask``, a random letter with ``p_random``, and stays itself
-    otherwise. The loss is taken at ``chosen`` positions only.
-    """
+    """BERT's corruption: ids ``(B, L)`` -> ``(inputs, chosen)``;
+    ``max(1, round(p * n))`` letters per row, each MASK (``p_mask``), random
+    (``p_random``) or kept."""
     p = check_probability(p, "p", allow_one=True)
     p_mask = check_probability(p_mask, "p_mask", allow_one=True)
     p_random = check_probability(p_random, "p_random", allow_one=True)
@@ -131,11 +106,7 @@ def bert_mask(
 def attention_mask(
     kind: str, ids: torch.Tensor, prefix_len: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """The objective's mask ``(B, 1, L, L)``: its pattern AND real keys.
-
-    ``"plm"`` needs ``prefix_len`` ``(B,)``: query t sees key s when
-    ``s < prefix_len`` or ``s <= t``.
-    """
+    """Pattern AND real keys ``(B, 1, L, L)`` (``"plm"``: ``prefix_len``)."""
     check_choice(kind, "kind", OBJECTIVES)
     b, size = ids.shape
     real = (ids != PAD)[:, None, None, :]  # (B, 1, 1, L)
@@ -152,8 +123,7 @@ def attention_mask(
 
 
 def _prefix_lengths(ids, generator, prefix_letters) -> torch.Tensor:
-    """[BOS] plus a number of letters per row: ``prefix_letters`` (capped
-    at the word's length - 1), or uniform in 1..len-1 when None."""
+    """BOS + ``prefix_letters`` letters per row (None: random 1..len-1)."""
     n = (ids >= FIRST_LETTER).sum(1)  # letters per row
     top = torch.clamp(n - 1, min=1)
     if prefix_letters is None:
@@ -169,16 +139,9 @@ def objective_batch(
     generator: torch.Generator | None = None,
     prefix_letters: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(inputs, mask, targets, loss_mask)`` of one objective on words.
-
-    MLM: letters EOS corrupted by ``bert_mask``; targets the original ids,
-    loss at the chosen positions. CLM and PLM: ``[BOS] letters EOS``, inputs
-    all but the last token, targets all but the first (the next token);
-    PLM's prefix is [BOS] and the first letters (``prefix_letters``, or a
-    random 1..len-1 per word), and it keeps only targets after the prefix;
-    so does CLM when ``prefix_letters`` is given (the same job, scored on
-    the same tokens).
-    """
+    """``(inputs, mask, targets, loss_mask)`` of one objective: MLM loss at
+    the chosen letters; CLM, PLM next tokens (PLM, or CLM given
+    ``prefix_letters``: only after the prefix)."""
     check_choice(kind, "kind", OBJECTIVES)
     if prefix_letters is not None:
         check_int(prefix_letters, "prefix_letters", 1)

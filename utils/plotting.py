@@ -1,5 +1,4 @@
-"""Plotting helpers shared by the chapters: one style, labelled heatmaps and
-line plots."""
+"""Plotting helpers: one style, labelled heatmaps and line plots."""
 
 from __future__ import annotations
 
@@ -11,8 +10,7 @@ import torch
 
 
 def use_course_style() -> None:
-    """The course's figure style (applied by ``utils.setup``): drawn for a
-    phone, 6 inches wide with 11 pt text, light grid, no top/right spines."""
+    """The figure style (``utils.setup``): 6 in wide, 11 pt, for a phone."""
     plt.rcParams.update(
         {
             "figure.figsize": (6.0, 3.4),
@@ -54,8 +52,7 @@ def heatmap(
     vmax: float | None = None,
     colorbar: bool = True,
 ) -> plt.Axes:
-    """Draw a 2-D matrix (rows = queries / y, columns = keys / x) with labels
-    and a title."""
+    """A labelled matrix (rows = queries / y, columns = keys / x)."""
     m = _to_numpy(matrix)
     if m.ndim != 2:
         raise ValueError(f"matrix must be 2-D, got shape {tuple(m.shape)}")

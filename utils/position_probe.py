@@ -1,10 +1,5 @@
-"""Chapter 4's experiment: which position scheme lets attention find a
-neighbour?
-
-``PositionProbe`` is one attention layer with no / learned / sinusoidal /
-rotary positions (the encodings of ``utils.positional``);
-``train_position_probe`` trains it on the previous-token task
-(``previous_token_batch``) and tests it on sequences twice as long.
+"""Chapter 4's experiment: which position scheme lets one attention layer
+find the previous token, also at twice the trained length?
 """
 
 from __future__ import annotations
@@ -27,15 +22,8 @@ POSITION_KINDS = ("none", "learned", "sinusoidal", "rope")
 
 
 class PositionProbe(nn.Module):
-    """One bidirectional attention layer (no mask) with a chosen position
-    scheme, for ``ids (B, T) -> logits (B, T, vocab)``.
-
-    ``position``: ``"none"``; ``"learned"`` (a table of ``max_len`` rows
-    added to the embeddings); ``"sinusoidal"`` (the fixed table added);
-    ``"rope"`` (queries and keys rotated in every head, nothing added).
-    The layer is attention + residual, then an FFN + residual, then a
-    linear read-out.
-    """
+    """Attention, FFN, read-out: ``ids (B, T) -> logits (B, T, vocab)``;
+    ``position``: ``"none"``, ``"learned"``, ``"sinusoidal"`` or ``"rope"``."""
 
     def __init__(
         self,
@@ -95,8 +83,7 @@ class PositionProbe(nn.Module):
 def previous_token_batch(
     batch: int, length: int, vocab: int, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random ids ``(batch, length)`` and the task's answers: at position
-    t >= 1 the token at t - 1 (position 0 has no answer: -100)."""
+    """Random ids ``(batch, length)`` and the token at t - 1 (-100 at 0)."""
     ids = torch.randint(0, vocab, (batch, length), generator=generator)
     target = torch.full_like(ids, -100)
     target[:, 1:] = ids[:, :-1]
@@ -112,16 +99,8 @@ def train_position_probe(
     batch: int = 64,
     lr: float = 3e-3,
 ) -> dict:
-    """Train a ``PositionProbe`` on the previous-token task at ``length``
-    and return its accuracy (fraction of answered positions right) on
-    fresh sequences of ``length`` (``acc_train_len``) and, in sequences of
-    ``2 * length``, at the positions seen in training
-    (``acc_double_seen``) and at the new ones (``acc_double_new``).
-
-    Deterministic for a given seed on a given machine; a learned table gets
-    ``2 * length`` rows, of which training only ever reaches the first
-    ``length``.
-    """
+    """Train at ``length``; accuracy there (``acc_train_len``) and at ``2 *
+    length`` on seen and new positions (``acc_double_seen``, ``_new``)."""
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = PositionProbe(vocab, position, max_len=2 * length)

@@ -1,17 +1,6 @@
-"""Position information for attention, which by itself ignores order.
-
-Sinusoidal positional encoding (Vaswani et al., 2017), with i counting
-dimension *pairs*:
-
-    PE[pos, 2i]   = sin(pos * w_i)        w_i = 1 / 10000^(2i / d_model)
-    PE[pos, 2i+1] = cos(pos * w_i)
-
-Plus the helpers chapter 4 uses: ``frequencies`` (the w_i),
-``shift_matrix`` (the fixed block rotation with
-PE[p + k] = shift_matrix(k) @ PE[p]), ``apply_rotary`` (rotary position
-embedding, Su et al.) and ``LearnedPositionalEmbedding`` (a trained table,
-as in BERT). The chapter's experiment, which compares them, is in
-``utils.position_probe``.
+"""Position information (chapter 4): the sinusoidal encoding ``PE[pos, 2i]
+= sin(pos w_i)``, ``PE[pos, 2i+1] = cos(pos w_i)``, ``w_i = 10000^(-2i /
+d_model)``; its shift matrix, rotary embedding, a learned table.
 """
 
 from __future__ import annotations
@@ -39,9 +28,7 @@ __all__ = [
 def sinusoidal_encoding(
     max_len: int, d_model: int, base: float = 10000.0
 ) -> torch.Tensor:
-    """The fixed encoding table ``(max_len, d_model)``; even columns sin,
-    odd columns cos. Computed in float64 so that large positions keep their
-    precision, returned as float32."""
+    """The table ``(max_len, d_model)``, float64 inside, float32 out."""
     max_len = check_int(max_len, "max_len", 1)
     d_model = _check_d_model(d_model)
     base = _check_base(base)
@@ -55,14 +42,7 @@ def sinusoidal_encoding(
 
 
 class PositionalEncoding(nn.Module):
-    """Adds the sinusoidal table to ``x (B, T, d_model)`` and applies
-    dropout; ``offset + T <= max_len``.
-
-    ``offset`` is the position of ``x``'s first row: 0 for a whole
-    sequence, the number of positions already cached when a decoder
-    continues one step at a time. The table is a buffer: it moves with
-    ``.to(device)``, is never trained and is not saved in the state_dict.
-    """
+    """``x (B, T, d_model)`` + table rows from ``offset``, then dropout."""
 
     def __init__(
         self, d_model: int, dropout: float = 0.0, max_len: int = 5000
@@ -88,8 +68,7 @@ class PositionalEncoding(nn.Module):
 
 
 def _check_input(x, d_model: int) -> None:
-    """x must be a float ``(B, T, d_model)`` tensor: adding the table to
-    integer ids would truncate it."""
+    """x: float ``(B, T, d_model)`` (adding to int ids would truncate)."""
     check_tensor(x, "x", floating=True, shape=("batch", "length", d_model))
 
 
@@ -108,12 +87,7 @@ def _check_base(base) -> float:
 
 
 def frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """The angular frequency of each dimension pair,
-    ``w_i = base^(-2i / d_model)``; shape ``(d_model/2,)``.
-
-    Pair i repeats every ``2 * pi / w_i`` positions: from 2*pi (i = 0) up
-    to nearly base * 2*pi.
-    """
+    """``w_i = base^(-2i / d_model)``, shape ``(d_model/2,)``."""
     d_model = _check_d_model(d_model)
     base = _check_base(base)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
@@ -123,15 +97,7 @@ def frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
 def shift_matrix(
     k: float, d_model: int, base: float = 10000.0
 ) -> torch.Tensor:
-    """The fixed ``(d_model, d_model)`` map with
-    ``PE[p + k] = shift_matrix(k) @ PE[p]`` for every p.
-
-    Block diagonal: pair i gets
-    ``[[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]]`` (angle
-    addition for (sin, cos)). It depends on the offset k only, never on p.
-    For row vectors (rows of the table) write
-    ``pe[p + k] = pe[p] @ shift_matrix(k).T``.
-    """
+    """``(d_model, d_model)`` with ``PE[p + k] = shift_matrix(k) @ PE[p]``."""
     k = check_number(k, "k", finite=True)
     angle = k * frequencies(d_model, base).double()  # checks d_model, base
     cos, sin = torch.cos(angle), torch.sin(angle)
@@ -147,15 +113,8 @@ def apply_rotary(
     positions: torch.Tensor | None = None,
     base: float = 10000.0,
 ) -> torch.Tensor:
-    """Rotary position embedding: rotate each pair
-    ``(x[..., 2i], x[..., 2i+1])`` by ``pos * w_i``.
-
-    x ``(..., T, d)`` with d even; positions ``(T,)`` (default
-    ``0..T-1``). Returns the same shape. For one row at position m this is
-    ``x @ shift_matrix(m, d)``, so the score between a rotated query at m
-    and a rotated key at n is ``q @ shift_matrix(m - n) @ k``: it depends on
-    the offset m - n only. Pairs are interleaved as in the RoFormer paper.
-    """
+    """Rotate pairs ``(x[..., 2i], x[..., 2i+1])`` of ``x (..., T, d)`` by
+    ``pos w_i`` (positions default 0..T-1)."""
     check_tensor(x, "x", floating=True, min_ndim=2)
     d, t = x.size(-1), x.size(-2)
     _check_d_model(d, "x's last dim d_model")
@@ -176,12 +135,7 @@ def apply_rotary(
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """A trained table of ``max_len`` position vectors added to
-    ``x (B, T, d_model)`` (as in BERT).
-
-    Unlike the sinusoidal table it has no row for positions >= max_len, so
-    longer inputs raise.
-    """
+    """A trained table of ``max_len`` positions (BERT); longer inputs raise."""
 
     def __init__(self, max_len: int, d_model: int, dropout: float = 0.0):
         super().__init__()

@@ -1,11 +1,5 @@
 """One stack, three pre-training objectives on English words (chapter 10):
-the stack, its training and evaluation, counting baselines and sampling.
-
-The objectives themselves as data (ids, BERT's corruption, the attention
-masks, the batches) are in ``utils.objectives``; the names the chapter uses
-from there are imported here too (``pt.encode``, ``pt.bert_mask``, ...).
-The masked LM's input is exactly what chapter 8's pronouncer encoder reads
-(letters, EOS), so its weights can start that encoder (``encoder_state``).
+training, evaluation, baselines, sampling; re-exports ``utils.objectives``.
 """
 
 from __future__ import annotations
@@ -18,7 +12,8 @@ import random
 import torch
 from torch import nn
 
-from .checks import check_choice, check_int, check_number, check_probability
+from .checks import check_choice, check_instance, check_int, check_number
+from .checks import check_probability
 from .layers import Embeddings, EncoderLayer, Stack
 from .loss import masked_cross_entropy
 from .objectives import (
@@ -63,9 +58,7 @@ __all__ = [
 
 
 class LMConfig:
-    """The stack's sizes: those of chapter 8's pronouncer encoder, so that
-    a masked LM's weights fit it (``PronouncerConfig`` fields of the same
-    names)."""
+    """The stack's sizes, named and sized as chapter 8's encoder."""
 
     def __init__(
         self,
@@ -93,12 +86,8 @@ class LMConfig:
 
 
 class TinyLM(nn.Module):
-    """Letter embeddings + positions + a stack of encoder layers + a token
-    head: the pronouncer's encoder with a language-model head.
-
-    ``forward(ids (B, L), mask (B, 1, L, L)) -> hidden (B, L, d_model)``;
-    ``head(hidden) -> logits (B, L, VOCAB)``.
-    """
+    """The pronouncer's encoder + an LM head: ``forward(ids (B, L), mask (B,
+    1, L, L)) -> (B, L, d_model)``, ``head -> (B, L, VOCAB)``."""
 
     def __init__(self, cfg: LMConfig | None = None):
         super().__init__()
@@ -136,13 +125,8 @@ def train_lm(
     cfg: LMConfig | None = None,
     stop_after: int | None = None,
 ) -> tuple[TinyLM, list[float]]:
-    """Train a fresh ``TinyLM`` on one objective; return it (eval mode)
-    and the losses per step (``stop_after``: only the first steps of the
-    ``steps``-step run, to replay them).
-
-    Batches of ``batch`` words are drawn from ``words`` with a generator
-    seeded by ``seed`` (which also seeds the weights, the corruption and
-    the prefixes); Adam with a one-cycle rate peaking at ``lr``."""
+    """Train a fresh ``TinyLM`` on one objective -> (eval-mode model,
+    losses); ``seed`` seeds weights, batches and corruption."""
     check_choice(kind, "kind", OBJECTIVES)
     words = check_words(words)
     steps, batch = check_int(steps, "steps", 1), check_int(batch, "batch", 1)
@@ -185,10 +169,7 @@ def evaluate_lm(
     seed: int = 123,
     prefix_letters: int | None = None,
 ) -> dict:
-    """Held-out ``loss`` and token ``accuracy`` of ``kind`` on ``words``
-    (MLM: at the chosen positions of a seeded corruption; PLM: after a
-    seeded random prefix; CLM and PLM after ``prefix_letters`` letters if
-    given) and ``n`` tokens scored."""
+    """Held-out ``loss``, ``accuracy`` and ``n`` tokens, seeded positions."""
     gen = torch.Generator().manual_seed(seed)
     inputs, mask, targets, keep = objective_batch(
         kind, words, gen, prefix_letters
@@ -210,11 +191,7 @@ def baselines(
     seed: int = 123,
     prefix_letters: int | None = None,
 ) -> dict:
-    """Accuracy of two counting models on the tokens ``evaluate_lm`` scores
-    (same seed, same positions): ``"unigram"`` always says the commonest
-    target of the training words; ``"bigram"`` the commonest next token
-    after the previous one (CLM, PLM), or for MLM the letter x that
-    maximises P(x | left) P(right | x), given the true neighbours."""
+    """Accuracy of counting models on the tokens ``evaluate_lm`` scores."""
     train_words = check_words(train_words, "train_words")
     after = collections.defaultdict(collections.Counter)
     for w in train_words:
@@ -264,8 +241,7 @@ def baselines(
 
 
 def round_fp16(model: nn.Module) -> nn.Module:
-    """Round every weight to float16 and back, in place: the model as it is
-    stored (half the bytes), so what is measured is what is shipped."""
+    """Round weights to float16 and back, in place: what is shipped."""
     with torch.no_grad():
         for p in model.parameters():
             p.copy_(p.half().float())
@@ -273,11 +249,8 @@ def round_fp16(model: nn.Module) -> nn.Module:
 
 
 def encoder_state(lm: TinyLM) -> dict[str, torch.Tensor]:
-    """The masked LM's weights under the names of a ``utils.model.
-    Transformer``'s encoder: ``src_embed`` (without the MASK row) and
-    ``encoder.*``; for ``train_pronouncer(..., init=...)``."""
-    if not isinstance(lm, TinyLM):
-        raise TypeError(f"lm must be a TinyLM, got {type(lm).__name__}")
+    """The masked LM's weights named as a ``Transformer``'s encoder."""
+    check_instance(lm, "lm", TinyLM)
     state = {"src_embed.lut.weight": lm.embed.lut.weight[:MASK].detach()}
     for name, value in lm.encoder.state_dict().items():
         state["encoder." + name] = value.detach()
@@ -298,9 +271,7 @@ def sample_words(
     seed: int = 0,
     max_len: int = 20,
 ) -> list[str]:
-    """``n`` words sampled from a causal LM, letter by letter from [BOS]
-    until EOS (at most ``max_len`` letters), at ``temperature``; only
-    letters and EOS may be drawn."""
+    """``n`` words from a causal LM, [BOS] to EOS, at ``temperature``."""
     check_int(n, "n", 1)
     check_number(temperature, "temperature", 0.0, min_inclusive=False)
     check_int(max_len, "max_len", 1)
@@ -330,9 +301,7 @@ def sample_words(
 def complete(
     kind: str, model: TinyLM, prefixes, max_new: int = 20
 ) -> list[str]:
-    """Greedy completions of word beginnings: each prefix is read as
-    ``[BOS] letters`` (both ways for ``"plm"``, causally for ``"clm"``),
-    then letters are added one by one until EOS. Returns whole words."""
+    """Greedy whole-word completions of prefixes (``"plm"`` or ``"clm"``)."""
     check_choice(kind, "kind", ("clm", "plm"))
     prefixes = check_words(prefixes, "prefixes")
     check_int(max_new, "max_new", 1)
@@ -353,9 +322,7 @@ def complete(
 
 
 def tune_config(base, steps: int, seed: int):
-    """Chapter 10's fine-tuning recipe for ``steps`` steps: ``base`` (a
-    ``PronouncerConfig``) with the last third a cooldown, evaluated once at
-    the end."""
+    """Chapter 10's fine-tuning recipe: last third a cooldown, one eval."""
     check_int(steps, "steps", 3)
     check_int(seed, "seed", 0)
     return dataclasses.replace(
@@ -368,8 +335,7 @@ def tune_config(base, steps: int, seed: int):
 
 
 def label_order(entries: list, seed: int) -> list:
-    """The labelled words of one seed: ``entries`` reshuffled; the first N
-    are the N-label budget, so each budget holds the smaller ones."""
+    """``entries`` reshuffled for ``seed``: label budgets nest."""
     order = list(entries)
     random.Random(1000 + seed).shuffle(order)
     return order

@@ -1,6 +1,5 @@
-"""Chapter 1's data-versus-prior experiment: small classifiers with
-different priors (a convolution, a tiny Transformer, a count model) and a
-deterministic train/evaluate helper. Their tasks are in ``utils.toy_tasks``.
+"""Chapter 1's data-versus-prior experiment: a convolution, a tiny
+Transformer, a count model, and a deterministic train/evaluate helper.
 """
 
 from __future__ import annotations
@@ -37,13 +36,7 @@ __all__ = [
 
 
 class MotifCNN(nn.Module):
-    """Embedding -> Conv1d (width ``kernel_size``) -> ReLU -> max over
-    positions -> Linear.
-
-    Its priors: locality (each filter sees ``kernel_size`` neighbours) and
-    translation equivariance (the same filter everywhere); the max makes the
-    answer position-free. ``x (B, L)`` long -> logits ``(B, num_classes)``.
-    """
+    """Embedding -> Conv1d -> ReLU -> max -> Linear: ``(B, L) -> (B, C)``."""
 
     def __init__(
         self,
@@ -76,15 +69,7 @@ class MotifCNN(nn.Module):
 
 
 class TinyTransformer(nn.Module):
-    """Embedding (+ sinusoidal positions) -> ``nn.TransformerEncoder`` ->
-    max over positions -> Linear.
-
-    No locality or order prior: every position may attend to every other
-    one, unless ``window`` is given, which injects one (attention only within
-    ``window`` positions). Its one built-in assumption is permutation
-    equivariance, which the position encoding breaks; ``use_positions=False``
-    removes it. ``x (B, L)`` long -> logits ``(B, num_classes)``.
-    """
+    """Embedding (+ sinusoids) -> encoder -> max -> Linear (no locality)."""
 
     def __init__(
         self,
@@ -146,12 +131,7 @@ class TinyTransformer(nn.Module):
 
 
 class CountClassifier(nn.Module):
-    """Logistic regression on symbol counts: ``x (B, L)`` long -> logits
-    ``(B, num_classes)``.
-
-    The strongest prior of all: order does not matter, only how often each
-    symbol occurs. It measures how much of a task counts alone can solve.
-    """
+    """Logistic regression on symbol counts: ``(B, L) -> (B, C)``."""
 
     def __init__(self, vocab_size: int = 4, num_classes: int = 2):
         super().__init__()
@@ -184,13 +164,7 @@ def train_classifier(
     batch_size: int | None = None,
     seed: int = 0,
 ) -> list[float]:
-    """Adam on cross-entropy for ``steps`` updates; full batch unless
-    ``batch_size`` is given.
-
-    Mini-batches are drawn with a generator seeded by ``seed``, so a run is
-    reproducible. The model trains in train mode and is returned to the mode
-    it was in. Returns the training loss of every step.
-    """
+    """Adam on cross-entropy for ``steps`` -> the loss per step."""
     _check_xy(x, y)
     check_int(steps, "steps", 1)
     check_number(lr, "lr", 0, min_inclusive=False)
@@ -218,8 +192,7 @@ def train_classifier(
 
 
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
-    """Fraction of rows whose arg-max logit equals the label (evaluated in
-    eval mode, without gradients; the model's mode is restored)."""
+    """Share of rows whose arg-max logit is the label (eval, no grad)."""
     _check_xy(x, y)
     with evaluating(model):
         pred = model(x).argmax(dim=-1)
@@ -238,14 +211,8 @@ def train_and_evaluate(
     seed: int = 0,
     num_threads: int | None = 1,
 ) -> float:
-    """Seed, build a fresh model, train it, return its test accuracy (the
-    same on every rerun).
-
-    ``num_threads`` (default 1) is set for the run and restored afterwards:
-    these models are so small that extra threads only add overhead, and a
-    fixed thread count keeps float sums in the same order, so the result does
-    not depend on how many cores the machine has.
-    """
+    """Seed, build, train -> test accuracy, the same on any machine
+    (``num_threads``, default 1, fixes the order of float sums)."""
     fixed = (  # threads() checks num_threads
         contextlib.nullcontext()
         if num_threads is None

@@ -1,13 +1,5 @@
-"""Chapter 8's pronouncer: one config, the model it describes and its
-training run.
-
-- ``PronouncerConfig``: every setting of the model, the data and the recipe,
-  with its default, in one dataclass (as nanoGPT's ``GPTConfig``);
-  ``dataclasses.replace(cfg, warmup_steps=1)`` gives a variant.
-- ``build_pronouncer(cfg, vocab_src, vocab_tgt)``: the
-  ``utils.model.Transformer`` it describes, with random weights.
-- ``train_pronouncer(cfg, splits, vocabs)``: trains one from scratch with
-  ``utils.training.train``, deterministically; returns ``(model, history)``.
+"""Chapter 8's pronouncer: its config (like nanoGPT's ``GPTConfig``), the
+``Transformer`` it describes and its deterministic training run.
 """
 
 from __future__ import annotations
@@ -20,7 +12,8 @@ import time
 import torch
 
 from .batches import Vocab, encode_batch, group_pairs, make_batches
-from .checks import check_bool, check_int, check_number, check_probability
+from .checks import check_bool, check_instance, check_int, check_number
+from .checks import check_probability
 from .decoding import greedy_decode
 from .model import Transformer
 from .training import (
@@ -71,11 +64,9 @@ class PronouncerConfig:
     n_valid_exact: int = 200
 
     def __post_init__(self):
-        for name in ("d_model", "num_heads", "num_layers", "d_ff"):
-            check_int(getattr(self, name), name, 1)
-        for name in ("max_len", "max_train_words", "warmup_steps"):
-            check_int(getattr(self, name), name, 1)
-        for name in ("batch_size", "steps", "eval_every", "n_valid_exact"):
+        sizes = ("d_model", "num_heads", "num_layers", "d_ff", "max_len")
+        sizes += ("max_train_words", "warmup_steps", "batch_size", "steps")
+        for name in (*sizes, "eval_every", "n_valid_exact"):
             check_int(getattr(self, name), name, 1)
         check_int(self.seed, "seed", 0)
         check_int(self.cooldown_steps, "cooldown_steps", 0)
@@ -93,17 +84,13 @@ class PronouncerConfig:
 
 
 def _check_config(cfg) -> None:
-    if not isinstance(cfg, PronouncerConfig):
-        raise TypeError(
-            f"cfg must be a PronouncerConfig, got {type(cfg).__name__}"
-        )
+    check_instance(cfg, "cfg", PronouncerConfig)
 
 
 def build_pronouncer(
     cfg: PronouncerConfig, vocab_src: Vocab, vocab_tgt: Vocab
 ) -> Transformer:
-    """The Transformer that ``cfg`` describes for these vocabularies, with
-    random weights (seed torch first for a fixed draw)."""
+    """The Transformer ``cfg`` describes, random weights (seed first)."""
     _check_config(cfg)
     return Transformer(
         len(vocab_src),
@@ -120,8 +107,7 @@ def build_pronouncer(
 
 
 def _exact_match(model, src, refs, vocab_tgt: Vocab) -> float:
-    """Greedy outputs for ``src``; a row is right if it equals any of its
-    ``refs`` (the targets of every pair with that source)."""
+    """Share of greedy outputs for ``src`` equal to any of their ``refs``."""
     longest = max(len(t) for targets in refs for t in targets)
     out = greedy_decode(
         model,
@@ -139,8 +125,7 @@ def _exact_match(model, src, refs, vocab_tgt: Vocab) -> float:
 
 
 def _first_sources(pairs, n: int) -> tuple[list, list]:
-    """The first ``n`` distinct sources of ``pairs`` as pairs, and the
-    targets of every pair with each of those sources."""
+    """The first ``n`` distinct sources of ``pairs``, with all targets."""
     refs: dict[tuple, list] = {}
     for src, tgt in pairs:
         key = tuple(src)
@@ -161,36 +146,17 @@ def train_pronouncer(
     init: dict[str, torch.Tensor] | None = None,
     stop_after: int | None = None,
 ) -> tuple[Transformer, dict]:
-    """Train the pronouncer that ``cfg`` describes from scratch,
-    deterministically, with ``utils.training.train``.
+    """Train ``cfg``'s pronouncer from scratch, deterministically ->
+    ``(model in eval mode, history)``.
 
-    Data: ``splits`` (a dict with ``"train"`` and ``"valid"`` lists of
-    ``(source tokens, target tokens)`` pairs) and ``vocabs`` (source,
-    target). Each epoch is the training pairs in length-bucketed batches
-    reshuffled per epoch. Optimiser: ``paper_adam`` with ``noam_scheduler``;
-    loss: label-smoothed ``teacher_forced_loss``. On CPU the loop uses one
-    thread (tiny matrices; robust on a busy machine), restored after.
-
-    Returns ``(model, history)``; the model is in eval mode on ``device``.
-    ``history`` holds per step ``"train_loss"`` and ``"lr"``, every
-    ``cfg.eval_every`` steps (and at the last) ``"valid_step"``,
-    ``"valid_loss"`` (same smoothing) and ``"valid_exact"`` (greedy exact
-    match on the first ``cfg.n_valid_exact`` distinct validation sources,
-    right if equal to the target of any pair with that source; decoding
-    draws no random numbers, so it leaves the run unchanged), the
-    ``"config"`` used and the wall-clock ``"seconds"`` (the only value that
-    varies).
-
-    ``checkpoint``: a file that holds the whole state of the run (weights,
-    optimiser, schedule, random state, place in the epoch, history), written
-    every ``checkpoint_every`` steps and at the end; when it exists, the run
-    continues from it and gives the same result as one never stopped.
-    ``max_seconds``: stop (saving the checkpoint) after that much time in
-    this call; ``len(history["train_loss"]) < cfg.steps`` then.
-    ``init``: weights (name -> tensor, a part of the model's state dict,
-    e.g. a pre-trained encoder) put over the random ones before training;
-    the rest is drawn exactly as without it. ``stop_after``: only the
-    first steps of the run (to replay a stored run's beginning).
+    ``splits``: ``"train"``, ``"valid"`` (source, target) pairs; ``vocabs``:
+    (source, target). ``history``: per step ``"train_loss"``, ``"lr"``;
+    every ``cfg.eval_every`` steps ``"valid_step"``, ``"valid_loss"``,
+    ``"valid_exact"`` (greedy, any target right); ``"config"``,
+    ``"seconds"``. ``checkpoint``: saved every ``checkpoint_every`` steps,
+    continued if present (same result). ``max_seconds``: stop and save.
+    ``init``: name -> tensor over the random weights. ``stop_after``: only
+    the first steps.
     """
     _check_config(cfg)
     if cfg.min_size_share != 0:
@@ -310,10 +276,8 @@ def train_pronouncer(
 
 
 def _load_part(model: Transformer, init) -> None:
-    """Copy ``init``'s tensors into ``model``; every name must exist in it
-    with the same shape."""
-    if not isinstance(init, dict):
-        raise TypeError(f"init must be a dict, got {type(init).__name__}")
+    """Copy ``init``'s tensors into ``model`` (names, shapes must match)."""
+    check_instance(init, "init", dict)
     state = model.state_dict()
     unknown = sorted(set(init) - set(state))
     if unknown:

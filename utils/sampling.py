@@ -1,11 +1,5 @@
-"""Sampling the next token: temperature, top-k and top-p (nucleus) filters.
-
-Each filter maps logits ``(..., V)`` to logits of the same shape, with the
-tokens it removes set to ``-inf`` (so ``softmax`` gives them probability 0 and
-renormalises the rest). ``next_token_probs`` chains them in the usual order
-(temperature, then top-k, then top-p) and ``sample`` draws ids from the result
-with an explicit
-``torch.Generator``, so a seed makes every draw reproducible.
+"""Sampling the next token (chapter 9): filters map logits ``(..., V)`` to
+the same shape, removed tokens at ``-inf``; draws take a seeded generator.
 """
 
 from __future__ import annotations
@@ -31,8 +25,7 @@ def _check_logits(logits) -> None:
 def apply_temperature(
     logits: torch.Tensor, temperature: float
 ) -> torch.Tensor:
-    """``logits / temperature``: below 1 sharpens the distribution, above 1
-    flattens it. ``temperature`` must be > 0 (0 is greedy: use ``argmax``)."""
+    """``logits / temperature`` (> 0): below 1 sharpens, above flattens."""
     _check_logits(logits)
     t = check_number(
         temperature, "temperature", 0.0, min_inclusive=False, finite=True
@@ -41,11 +34,7 @@ def apply_temperature(
 
 
 def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
-    """Keep the ``k`` largest logits in the last dim, set the rest to -inf.
-
-    Exactly ``k`` survive, even when values tie (``torch.topk`` picks among
-    ties). ``k`` larger than the vocabulary keeps everything.
-    """
+    """Keep exactly the ``k`` largest logits, the rest -inf."""
     _check_logits(logits)
     k = check_int(k, "k", 1)
     if k >= logits.size(-1):
@@ -56,12 +45,7 @@ def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
-    """Keep the smallest set of most probable tokens whose probabilities sum
-    to at least ``p`` (the "nucleus"), set the rest to -inf.
-
-    The most probable token always survives, so ``p`` near 0 is greedy and
-    ``p = 1`` keeps every token. ``p`` must be in (0, 1].
-    """
+    """Keep the nucleus, the fewest top tokens of mass >= ``p``; rest -inf."""
     _check_logits(logits)
     p = check_number(p, "p", 0.0, 1.0, min_inclusive=False)
     sorted_logits, order = logits.sort(dim=-1, descending=True)
@@ -81,10 +65,7 @@ def next_token_probs(
     top_k: int | None = None,
     top_p: float | None = None,
 ) -> torch.Tensor:
-    """Probabilities ``(..., V)`` after temperature, then top-k, then top-p.
-
-    ``temperature=0`` puts all the mass on the argmax (greedy).
-    """
+    """Probabilities ``(..., V)`` after temperature, top-k, top-p."""
     _check_logits(logits)
     t = check_number(temperature, "temperature", 0.0, finite=True)
     if t == 0:
@@ -108,12 +89,7 @@ def sample(
     top_p: float | None = None,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """Draw one token id per row: logits ``(..., V)`` -> ids ``(...)`` (long).
-
-    Pass a seeded ``torch.Generator`` to make the draws reproducible
-    independently of the global random state. ``temperature=0`` returns
-    the argmax without drawing.
-    """
+    """One id per row: logits ``(..., V)`` -> ids ``(...)``."""
     if generator is not None:
         check_instance(generator, "generator", torch.Generator)
     probs = next_token_probs(logits, temperature, top_k, top_p)

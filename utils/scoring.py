@@ -1,8 +1,5 @@
-"""Scoring variants for queries and keys of different sizes (chapter 2):
-the additive (Bahdanau) and bilinear (Luong "general") scorers, which turn
-their scores into weights and outputs as scaled dot-product attention does
-(``utils.attention``).
-"""
+"""Additive (Bahdanau) and bilinear (Luong) scorers for queries and keys of
+different sizes (chapter 2)."""
 
 from __future__ import annotations
 
@@ -33,9 +30,7 @@ def _check_sizes(module: nn.Module, q, k, v, d_q: int, d_k: int) -> None:
 
 
 class _ScoredAttention(nn.Module):
-    """What the additive and bilinear scorers share: check q, k, v against the
-    sizes the scorer was built for, score, mask, softmax, weight the values.
-    A subclass defines ``scores``."""
+    """Check, score (the subclass's ``scores``), mask, softmax, weight."""
 
     def __init__(self, d_q: int, d_k: int, dropout: float):
         super().__init__()
@@ -56,15 +51,8 @@ class _ScoredAttention(nn.Module):
 
 
 class AdditiveAttention(_ScoredAttention):
-    """Additive (Bahdanau) attention: score(q, k) = w^T tanh(W q + U k).
-
-    Queries and keys may have different sizes. ``forward(q, k, v, mask=None)``
-    with q ``(..., Lq, d_q)``, k ``(..., Lk, d_k)``, v ``(..., Lk, d_v)``
-    returns ``out (..., Lq, d_v)`` and ``weights (..., Lq, Lk)``; the mask
-    broadcasts as in ``scaled_dot_product_attention``. The hidden tensor is
-    ``(..., Lq, Lk, d_hidden)``: more memory than a dot product, the price
-    of the MLP.
-    """
+    """score(q, k) = w^T tanh(W q + U k): q ``(..., Lq, d_q)``, k ``(..., Lk,
+    d_k)``, v ``(..., Lk, d_v)`` -> ``out (..., Lq, d_v)``, ``weights``."""
 
     def __init__(
         self, d_q: int, d_k: int, d_hidden: int, dropout: float = 0.0
@@ -83,13 +71,7 @@ class AdditiveAttention(_ScoredAttention):
 
 
 class BilinearAttention(_ScoredAttention):
-    """Bilinear ("general", Luong) attention: score(q, k) = q W k^T,
-    optionally divided by sqrt(d_k).
-
-    Queries and keys may have different sizes: W is ``(d_q, d_k)``. Shapes
-    as in :class:`AdditiveAttention`. A Transformer head is the low-rank
-    case W = W_q^T W_k.
-    """
+    """score(q, k) = q W k^T, W ``(d_q, d_k)``, optionally / sqrt(d_k)."""
 
     def __init__(
         self, d_q: int, d_k: int, scale: bool = True, dropout: float = 0.0

@@ -1,22 +1,6 @@
-"""The two toy tasks of chapter 1, where the data-versus-prior experiment
-runs (the models with their priors are in ``utils.priors``).
-
-The motif task: a sequence of ``length`` symbols from a ``vocab_size``-letter
-alphabet is labelled 1 when it contains the motif (default ``0 1 2``) as a
-run of neighbouring symbols anywhere, else 0. Positives get the motif written
-at a random place. By default (``negatives="shuffled"``) every negative gets
-the same symbols written at a random place too, only in another order
-(``2 0 1``, say), so both classes carry the motif's symbols and symbol
-counts say next to nothing about the label: a model must notice the symbols
-*in order* and *next to each other*. That is local structure, what a
-convolution assumes and what self-attention has to learn from data.
-``negatives="random"`` gives the naive task (negatives are plain random
-sequences without the motif), where counts do leak the label.
-
-The ends task, ``make_ends_data``, has long-range structure instead: the
-label says whether the first and the last symbol are equal. No window of a
-few neighbours sees both ends, so the convolution's locality prior is wrong
-for it, while attention relates any two positions in one step.
+"""Chapter 1's toy tasks. Motif: 1 when the motif (default ``0 1 2``) is a
+contiguous run; negatives hold a reordering, so only order tells (local
+structure). Ends: 1 when the first and last symbols match (long-range).
 """
 
 from __future__ import annotations
@@ -42,8 +26,7 @@ DEFAULT_MOTIF: tuple[int, ...] = (0, 1, 2)
 def contains_motif(
     x: torch.Tensor, motif: Sequence[int] = DEFAULT_MOTIF
 ) -> torch.Tensor:
-    """True for each row of ``x (N, L)`` that contains ``motif`` as a
-    contiguous run -> ``(N,)`` bool."""
+    """Rows of ``x (N, L)`` holding ``motif`` contiguously -> ``(N,)`` bool."""
     check_ids(x, "x", ndim=2)
     m = _check_motif(motif)
     k = m.numel()
@@ -62,8 +45,7 @@ def _check_motif(motif, vocab_size: int | None = None) -> torch.Tensor:
 def _plant(
     rows: torch.Tensor, runs: torch.Tensor, g: torch.Generator
 ) -> torch.Tensor:
-    """Write ``runs (N, k)`` into ``rows (N, L)`` at random starts, in
-    place."""
+    """Write ``runs (N, k)`` into ``rows (N, L)`` at random starts."""
     n, k = runs.shape
     starts = torch.randint(0, rows.size(1) - k + 1, (n,), generator=g)
     cols = starts[:, None] + torch.arange(k)  # (N, k)
@@ -90,18 +72,8 @@ def make_motif_data(
     seed: int = 0,
     negatives: str = "shuffled",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` labelled sequences, half with the motif, half without it.
-
-    Positives: random symbols with the motif written over a random window.
-    Negatives (``"shuffled"``, the default): random symbols with a reordering
-    of the motif written over a random window, kept only if the motif occurs
-    nowhere; so both classes contain the motif's symbols. ``"random"``: plain
-    random sequences without the motif (symbol counts then leak the label).
-
-    Returns ``x (n, length)`` long symbols in ``[0, vocab_size)`` and
-    ``y (n,)`` long labels (1 = contains the motif), shuffled. Deterministic
-    for a given ``seed`` (own generator: the global torch seed is untouched).
-    """
+    """``n`` sequences, half with the motif: ``x (n, length)``, ``y (n,)``;
+    own generator from ``seed`` (the global seed is untouched)."""
     check_int(n, "n", 2)
     check_int(vocab_size, "vocab_size", 2)
     check_int(seed, "seed", 0)
@@ -142,16 +114,8 @@ def make_motif_data(
 def make_ends_data(
     n: int, length: int = 16, vocab_size: int = 4, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` labelled sequences for the long-range task: label 1 when the
-    first and the last symbol are equal, else 0; half of each, shuffled.
-
-    Every symbol is uniform at random except the last one, which is set to
-    the first (positives) or to one of the other ``vocab_size - 1`` symbols
-    (negatives), so the label lives only in the pair of ends, ``length - 1``
-    positions apart. Returns ``x (n, length)`` long symbols in
-    ``[0, vocab_size)`` and ``y (n,)`` long labels; deterministic for a
-    given ``seed`` (own generator: the global torch seed is untouched).
-    """
+    """``n`` sequences, half with last == first: ``x (n, length)``, ``y
+    (n,)``; own generator from ``seed``."""
     check_int(n, "n", 2)
     check_int(length, "length", 2)
     check_int(vocab_size, "vocab_size", 2)
@@ -166,7 +130,6 @@ def make_ends_data(
 
 
 def symbol_counts(x: torch.Tensor, vocab_size: int) -> torch.Tensor:
-    """How often each symbol occurs in each row: ``x (N, L)`` -> ``(N, V)``
-    float counts. All that is left of a sequence once order is thrown away."""
+    """``x (N, L)`` -> float counts ``(N, V)``: a sequence without order."""
     check_ids(x, "x", vocab_size, ndim=2)  # and vocab_size
     return F.one_hot(x, vocab_size).sum(dim=1).float()

@@ -1,17 +1,6 @@
-"""The course's one training loop, ``train``, and what runs around it.
-
-- ``train(model, optimizer, batches, loss_fn, steps)``: nanoGPT's loop, with
-  hooks after each step (evaluation, checkpoints, time limits); every model
-  of the course trains with it.
-- ``adam``, ``threads``, ``evaluating``: the optimiser that computes alike on
-  every CPU, the thread count and the eval mode, each set and given back.
-- ``noam_lr`` / ``noam_scheduler``: the warm-up schedule of Vaswani et al.
-  (2017), and ``paper_adam``, Adam with their betas (0.9, 0.98), eps 1e-9.
-- ``teacher_forced_loss`` / ``evaluate_loss`` / ``evaluate_perplexity``: a
-  sequence-to-sequence batch's loss and held-out scores.
-- ``save_checkpoint`` / ``load_checkpoint``: everything a run needs to
-  continue bit for bit where it stopped.
-- ``Progress``: a progress bar a notebook stores as one line (<= 79 columns).
+"""The course's one training loop, ``train`` (nanoGPT's, with hooks), and
+around it: CPU-portable Adam, the warm-up schedule of Vaswani et al.,
+losses, held-out scores, checkpoints, a progress bar.
 """
 
 from __future__ import annotations
@@ -93,21 +82,15 @@ def train(
 
 
 def adam(params, lr: float = 1e-3, **kwargs) -> torch.optim.Adam:
-    """``torch.optim.Adam(params, lr, fused=True, **kwargs)``.
-
-    The fused kernel takes Adam's square root in ATen's own code. The
-    default (foreach) path calls ``torch.sqrt``, which goes to MKL's vector
-    maths: its last bits differ between Intel and AMD CPUs even on MKL's
-    vendor-neutral branch, and a training run amplifies them (README,
-    "numeric modes"). Every model the course trains uses this.
-    """
+    """``torch.optim.Adam(params, lr, fused=True, **kwargs)``: the default
+    path's ``torch.sqrt`` (MKL) differs in the last bits between Intel and
+    AMD, and training amplifies that."""
     return torch.optim.Adam(params, lr=lr, fused=True, **kwargs)
 
 
 @contextlib.contextmanager
 def threads(num_threads: int):
-    """``torch.set_num_threads(num_threads)`` inside the block; the previous
-    count after."""
+    """``torch.set_num_threads`` inside the block, restored after."""
     num_threads = check_int(num_threads, "num_threads", 1)
     before = torch.get_num_threads()
     torch.set_num_threads(num_threads)
@@ -119,8 +102,7 @@ def threads(num_threads: int):
 
 @contextlib.contextmanager
 def evaluating(model):
-    """Eval mode and no gradients inside the block; the model's own mode
-    after. Objects that are not modules (a hand-made model) pass through."""
+    """Eval mode and no grad inside the block, the model's mode after."""
     was_training = getattr(model, "training", None)
     if isinstance(model, nn.Module):
         model.eval()
@@ -135,13 +117,9 @@ def evaluating(model):
 def noam_lr(
     step: int, d_model: int, warmup_steps: int, factor: float = 1.0
 ) -> float:
-    """Learning rate at ``step`` (counted from 1): rises linearly to
-    ``warmup_steps``, then decays.
-
-    ``factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)``;
-    the peak, at ``step == warmup_steps``, is ``factor / sqrt(d_model *
-    warmup_steps)``.
-    """
+    """Learning rate at ``step`` (from 1): ``factor * d_model**-0.5 *
+    min(step**-0.5, step * warmup_steps**-1.5)``, peaking at
+    ``warmup_steps``."""
     check_int(step, "step", 1)
     check_int(d_model, "d_model", 1)
     check_int(warmup_steps, "warmup_steps", 1)
@@ -158,17 +136,9 @@ def noam_scheduler(
     steps: int | None = None,
     cooldown_steps: int = 0,
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    """A ``LambdaLR`` that sets every group's learning rate to ``noam_lr``
-    exactly.
-
-    ``LambdaLR`` multiplies each group's initial lr by the lambda and counts
-    from 0, so the lambda divides by that lr and adds 1 to the count.
-    ``warmup=False`` (an ablation) starts at the peak and keeps it until
-    ``warmup_steps``: the same peak and decay, without the ramp.
-    ``cooldown_steps`` (needs ``steps``, the run's length): over the last
-    ``cooldown_steps`` steps the rate falls linearly from where the decay
-    left it towards 0; the steps before are the plain schedule.
-    """
+    """A ``LambdaLR`` setting every group's lr to ``noam_lr``;
+    ``warmup=False``: the peak until ``warmup_steps``; ``cooldown_steps``
+    (needs ``steps``): a linear fall towards 0 at the end."""
     noam_lr(1, d_model, warmup_steps, factor)  # validate now, not later
     check_bool(warmup, "warmup")
     check_int(cooldown_steps, "cooldown_steps", 0)
@@ -198,8 +168,7 @@ def noam_scheduler(
 
 
 def paper_adam(params, lr: float = 1.0) -> torch.optim.Adam:
-    """Adam with the paper's betas (0.9, 0.98) and eps 1e-9; a scheduler
-    overwrites ``lr``."""
+    """Adam with the paper's betas (0.9, 0.98), eps 1e-9."""
     return adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9)
 
 
@@ -215,9 +184,8 @@ def teacher_forced_loss(
     label_smoothing: float = 0.0,
     pad_id: int = 0,
 ) -> torch.Tensor:
-    """Mean cross-entropy per real target token of ``batch = (src (B, S),
-    tgt (B, T))``, all positions at once: the decoder reads ``tgt`` shifted
-    right (``tgt[:, :-1]``) and is scored on ``tgt[:, 1:]``, PAD masked."""
+    """Mean cross-entropy per real token of ``batch = (src (B, S), tgt (B,
+    T))``: the decoder reads ``tgt[:, :-1]``, is scored on ``tgt[:, 1:]``."""
     src, tgt = batch
     _check_batch(src, tgt)
     dec_in, dec_out = tgt[:, :-1], tgt[:, 1:]  # shifted right / the answers
@@ -233,12 +201,7 @@ def evaluate_loss(
     label_smoothing: float = 0.0,
     pad_id: int = 0,
 ) -> float:
-    """Mean cross-entropy per real target token over ``batches``,
-    teacher-forced, dropout off.
-
-    Every token weighs the same (batches are summed, not averaged). The model's
-    train/eval mode is restored afterwards.
-    """
+    """Mean cross-entropy per real target token over ``batches``."""
     check_number(label_smoothing, "label_smoothing", 0.0, 1.0)
     total = count = 0.0
     with evaluating(model):
@@ -264,11 +227,8 @@ def evaluate_perplexity(
 
 
 def save_checkpoint(path, model, optimizer, scheduler=None, **extra) -> None:
-    """Write the state of a training run to ``path``: the weights, the
-    optimiser's and the schedule's state, torch's random state (dropout
-    draws from it; CUDA's too when the model is there) and ``extra`` (the
-    caller's place in its data, its history). The file is replaced whole,
-    so a run killed while saving keeps the previous one."""
+    """Write the run's state (weights, optimiser, schedule, random state,
+    ``extra``) to ``path``, replaced whole: a kill keeps the old file."""
     device = next(model.parameters()).device
     state = {
         "model": model.state_dict(),
@@ -286,8 +246,7 @@ def save_checkpoint(path, model, optimizer, scheduler=None, **extra) -> None:
 
 
 def load_checkpoint(path, model, optimizer, scheduler=None) -> dict:
-    """Restore what ``save_checkpoint`` wrote into ``model``, ``optimizer``,
-    ``scheduler`` and torch's random state; returns its ``extra``."""
+    """Restore what ``save_checkpoint`` wrote; returns its ``extra``."""
     device = next(model.parameters()).device
     state = torch.load(path, map_location=device, weights_only=False)
     model.load_state_dict(state["model"])
@@ -301,14 +260,7 @@ def load_checkpoint(path, model, optimizer, scheduler=None) -> dict:
 
 
 class Progress:
-    """A progress bar for loops, stored by a notebook as ONE line of at most 79
-    columns.
-
-    In a Jupyter kernel it is a display that is updated in place (so the saved
-    notebook keeps only its final state); elsewhere it writes tqdm's line to
-    stderr. ``update(n=1)`` advances; ``close()`` draws the final line.
-    ``enabled=False`` shows nothing.
-    """
+    """A progress bar a notebook stores as ONE line of <= 79 columns."""
 
     def __init__(
         self,
@@ -349,8 +301,7 @@ class Progress:
             )
 
     def line(self) -> str:
-        """The bar as text, e.g. ``training: 100%|####| 900/900 [00:20<00:00,
-        45.0it/s]``."""
+        """The bar as text: ``training: 100%|####| 900/900 [00:20, ...]``."""
         from tqdm import tqdm
 
         return tqdm.format_meter(

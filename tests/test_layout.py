@@ -1,0 +1,95 @@
+"""The learner's library and the publisher's machinery, apart.
+
+``utils/`` is what a reader reads and imports: small, one module per topic,
+nothing that proves, stores, glues, translates or checks figures (that is
+``proof/``). A chapter's visible cells use ``utils`` only: the proof runs in
+folded cells beside them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import nbformat
+import pytest
+
+from tools import ROOT
+from tools.notebooks import toc_notebooks
+from tools.visible_code import visible
+
+UTILS = ROOT / "utils"
+# Budgets of the library (issue #49): the chapters 1-10 modules at most 5,000
+# lines, no module over 380. A new chapter's modules are counted apart, each
+# within the same per-module limit.
+TOTAL_LINES = 5000
+MODULE_LINES = 380
+NEW_CHAPTER_MODULES = {"shakespeare.py", "bpe.py", "ngram.py", "gpt.py"}
+# What is not the lesson itself (model parts, data, training, decoding): the
+# argument checks, the package's face, the plot helpers. The rest must be at
+# least 60% of the library.
+SUPPORT = {"checks.py", "__init__.py", "plotting.py"}
+
+
+def _modules():
+    return sorted(UTILS.glob("*.py"))
+
+
+def _lines(path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def test_utils_is_small():
+    sizes = {p.name: _lines(p) for p in _modules()}
+    over = {n: k for n, k in sizes.items() if k > MODULE_LINES}
+    assert not over, f"modules over {MODULE_LINES} lines: {over}"
+    core = {n: k for n, k in sizes.items() if n not in NEW_CHAPTER_MODULES}
+    assert sum(core.values()) <= TOTAL_LINES, sum(core.values())
+    lesson = sum(k for n, k in core.items() if n not in SUPPORT)
+    assert lesson / sum(core.values()) >= 0.6
+    assert not list(UTILS.glob("*/")), "utils is a flat list of modules"
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: p.name)
+def test_utils_needs_nothing_of_the_publisher(path):
+    """No sys.path edits, no import of proof/ or tools/ (utils stands alone:
+    a reader can copy it), no IPython hooks."""
+    source = path.read_text()
+    assert "sys.path" not in source
+    assert "ast_transformers" not in source and "events.register" not in source
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            assert name.split(".")[0] not in {"proof", "tools"}, name
+
+
+_PUBLISHER = re.compile(r"\b(proof|tools)\b\s*[.\s]|import\s+(proof|tools)\b")
+
+
+@pytest.mark.parametrize("path", toc_notebooks(), ids=lambda p: p.stem)
+def test_visible_cells_hold_the_lesson(path):
+    """A visible code cell never touches the proof package or tools/: glue,
+    stored-run comparisons, numeric stamps and diagrams sit in folded cells."""
+    nb = nbformat.read(path, as_version=4)
+    bad = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not visible(cell):
+            continue
+        for line in cell.source.splitlines():
+            code = line.split("#", 1)[0]
+            if _PUBLISHER.search(code):
+                bad.append(f"{cell.get('id')}: {line.strip()}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_check_finds_a_visible_glue():
+    assert _PUBLISHER.search('proof.glue("x", 1)')
+    assert _PUBLISHER.search("from tools import sweep_ch10 as sweep")
+    assert _PUBLISHER.search("import proof")
+    assert not _PUBLISHER.search("proofs = 3")
+    assert not _PUBLISHER.search("my_tools.x = 1")
