@@ -85,7 +85,9 @@ def measure(seed: int) -> dict:
                 ),
                 "too_long": sum(x > 0 for x in too),
                 "too_short": sum(x < 0 for x in too),
-                "financial": sum(numerals.convention_of(o) == "financial" for o in g)
+                "financial": sum(
+                    numerals.convention_of(o) == "financial" for o in g
+                )
                 / len(g),
             }
         for name, m in (("ar", ar), ("early", early)):
@@ -107,7 +109,8 @@ def measure(seed: int) -> dict:
         nar_out = amb.one_pass_decode(nar, src)
         row["nar"] = {
             "valid": amb.valid_rate(nar_out, test),
-            "mixed": sum(map(numerals.mixes_conventions, nar_out)) / len(nar_out),
+            "mixed": sum(map(numerals.mixes_conventions, nar_out))
+            / len(nar_out),
             "bleu": corpus_bleu(nar_out, refs),
         }
         row["nar_single"] = {
