@@ -65,9 +65,13 @@ def setup(seed: int = 0, language: str = "en") -> torch.device:
     return device
 
 
-def glue(name: str, value, display: bool = False) -> None:
+def glue(name: str, value, display: bool = False, zh=None) -> None:
     """Store ``value`` under ``name`` for the prose (MyST-NB's
     ``{glue:text}`name``` role).
+
+    ``zh``: the value the Chinese edition's sentence needs, where ``value``
+    is words ("2.3 points behind", "below"), not a bare number: a Chinese
+    notebook (``proof.setup`` in Chinese) glues it instead.
 
     On the website the number in the sentence is the one this cell computed.
     Where MyST-NB is not installed (Colab, plain Jupyter) the prose shows the
@@ -77,6 +81,13 @@ def glue(name: str, value, display: bool = False) -> None:
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty str, got {name!r}")
+    if zh is not None:
+        from . import labels
+
+        if not isinstance(zh, str) or not zh:
+            raise TypeError(f"zh must be a non-empty str, got {zh!r}")
+        if labels.language() == "zh":
+            value = zh
     try:
         from myst_nb import glue as myst_glue
     except ImportError:
