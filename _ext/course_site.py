@@ -19,8 +19,8 @@
    that it passes through gettext. The label of folded cells and dropdowns, which myst-nb's
    HTML writer and sphinx-togglebutton's JavaScript write in English, is replaced in the
    page by a small script.
-5. The live pronouncer's scripts (_static/pronouncer/: the model and its weights) load only
-   on its own page, which asks for them: Jupyter Book adds every .js file under _static to
+5. The live pronouncer's and the live GPT's scripts (_static/pronouncer/, _static/gpt/: the
+   models and their weights) load only on their own pages, which asks for them: Jupyter Book adds every .js file under _static to
    every page, and these are taken out of that list again.
 """
 
@@ -208,7 +208,7 @@ def _add_templates(app, config):
 
 
 # Scripts under _static that a page loads itself, not every page.
-OWN_SCRIPTS = "pronouncer/"
+OWN_SCRIPTS = ("pronouncer/", "gpt/")
 
 
 def _drop_own_scripts(app, config):
