@@ -1,8 +1,8 @@
 /* The live GPT's widget (book/gpt_live.md): a prompt, the sampling
  * settings, a seed and a button; the text written token by token; the ten
  * most likely tokens the last one was drawn from, and every head's
- * attention. The engine is gpt.js (window.CourseGPT); the weights
- * (weights.js, window.GPT_DATA) load by a <script> tag only when the reader
+ * attention. The engine (gpt.js, window.CourseGPT) and the weights
+ * (weights.js, window.GPT_DATA) load by <script> tags only when the reader
  * presses the button, so the page stays light and works from file://.
  * window.GPTLive exposes the model and the last run, for the tests.
  */
@@ -136,7 +136,14 @@
     button.addEventListener("click", () => {
       button.disabled = true;
       status.textContent = T.loading;
+      // the engine, then the weights: both only now, by <script> tags
+      const engine = el("script", { src: HERE + "gpt.js" });
       const script = el("script", { src: HERE + "weights.js" });
+      engine.onload = () => document.head.append(script);
+      engine.onerror = () => {
+        status.textContent = T.failed;
+        button.disabled = false;
+      };
       script.onload = () => {
         const data = window.GPT_DATA;
         try {
@@ -157,7 +164,8 @@
         status.textContent = T.failed;
         button.disabled = false;
       };
-      document.head.append(script);
+      if (window.CourseGPT) document.head.append(script);
+      else document.head.append(engine);
     });
   }
 
@@ -294,6 +302,8 @@
       }
       api.running = false;
       write.textContent = T.write;
+      api.runs = (api.runs || 0) + 1;
+      root.dataset.runs = String(api.runs);
       root.dataset.state = "done";
     }
 
