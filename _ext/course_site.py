@@ -19,9 +19,9 @@
    that it passes through gettext. The label of folded cells and dropdowns, which myst-nb's
    HTML writer and sphinx-togglebutton's JavaScript write in English, is replaced in the
    page by a small script.
-5. The live pronouncer's and the live GPT's scripts (_static/pronouncer/, _static/gpt/: the
-   models and their weights) load only on their own pages, which asks for them: Jupyter Book adds every .js file under _static to
-   every page, and these are taken out of that list again.
+5. The live pages' scripts (_static/pronouncer/, _static/gpt/: the models and their
+   weights) load only on their own pages, which ask for them: Jupyter Book adds every .js
+   file under _static to every page, and these are taken out of that list again.
 """
 
 from __future__ import annotations
