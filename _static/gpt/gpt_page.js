@@ -93,9 +93,8 @@
   }
 
   // weights (rows x cols, 0..1) as a heatmap; column labels: the tokens
-  function heatmap(weights, rowLabels, colLabels, alt) {
-    const label = 30;
-    const cell = 8;
+  function heatmap(weights, rowLabels, colLabels, alt, cell) {
+    const label = cell >= 8 ? 30 : 2; // row labels where the cells are large enough
     const w = label + cell * colLabels.length;
     const h = 12 + cell * rowLabels.length;
     const canvas = el("canvas", { role: "img", "aria-label": alt, class: "gl-heat" });
@@ -120,7 +119,7 @@
     ctx.fillStyle = "#222";
     ctx.font = "9px sans-serif";
     ctx.textAlign = "right";
-    rowLabels.forEach((p, i) => ctx.fillText(p.slice(0, 5), label - 2, 12 + (i + 0.85) * cell));
+    if (label > 2) rowLabels.forEach((p, i) => ctx.fillText(p.slice(0, 5), label - 2, 12 + (i + 0.85) * cell));
     return canvas;
   }
 
@@ -225,12 +224,21 @@
           el("td", {}, [el("span", { text: `${(100 * p).toFixed(1)}%` }), bar]),
         ]));
       }
+      if (!top.some((r) => r.id === last.token)) { // drawn from the tail
+        const p = window.CourseGPT.topTokens(last.logits, last.logits.length).find((r) => r.id === last.token).p;
+        body.append(el("tr", { class: "gl-chosen gl-extra" }, [
+          el("td", {}, [el("code", { text: shown(tok.decode([last.token])) })]),
+          el("td", { text: `${(100 * p).toFixed(2)}%` }),
+        ]));
+      }
       table.append(body);
       // heatmaps: the last ROWS queries of this window over its last COLS positions
       const rows = steps.slice(-ROWS).filter((s) => s.start === last.start);
       const width = last.attention[0][0].length; // positions the last query saw
       const first = Math.max(0, width - COLS);
       const grid = el("div", { class: "gl-grid" });
+      // two heatmaps side by side on a phone: smaller cells there
+      const cell = (root.clientWidth || 320) < 600 ? 5 : 8;
       last.attention.forEach((heads, l) => heads.forEach((_, h) => {
         const weights = rows.map((s) => {
           const w = s.attention[l][h];
@@ -238,7 +246,7 @@
         });
         const labels = rows.map((s) => tok.decode([s.input]).replace(/\n/g, "↵"));
         grid.append(el("figure", { class: "gl-fig" }, [
-          heatmap(weights, labels, new Array(width - first).fill(""), T.heatAlt(l + 1, h + 1)),
+          heatmap(weights, labels, new Array(width - first).fill(""), T.heatAlt(l + 1, h + 1), cell),
           el("figcaption", { text: T.layerHead(l + 1, h + 1) }),
         ]));
       }));
