@@ -3,7 +3,7 @@
 
 - The seeded generator: ``utils.rng.Mulberry32`` and the script's give the
   same 32-bit integers and the same floats, for several seeds.
-- Sampling: ``utils.gpt.draw_token`` and the script's ``drawToken``, given
+- Sampling: ``utils.rng.draw_token`` and the script's ``drawToken``, given
   the same float32 logits (random ones, and ones full of exact ties), draw
   the same ids at every setting (greedy, temperature, top-k, top-p, both).
   Same logits in, same rule: these must be equal every time.
@@ -42,8 +42,8 @@ import torch
 from tools import ROOT
 from tools import export_gpt as ex
 from utils import bpe
-from utils.gpt import GPT, GPTConfig, draw_token, generate_seeded, load_gpt
-from utils.rng import Mulberry32
+from utils.gpt import GPT, GPTConfig, generate_seeded, load_gpt
+from utils.rng import Mulberry32, draw_token
 
 ENGINE = ROOT / "_static" / "gpt" / "gpt.js"
 NODE = shutil.which("node") or shutil.which("nodejs")
@@ -109,7 +109,8 @@ if (job.tokenizer) {
   out.tokens = tok.table.map((_, i) => tok.decode([i]));
 }
 if (job.weights) {
-  const page = { window: {}, atob: (s) => Buffer.from(s, "base64").toString("latin1") };
+  const atob = (s) => Buffer.from(s, "base64").toString("latin1");
+  const page = { window: {}, atob };
   vm.runInNewContext(fs.readFileSync(job.weights, "utf8"), page);
   let model;
   try {
@@ -121,11 +122,13 @@ if (job.weights) {
   }
   out.runs = (job.runs || []).map(({ prompt, n, seed, t, k, p }) => {
     const rng = new G.Mulberry32(seed);
-    const steps = [...model.generate(prompt, n, rng, { temperature: t, topK: k, topP: p })];
+    const settings = { temperature: t, topK: k, topP: p };
+    const steps = [...model.generate(prompt, n, rng, settings)];
     return {
       ids: prompt.concat(steps.map((s) => s.token)),
       logits: steps.map((s) => Array.from(s.logits)),
-      attention: steps.map((s) => s.attention.map((h) => h.map((w) => Array.from(w)))),
+      attention: steps.map(
+        (s) => s.attention.map((h) => h.map((w) => Array.from(w)))),
       start: steps.map((s) => s.start),
     };
   });
@@ -169,7 +172,9 @@ def test_the_generators_agree(node, tmp_path):
         assert js["floats"] == [b.random() for _ in range(2000)], seed
     # a generator, not a constant: the integers spread over [0, 2**32)
     ints = got[0]["ints"]
-    assert len(set(ints)) == len(ints) and min(ints) < 2**28 < 2**32 - 2**28 < max(ints)
+    assert len(set(ints)) == len(ints) and min(
+        ints
+    ) < 2**28 < 2**32 - 2**28 < max(ints)
     with pytest.raises(ValueError, match="seed"):
         Mulberry32(2**32)
 
@@ -189,9 +194,19 @@ def test_draws_agree_on_the_same_logits(node, tmp_path):
             logits = _logits(kind, i)
             for seed in (0, 7):
                 rng = Mulberry32(seed)
-                want.append([draw_token(logits, rng, t, k, p) for _ in range(200)])
-                jobs.append({"logits": logits.tolist(), "seed": seed,
-                             "t": t, "k": k, "p": p, "n": 200})
+                want.append(
+                    [draw_token(logits, rng, t, k, p) for _ in range(200)]
+                )
+                jobs.append(
+                    {
+                        "logits": logits.tolist(),
+                        "seed": seed,
+                        "t": t,
+                        "k": k,
+                        "p": p,
+                        "n": 200,
+                    }
+                )
     got = _run(node, tmp_path, {"draws": jobs})["draws"]
     for job, g, w in zip(jobs, got, want):
         assert g == w, {k: v for k, v in job.items() if k != "logits"}
@@ -202,9 +217,17 @@ def test_draws_agree_on_the_same_logits(node, tmp_path):
 def _random_strings(n: int) -> list[str]:
     rng = random.Random(0)
     pools = [
-        (0x20, 0x7E), (0x00, 0x20), (0x80, 0x24F), (0x370, 0x52F),
-        (0x590, 0x6FF), (0x900, 0x97F), (0x2000, 0x206F), (0x3000, 0x30FF),
-        (0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0x1F300, 0x1FAFF),
+        (0x20, 0x7E),
+        (0x00, 0x20),
+        (0x80, 0x24F),
+        (0x370, 0x52F),
+        (0x590, 0x6FF),
+        (0x900, 0x97F),
+        (0x2000, 0x206F),
+        (0x3000, 0x30FF),
+        (0x4E00, 0x9FFF),
+        (0xAC00, 0xD7A3),
+        (0x1F300, 0x1FAFF),
         (0x10000, 0x10FFFF),
     ]
     out = []
@@ -230,10 +253,14 @@ def test_the_tokenizer_is_pythons(node, tmp_path):
     for s, ids in zip(strings, got["encode"]):
         assert ids == bpe.encode(s, merges), repr(s[:80])
     assert all(got["roundtrip"])
-    assert got["tokens"] == [bpe.decode([i], merges) for i in range(len(got["tokens"]))]
+    assert got["tokens"] == [
+        bpe.decode([i], merges) for i in range(len(got["tokens"]))
+    ]
     # the strings do reach outside ASCII and past the merges
     assert sum(not s.isascii() for s in strings) > 250
-    assert any(len(bpe.encode(s, merges)) < len(s.encode()) // 2 for s in strings)
+    assert any(
+        len(bpe.encode(s, merges)) < len(s.encode()) // 2 for s in strings
+    )
 
 
 def _random_checkpoint(path: pathlib.Path) -> GPT:
@@ -251,10 +278,14 @@ def _random_checkpoint(path: pathlib.Path) -> GPT:
                 p.copy_(torch.randn_like(p) * 0.5 + name.endswith("weight"))
             elif "emb" in name:
                 p.mul_(20)  # sharper distributions than N(0, 0.02) gives
-    torch.save({"config": dataclasses.asdict(config),
-                "merges": [list(pair) for pair in merges],
-                "state_dict": {k: v.half() for k, v in model.state_dict().items()}},
-               path)
+    torch.save(
+        {
+            "config": dataclasses.asdict(config),
+            "merges": [list(pair) for pair in merges],
+            "state_dict": {k: v.half() for k, v in model.state_dict().items()},
+        },
+        path,
+    )
     loaded, stored = load_gpt(path)
     assert stored == merges
     return loaded
@@ -278,11 +309,21 @@ def test_the_export_carries_the_architecture(exported):
     _, data = _data(weights)
     assert (data["format"], data["format_version"]) == (ex.FORMAT, 1)
     assert data["architecture"] == {
-        "model": "decoder-only", "vocab_size": 300, "context": 12,
-        "d_model": 18, "num_heads": 3, "num_layers": 2, "d_ff": 30,
-        "activation": "relu", "norm": "pre", "final_norm": True,
-        "layer_norm_eps": 1e-5, "positional": "learned",
-        "attention_bias": True, "tied_output": True, "window_restart": 6,
+        "model": "decoder-only",
+        "vocab_size": 300,
+        "context": 12,
+        "d_model": 18,
+        "num_heads": 3,
+        "num_layers": 2,
+        "d_ff": 30,
+        "activation": "relu",
+        "norm": "pre",
+        "final_norm": True,
+        "layer_norm_eps": 1e-5,
+        "positional": "learned",
+        "attention_bias": True,
+        "tied_output": True,
+        "window_restart": 6,
     }
     assert [n for n, _, _ in data["tensors"]] == list(model.state_dict())
 
@@ -292,31 +333,63 @@ def _reference(model: GPT, ids: list[int], start: int):
     head's attention of its last query, (layers, heads, positions)."""
     with torch.no_grad():
         logits = model(torch.tensor([ids[start:]]))[0, -1]
-    attention = torch.stack([b.attn_weights[0, :, -1] for b in model.stack.layers])
+    attention = torch.stack(
+        [b.attn_weights[0, :, -1] for b in model.stack.layers]
+    )
     return logits, attention
 
 
 def test_the_engine_computes_the_exported_model(node, exported, tmp_path):
     model, weights = exported
-    runs = [{"prompt": [5, 80, 290, 32, 7], "n": 30, "seed": s, "t": t,
-             "k": k, "p": p} for s, (t, k, p) in enumerate(SETTINGS[:4] + SETTINGS[5:7])]
+    runs = [
+        {
+            "prompt": [5, 80, 290, 32, 7],
+            "n": 30,
+            "seed": s,
+            "t": t,
+            "k": k,
+            "p": p,
+        }
+        for s, (t, k, p) in enumerate(SETTINGS[:4] + SETTINGS[5:7])
+    ]
     got = _run(node, tmp_path, {"weights": str(weights), "runs": runs})["runs"]
     worst = {"logits": 0.0, "attention": 0.0}
     restarts = 0
     for run, js in zip(runs, got):
-        want = generate_seeded(model, run["prompt"], run["n"],
-                               Mulberry32(run["seed"]), run["t"], run["k"], run["p"])
+        want = generate_seeded(
+            model,
+            run["prompt"],
+            run["n"],
+            Mulberry32(run["seed"]),
+            temperature=run["t"],
+            top_k=run["k"],
+            top_p=run["p"],
+        )
         assert js["ids"] == want, run
         if run["t"] == 0:
-            greedy = model.generate(torch.tensor([run["prompt"]]), run["n"], temperature=0)
+            greedy = model.generate(
+                torch.tensor([run["prompt"]]), run["n"], temperature=0
+            )
             assert js["ids"] == greedy[0].tolist()
         restarts += len(set(js["start"])) - 1
         for i, start in enumerate(js["start"]):
             ids = js["ids"][: len(run["prompt"]) + i]
             logits, attention = _reference(model, ids, start)
-            worst["logits"] = max(worst["logits"], (torch.tensor(js["logits"][i]) - logits).abs().max().item())
-            worst["attention"] = max(worst["attention"], (torch.tensor(js["attention"][i]) - attention).abs().max().item())
-    print(f"\nlargest differences from PyTorch {worst}; {restarts} window restarts")
+            worst["logits"] = max(
+                worst["logits"],
+                (torch.tensor(js["logits"][i]) - logits).abs().max().item(),
+            )
+            worst["attention"] = max(
+                worst["attention"],
+                (torch.tensor(js["attention"][i]) - attention)
+                .abs()
+                .max()
+                .item(),
+            )
+    print(
+        f"\nlargest differences from PyTorch {worst}; "
+        f"{restarts} window restarts"
+    )
     assert restarts >= len(runs)  # every run went past the context
     assert worst["logits"] <= LOGIT_TOL
     assert worst["attention"] <= ATTENTION_TOL
@@ -341,13 +414,17 @@ def _tamper(data: dict, change: str) -> None:
     elif change == "sinusoidal":
         arch["positional"] = "sinusoidal"
     elif change == "another pattern":
-        data["tokenizer"]["template"] = data["tokenizer"]["template"].replace("'s|", "")
+        data["tokenizer"]["template"] = data["tokenizer"]["template"].replace(
+            "'s|", ""
+        )
     elif change == "merges":
         data["tokenizer"]["merges"].pop()
     elif change == "classes":
         del data["tokenizer"]["classes"]["digit"]
     elif change == "missing tensor":
-        data["tensors"] = [t for t in data["tensors"] if t[0] != "stack.norm.bias"]
+        data["tensors"] = [
+            t for t in data["tensors"] if t[0] != "stack.norm.bias"
+        ]
     elif change == "wrong shape":
         data["tensors"][0][1] = [300, 17]
     elif change == "short fp16":

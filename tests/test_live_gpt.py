@@ -25,7 +25,8 @@ is pressed, and the page with its own files stays under ``PAGE_BYTES``;
 the weights file is under ``WEIGHTS_BYTES``; the page writes at least
 ``MIN_TOKENS_PER_S`` tokens per second (measured in the page, printed);
 bad settings give a message and no run, without a console error; nothing
-is wider than the window at 390 or 1280 px; the page works opened from file:// and
+is wider than the window at 390 or 1280 px; the page works opened from
+file:// and
 computes with exactly the model's fp32 weights; an export of an unknown
 format version is refused with the reason on the page. Screenshots at 390
 and 1280 px go to _build/screenshots/live_gpt-*.jpeg.
@@ -109,7 +110,9 @@ def _top_and_attention(model, ids: list[int], start: int):
         logits = model(torch.tensor([ids[start:-1]]))[0, -1]
     probs = logits.softmax(-1)
     top = sorted(range(len(probs)), key=lambda i: (-probs[i].item(), i))[:10]
-    attention = torch.stack([b.attn_weights[0, :, -1] for b in model.stack.layers])
+    attention = torch.stack(
+        [b.attn_weights[0, :, -1] for b in model.stack.layers]
+    )
     return [(i, probs[i].item()) for i in top], attention
 
 
@@ -132,20 +135,37 @@ def expected():
     runs = {}
     for name, text in _prompts(merges).items():
         prompt = bpe.encode(text, merges)
-        out = model.generate(torch.tensor([prompt]), GREEDY_TOKENS, temperature=0)
+        out = model.generate(
+            torch.tensor([prompt]), GREEDY_TOKENS, temperature=0
+        )
         runs[f"greedy, {name}"] = (text, (0.0, None, None, 0), out[0].tolist())
     text = _prompts(merges)["test 1"]
     for name, (t, k, p, seed) in SAMPLERS.items():
         prompt = bpe.encode(text, merges)
-        ids = generate_seeded(model, prompt, SAMPLE_TOKENS, Mulberry32(seed), t, k, p)
+        ids = generate_seeded(
+            model,
+            prompt,
+            SAMPLE_TOKENS,
+            Mulberry32(seed),
+            temperature=t,
+            top_k=k,
+            top_p=p,
+        )
         runs[name] = (text, (t, k, p, seed), ids)
     out = {}
     for name, (text, settings, ids) in runs.items():
         prompt = bpe.encode(text, merges)
         start = _window_start(len(prompt), len(ids), context)
         top, attention = _top_and_attention(model, ids, start)
-        out[name] = {"text": text, "prompt": prompt, "settings": settings,
-                     "ids": ids, "start": start, "top": top, "attention": attention}
+        out[name] = {
+            "text": text,
+            "prompt": prompt,
+            "settings": settings,
+            "ids": ids,
+            "start": start,
+            "top": top,
+            "attention": attention,
+        }
     assert any(r["start"] > 0 for r in out.values()), "no window restart"
     return out
 
@@ -229,7 +249,8 @@ def _write(page, text: str, settings, tokens: int) -> dict:
             ids: last ? last.ids : null,
             start: last ? last.start : null,
             top: last && last.top ? last.top.map((r) => [r.id, r.p]) : null,
-            shown: [...root.querySelectorAll('.gl-top tbody tr:not(.gl-extra)')].map(
+            shown: [...root.querySelectorAll(
+                '.gl-top tbody tr:not(.gl-extra)')].map(
               (tr) => [Number(tr.dataset.id), Number(tr.dataset.p)]),
             attention: last ? last.attention : null,
             rate: last ? last.tokensPerSecond : null,
@@ -240,7 +261,9 @@ def _write(page, text: str, settings, tokens: int) -> dict:
     )
 
 
-def _mismatches(name: str, got: dict, want: dict) -> tuple[list[str], float, float]:
+def _mismatches(
+    name: str, got: dict, want: dict
+) -> tuple[list[str], float, float]:
     """The differences between the page's run and PyTorch's; the largest
     probability and attention differences."""
     problems = []
@@ -249,23 +272,39 @@ def _mismatches(name: str, got: dict, want: dict) -> tuple[list[str], float, flo
     if got["prompt"] != want["prompt"]:
         problems.append(f"{name}: prompt ids differ from utils.bpe.encode")
     if got["ids"] != want["ids"]:
-        at = next(i for i, (a, b) in enumerate(zip(got["ids"], want["ids"])) if a != b)
-        problems.append(f"{name}: token {at} is {got['ids'][at]}, PyTorch's {want['ids'][at]}")
+        at = next(
+            i
+            for i, (a, b) in enumerate(zip(got["ids"], want["ids"]))
+            if a != b
+        )
+        problems.append(
+            f"{name}: token {at} is {got['ids'][at]}, "
+            f"PyTorch's {want['ids'][at]}"
+        )
     if got["start"] != want["start"]:
-        problems.append(f"{name}: window start {got['start']} != {want['start']}")
+        problems.append(
+            f"{name}: window start {got['start']} != {want['start']}"
+        )
     if [i for i, _ in got["top"]] != [i for i, _ in want["top"]]:
         problems.append(f"{name}: top-10 {got['top']} != {want['top']}")
     if got["shown"] != got["top"]:
-        problems.append(f"{name}: the table shows {got['shown']}, not the run's top-10")
+        problems.append(
+            f"{name}: the table shows {got['shown']}, not the run's top-10"
+        )
     prob = max(abs(p - q) for (_, p), (_, q) in zip(got["top"], want["top"]))
     attention = torch.tensor(got["attention"])
     if attention.shape != want["attention"].shape:
-        problems.append(f"{name}: attention {tuple(attention.shape)} != {tuple(want['attention'].shape)}")
+        problems.append(
+            f"{name}: attention {tuple(attention.shape)} != "
+            f"{tuple(want['attention'].shape)}"
+        )
         return problems, prob, float("inf")
     att = (attention - want["attention"]).abs().max().item()
     layers, heads = attention.shape[:2]
     if got["heatmaps"] != layers * heads:
-        problems.append(f"{name}: {got['heatmaps']} heatmaps, not {layers * heads}")
+        problems.append(
+            f"{name}: {got['heatmaps']} heatmaps, not {layers * heads}"
+        )
     return problems, prob, att
 
 
@@ -279,19 +318,32 @@ def test_live_gpt_equals_pytorch(
     width, height = EDITIONS[edition]
     prefix = "zh/" if edition == "zh" else ""
     url = f"{site_url}/{prefix}{PAGE}.html"
-    context, page, problems, fetched = _open(chromium, site_url + "/", url, width, height)
+    context, page, problems, fetched = _open(
+        chromium, site_url + "/", url, width, height
+    )
     try:
         before = list(fetched)
-        assert not any(ENGINE in u or WEIGHTS in u for u in before), "loaded before the click"
+        assert not any(ENGINE in u or WEIGHTS in u for u in before), (
+            "loaded before the click"
+        )
         button = page.inner_text(".gpt-live .gl-load")
-        assert button == ("加载 GPT 模型" if edition == "zh" else "Load the GPT")
-        own = sum(_size(u) for u in set(before) if u.split("?")[0].endswith(".html") or "/_static/gpt/" in u)
+        assert button == (
+            "加载 GPT 模型" if edition == "zh" else "Load the GPT"
+        )
+        own = sum(
+            _size(u)
+            for u in set(before)
+            if u.split("?")[0].endswith(".html") or "/_static/gpt/" in u
+        )
         _load(page)
         weights = sum(_size(u) for u in set(fetched) if WEIGHTS in u)
         engine = sum(_size(u) for u in set(fetched) if ENGINE in u)
-        print(f"\n{edition}: the page and its own files {own / 1e3:.1f} kB before the "
-              f"click; then the engine {engine / 1e3:.1f} kB and the weights "
-              f"{weights / 1e6:.2f} MB")
+        print(
+            f"\n{edition}: the page and its own files {own / 1e3:.1f} kB "
+            "before the "
+            f"click; then the engine {engine / 1e3:.1f} kB and the weights "
+            f"{weights / 1e6:.2f} MB"
+        )
         assert 0 < own < PAGE_BYTES, own
         assert 0 < weights < WEIGHTS_BYTES and engine > 0
         worst_p = worst_a = 0.0
@@ -301,31 +353,52 @@ def test_live_gpt_equals_pytorch(
             found, prob, att = _mismatches(name, got, want)
             problems += found
             worst_p, worst_a = max(worst_p, prob), max(worst_a, att)
-        print(f"{edition}: {len(expected)} runs; largest differences from PyTorch: "
-              f"probability {worst_p:.1e}, attention {worst_a:.1e}")
-        assert worst_p <= PROB_TOL and worst_a <= ATTENTION_TOL, (worst_p, worst_a)
+        print(
+            f"{edition}: {len(expected)} runs; largest differences from "
+            "PyTorch: "
+            f"probability {worst_p:.1e}, attention {worst_a:.1e}"
+        )
+        assert worst_p <= PROB_TOL and worst_a <= ATTENTION_TOL, (
+            worst_p,
+            worst_a,
+        )
         for what, (field, value) in BAD.items():
             page.fill(field, value)
             runs = page.evaluate("() => window.GPTLive.runs")
             page.click(".gpt-live .gl-write")
-            state = page.evaluate("document.querySelector('.gpt-live').dataset.state")
+            state = page.evaluate(
+                "document.querySelector('.gpt-live').dataset.state"
+            )
             message = page.inner_text(".gpt-live .gl-message")
             if state != "error" or not message.strip():
                 problems.append(f"bad {what}: no message (state {state})")
             if page.evaluate("() => window.GPTLive.runs") != runs:
                 problems.append(f"bad {what}: a run started")
             # put a good value back for the next field
-            good = {".gl-temperature": "0.8", ".gl-topp": "", ".gl-topk": "",
-                    ".gl-seed": "0", ".gl-tokens": "10", ".gl-prompt": "KING.\n"}[field]
+            good = {
+                ".gl-temperature": "0.8",
+                ".gl-topp": "",
+                ".gl-topk": "",
+                ".gl-seed": "0",
+                ".gl-tokens": "10",
+                ".gl-prompt": "KING.\n",
+            }[field]
             page.fill(field, good)
         # the speed: 200 tokens at temperature 0.8 from the default prompt
         rates = []
         for seed in range(3):
-            got = _write(page, "BANQUO.\nThe earth hath bubbles, as the water has,\n",
-                         (0.8, None, None, seed), 200)
+            got = _write(
+                page,
+                "BANQUO.\nThe earth hath bubbles, as the water has,\n",
+                (0.8, None, None, seed),
+                200,
+            )
             rates.append(got["rate"])
-        print(f"{edition}: {min(rates):.0f} to {max(rates):.0f} tokens per second "
-              f"(200 tokens, with painting)")
+        print(
+            f"{edition}: {min(rates):.0f} to {max(rates):.0f} tokens per "
+            "second "
+            f"(200 tokens, with painting)"
+        )
         assert min(rates) >= MIN_TOKENS_PER_S, rates
     finally:
         context.close()
@@ -344,15 +417,23 @@ def test_live_gpt_at_both_widths(
     than the window; a screenshot of each."""
     prefix = "zh/" if edition == "zh" else ""
     url = f"{site_url}/{prefix}{PAGE}.html"
-    context, page, problems, _ = _open(chromium, site_url + "/", url, width, 844)
+    context, page, problems, _ = _open(
+        chromium, site_url + "/", url, width, 844
+    )
     try:
         _load(page)
         got = _write(page, "KING.\n", (0.8, None, 0.9, 5), 150)
         assert got["state"] == "done", got["message"]
-        if page.evaluate("document.documentElement.scrollWidth > window.innerWidth"):
+        if page.evaluate(
+            "document.documentElement.scrollWidth > window.innerWidth"
+        ):
             problems.append(f"page wider than the window at {width} px")
-        page.screenshot(path=SHOTS / f"live_gpt-{edition}-{width}.jpeg",
-                        full_page=True, type="jpeg", quality=80)
+        page.screenshot(
+            path=SHOTS / f"live_gpt-{edition}-{width}.jpeg",
+            full_page=True,
+            type="jpeg",
+            quality=80,
+        )
     finally:
         context.close()
     assert not problems, "\n".join(problems)
@@ -364,11 +445,14 @@ def test_live_gpt_works_from_a_file(chromium, built_site, expected):
     if built_site.returncode != 0:
         pytest.fail("the site did not build (see test_book.py)")
     base = (HTML / PAGE).with_suffix(".html").as_uri()
-    context, page, problems, _ = _open(chromium, HTML.as_uri() + "/", base, 390, 844)
+    context, page, problems, _ = _open(
+        chromium, HTML.as_uri() + "/", base, 390, 844
+    )
     try:
         _load(page)
         weights = page.evaluate(
-            """() => Object.fromEntries(Object.entries(window.GPTLive.model.W).map(
+            """() => Object.fromEntries(
+               Object.entries(window.GPTLive.model.W).map(
                  ([k, v]) => {
                    const b = new Uint8Array(v.buffer);
                    let s = '';
@@ -380,14 +464,24 @@ def test_live_gpt_works_from_a_file(chromium, built_site, expected):
         )
         model, _ = load_gpt(ex.CHECKPOINT)
         for name, tensor in model.state_dict().items():
-            raw = np.frombuffer(base64.b64decode(weights.pop(name)), dtype="<f4")
+            raw = np.frombuffer(
+                base64.b64decode(weights.pop(name)), dtype="<f4"
+            )
             got = torch.from_numpy(raw.copy()).view(tensor.shape)
             if not torch.equal(got, tensor):
-                problems.append(f"weight {name} differs by {(got - tensor).abs().max():.2e}")
+                problems.append(
+                    f"weight {name} differs by "
+                    f"{(got - tensor).abs().max():.2e}"
+                )
         assert not weights, f"tensors the model lacks: {sorted(weights)}"
         for name in ("greedy, test 1", "top-p 0.9"):
             want = expected[name]
-            got = _write(page, want["text"], want["settings"], len(want["ids"]) - len(want["prompt"]))
+            got = _write(
+                page,
+                want["text"],
+                want["settings"],
+                len(want["ids"]) - len(want["prompt"]),
+            )
             problems += _mismatches(name, got, want)[0]
     finally:
         context.close()
@@ -407,8 +501,10 @@ def test_live_gpt_refuses_an_unknown_export(
     url = f"{site_url}/{PAGE}.html"
     context, page, problems, _ = _open(chromium, site_url + "/", url, 390, 844)
     try:
-        page.route("**/" + WEIGHTS,
-                   lambda r: r.fulfill(body=text, content_type="text/javascript"))
+        page.route(
+            "**/" + WEIGHTS,
+            lambda r: r.fulfill(body=text, content_type="text/javascript"),
+        )
         page.click(".gpt-live .gl-load")
         page.wait_for_function(
             "document.querySelector('.gpt-live').dataset.state === 'refused'",
@@ -429,11 +525,17 @@ def test_the_export_is_the_checkpoint(tmp_path):
     architecture and merges."""
     out = ex.export(out=tmp_path / "weights.js")
     text = out.read_text()
-    data = json.loads(text[text.index(ex.PREFIX) + len(ex.PREFIX):].rstrip().rstrip(";"))
+    data = json.loads(
+        text[text.index(ex.PREFIX) + len(ex.PREFIX) :].rstrip().rstrip(";")
+    )
     model, merges = load_gpt(ex.CHECKPOINT)
     assert data["tokenizer"]["merges"] == [list(p) for p in merges]
     arch = data["architecture"]
     c = model.config
-    assert (arch["d_model"], arch["num_layers"], arch["context"], arch["vocab_size"]) == (
-        c.d_model, c.num_layers, c.context, c.vocab_size)
+    assert (
+        arch["d_model"],
+        arch["num_layers"],
+        arch["context"],
+        arch["vocab_size"],
+    ) == (c.d_model, c.num_layers, c.context, c.vocab_size)
     assert [n for n, _, _ in data["tensors"]] == list(model.state_dict())

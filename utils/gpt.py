@@ -17,10 +17,7 @@ one forward pass scores every next token of a sequence at once.
   overlapping windows (bits per character = nats / ln 2 / characters).
 - ``torch_reference`` / ``load_torch_gpt_weights``: the same blocks built
   from PyTorch's ``nn.TransformerEncoderLayer(norm_first=True)``, to compare.
-- ``draw_token`` / ``generate_seeded``: sampling driven by the course's own
-  seeded generator (``utils.rng.Mulberry32``), rule for rule as the live
-  page (book/gpt_live.md) samples in JavaScript, so a seeded sample can be
-  checked token for token.
+- ``generate_seeded``: sampling by ``utils.rng`` (book/gpt_live.md).
 """
 
 from __future__ import annotations
@@ -39,11 +36,10 @@ from .checks import (
     check_ids,
     check_instance,
     check_int,
-    check_number,
     check_probability,
 )
 from .layers import EncoderLayer, Stack, load_torch_encoder_layer_weights
-from .rng import Mulberry32
+from .rng import Mulberry32, draw_token
 from .sampling import sample
 
 __all__ = [
@@ -55,7 +51,6 @@ __all__ = [
     "load_gpt",
     "torch_reference",
     "load_torch_gpt_weights",
-    "draw_token",
     "generate_seeded",
 ]
 
@@ -200,6 +195,7 @@ class GPT(nn.Module):
         top_p: float | None = None,
         generator: torch.Generator | None = None,
         use_cache: bool = True,
+        draw=None,
     ) -> torch.Tensor:
         """Append ``new_tokens`` sampled tokens to the prompt ``ids``
         ``(B, T)``; returns ``(B, T + new_tokens)``. Each draw is
@@ -211,6 +207,7 @@ class GPT(nn.Module):
         window sliding by one would need every key recomputed at each step.
         ``use_cache=False`` runs the whole visible window at each step
         instead: the same tokens by a slower road (tests/test_gpt.py).
+        ``draw``, a function ``logits (V,) -> id``, replaces ``sample``.
         """
         check_ids(ids, "ids", self.config.vocab_size, ndim=2)
         check_int(ids.size(1), "ids' length", 1)
@@ -235,7 +232,10 @@ class GPT(nn.Module):
                     # only the tokens not yet cached, at their positions
                     logits = self._run(out[:, fed:], fed - start, caches)
                     logits, fed = logits[:, -1], out.size(1)
-                nxt = sample(logits, temperature, top_k, top_p, generator)
+                if draw is None:
+                    nxt = sample(logits, temperature, top_k, top_p, generator)
+                else:
+                    nxt = torch.tensor([draw(row) for row in logits])
                 out = torch.cat([out, nxt[:, None]], dim=1)
             return out
         finally:
@@ -361,100 +361,18 @@ def load_torch_gpt_weights(ours: GPT, theirs: nn.TransformerEncoder) -> GPT:
     return ours
 
 
-def draw_token(
-    logits: torch.Tensor,
-    rng: Mulberry32,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
-) -> int:
-    """One token id drawn from ``logits`` ``(V,)`` with ``rng``, in double
-    precision, by a rule short enough to write the same in JavaScript:
-
-    1. temperature 0: the first largest logit (greedy; no number drawn);
-    2. ``z = logits / temperature``; the ids sorted by ``z``, largest first
-       (equal ``z``: the lower id first); top-k keeps the first ``k``;
-    3. ``e = exp(z - z_max)`` over the kept ids; top-p keeps, in that
-       order, each id while the probability ``e / sum(e)`` of the ids
-       before it is below ``top_p`` (the first always), as
-       ``utils.sampling.top_p_filter``; the kept ``e`` are renormalised;
-    4. inverse CDF: ``u = rng.random()``; the first id, in that order,
-       whose cumulative probability exceeds ``u`` (the last kept one if
-       rounding leaves ``u`` above them all).
-
-    Sums run left to right in that order (a plain loop: Python's ``sum``
-    compensates, JavaScript's loop does not)."""
-    check_instance(rng, "rng", Mulberry32)
-    if not isinstance(logits, torch.Tensor) or logits.ndim != 1:
-        raise ValueError(f"logits must be a 1-D tensor (V,), got {logits!r:.60}")
-    t = check_number(temperature, "temperature", 0.0, finite=True)
-    z = logits.double().tolist()
-    if t == 0:
-        return max(range(len(z)), key=lambda i: (z[i], -i))
-    z = [x / t for x in z]
-    order = sorted(range(len(z)), key=lambda i: (-z[i], i))
-    if top_k is not None:
-        order = order[: check_int(top_k, "top_k", 1)]
-    top = z[order[0]]
-    e = [math.exp(z[i] - top) for i in order]
-    if top_p is not None:
-        top_p = check_number(top_p, "top_p", 0.0, 1.0, min_inclusive=False)
-        total = 0.0
-        for x in e:
-            total += x
-        kept, before = 0, 0.0
-        while kept < len(e) and (kept == 0 or before < top_p):
-            before += e[kept] / total
-            kept += 1
-        order, e = order[:kept], e[:kept]
-    total = 0.0
-    for x in e:
-        total += x
-    u, cdf = rng.random(), 0.0
-    for i, x in zip(order, e):
-        cdf += x / total
-        if u < cdf:
-            return i
-    return order[-1]
-
-
-@torch.no_grad()
 def generate_seeded(
-    model: GPT,
-    ids: list[int],
-    new_tokens: int,
-    rng: Mulberry32,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
+    model: GPT, ids: list[int], new_tokens: int, rng: Mulberry32, **kwargs
 ) -> list[int]:
-    """``ids`` (a prompt of token ids) followed by ``new_tokens`` tokens,
-    each from ``draw_token`` with ``rng``. The window and the cache follow
-    ``GPT.generate``: at most ``context`` positions, and a full window
-    restarts from its last ``context // 2`` tokens."""
+    """``model.generate`` from the prompt ``ids``, each token drawn by
+    ``utils.rng.draw_token(logits, rng, **kwargs)`` (temperature, top_k,
+    top_p): as the live page draws them (book/gpt_live.md)."""
     check_instance(model, "model", GPT)
     check_instance(rng, "rng", Mulberry32)
-    prompt = torch.tensor([list(ids)], dtype=torch.long)
-    check_ids(prompt, "ids", model.config.vocab_size, ndim=2)
-    check_int(prompt.size(1), "ids' length", 1)
-    new_tokens = check_int(new_tokens, "new_tokens", 0)
-    context = model.config.context
-    was_training = model.training
-    model.eval()
-    try:
-        out = prompt[0].tolist()
-        start = max(0, len(out) - context)
-        caches, fed = None, start
-        for _ in range(new_tokens):
-            if len(out) - start > context:  # the window is full
-                start, caches = len(out) - context // 2, None
-            if caches is None:
-                caches = [AttentionCache() for _ in model.stack.layers]
-                fed = start
-            new = torch.tensor([out[fed:]], dtype=torch.long)
-            logits = model._run(new, fed - start, caches)[0, -1]
-            fed = len(out)
-            out.append(draw_token(logits, rng, temperature, top_k, top_p))
-        return out
-    finally:
-        model.train(was_training)
+    draw_token(torch.zeros(1), Mulberry32(0), **kwargs)  # check the settings
+
+    def draw(logits):
+        return draw_token(logits, rng, **kwargs)
+
+    out = model.generate(torch.tensor([list(ids)]), new_tokens, draw=draw)
+    return out[0].tolist()

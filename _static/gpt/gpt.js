@@ -15,7 +15,7 @@
  *   FORMAT_VERSION); checkExport refuses any other version, a missing or
  *   unknown field, a setting this script does not compute, and any
  *   missing, extra or misshapen tensor, with a message the page shows.
- * - Mulberry32 and drawToken: utils.rng.Mulberry32 and utils.gpt.draw_token
+ * - Mulberry32 and drawToken: utils.rng.Mulberry32 and utils.rng.draw_token
  *   rule for rule (double precision, the same order of every sum), and
  *   generate: utils.gpt.generate_seeded (a full window restarts from its
  *   last context / 2 tokens, as GPT.generate), so a seeded sample equals
@@ -446,7 +446,7 @@
     }
   }
 
-  // ---------- sampling: utils.rng.Mulberry32, utils.gpt.draw_token ----------
+  // ---------- sampling: utils.rng.Mulberry32, utils.rng.draw_token ----------
 
   class Mulberry32 {
     constructor(seed) {
@@ -469,7 +469,7 @@
     }
   }
 
-  // utils.gpt.draw_token: temperature 0 -> the first largest logit (no
+  // utils.rng.draw_token: temperature 0 -> the first largest logit (no
   // draw); else z = logits / T, ids by z (largest first, then lower id),
   // top-k, e = exp(z - max), top-p (each id while the mass before it is
   // below p), renormalise, inverse CDF with one uniform number

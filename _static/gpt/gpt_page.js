@@ -245,9 +245,9 @@
           return Array.from({ length: width - first }, (_, c) => (first + c < w.length ? w[first + c] : null));
         });
         const labels = rows.map((s) => tok.decode([s.input]).replace(/\n/g, "↵"));
-        grid.append(el("figure", { class: "gl-fig" }, [
+        grid.append(el("div", { class: "gl-fig" }, [
           heatmap(weights, labels, new Array(width - first).fill(""), T.heatAlt(l + 1, h + 1), cell),
-          el("figcaption", { text: T.layerHead(l + 1, h + 1) }),
+          el("div", { class: "gl-caption", text: T.layerHead(l + 1, h + 1) }),
         ]));
       }));
       panel.replaceChildren(
