@@ -105,7 +105,9 @@ def architecture(model) -> dict:
         return ValueError(f"the live page cannot compute this model: {what}")
 
     if type(model) is not GPT:
-        raise unsupported(f"model is {type(model).__name__}, not utils.gpt.GPT")
+        raise unsupported(
+            f"model is {type(model).__name__}, not utils.gpt.GPT"
+        )
     layers = list(model.stack.layers)
     if not layers or not all(type(x) is GPTBlock for x in layers):
         raise unsupported("a block is not utils.gpt.GPTBlock")
@@ -199,7 +201,9 @@ def payload(checkpoint: pathlib.Path = CHECKPOINT) -> dict:
     arch = architecture(model)
     fp32 = model.state_dict()
     if list(stored["state_dict"]) != list(fp32):
-        raise ValueError(f"checkpoint {checkpoint}: its tensors are not the model's")
+        raise ValueError(
+            f"checkpoint {checkpoint}: its tensors are not the model's"
+        )
     if len(merges) + 256 != arch["vocab_size"]:
         raise ValueError(
             f"{len(merges)} merges for a vocabulary of {arch['vocab_size']}"
