@@ -14,7 +14,8 @@
   decode gives back each string.
 - The model: a small random GPT (odd sizes; random LayerNorms, so they
   count; a context of 12, so generation restarts its window several
-  times), stored as chapter 11's checkpoint is and exported: greedy and
+  times; one prompt is longer than the context), stored as chapter 11's
+  checkpoint is and exported: greedy and
   seeded generation give ``generate_seeded``'s ids exactly (greedy also
   ``GPT.generate``'s), and at every step the logits and every head's
   attention equal PyTorch's full forward pass over the same window within
@@ -351,6 +352,11 @@ def test_the_engine_computes_the_exported_model(node, exported, tmp_path):
             "p": p,
         }
         for s, (t, k, p) in enumerate(SETTINGS[:4] + SETTINGS[5:7])
+    ]
+    # a prompt longer than the context: the window starts inside it
+    long = list(range(3, 300, 15))
+    runs += [
+        {"prompt": long, "n": 10, "seed": 9, "t": 0.9, "k": None, "p": None}
     ]
     got = _run(node, tmp_path, {"weights": str(weights), "runs": runs})["runs"]
     worst = {"logits": 0.0, "attention": 0.0}
