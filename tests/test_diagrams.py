@@ -134,3 +134,28 @@ def test_architecture_checks_its_arguments():
         D.transformer_architecture(_architecture_shapes(), 0)
     with pytest.raises(ValueError, match="norm must be 'Post-Norm'"):
         D.transformer_architecture(_architecture_shapes(), 2, norm="Pre")
+
+
+def test_architecture_as_the_course_map_tags_each_part():
+    chapters = {"self-attention": "2, 3", "positional": 4, "loss": 5}
+    fig, ax = D.transformer_architecture(None, 6, chapters=chapters)
+    texts = _texts(ax)
+    assert texts.count("2, 3") == 1 and texts.count("4") == 2  # both stacks
+    assert "5" in texts and "softmax + loss" in texts and "6 x" in texts
+    assert "memory" in texts and "logits" in texts  # no shapes: no numbers
+    assert "src ids" in texts
+    plt.close(fig)
+    # without chapters: no tags, the drawing as chapter 7 shows it
+    fig, ax = D.transformer_architecture(_architecture_shapes(), 2)
+    assert "softmax + loss" not in _texts(ax)
+    plt.close(fig)
+
+
+def test_architecture_checks_its_chapters():
+    shapes = _architecture_shapes()
+    with pytest.raises(TypeError, match="chapters must be a mapping"):
+        D.transformer_architecture(shapes, 2, chapters=["loss"])
+    with pytest.raises(ValueError, match="unknown parts \\['decoder'\\]"):
+        D.transformer_architecture(shapes, 2, chapters={"decoder": 7})
+    with pytest.raises(TypeError, match="chapters\\['loss'\\] must be"):
+        D.transformer_architecture(shapes, 2, chapters={"loss": 5.0})

@@ -395,4 +395,26 @@ def test_train_position_probe_learns_with_rope():
         "acc_train_len",
         "acc_double_seen",
         "acc_double_new",
+        "acc_double_window",
     }
+
+
+def test_position_probe_max_offset_hides_the_far_keys():
+    torch.manual_seed(0)
+    probe = PositionProbe(10, "rope", max_len=12).eval()
+    ids = torch.randint(0, 10, (2, 12))
+    edited = ids.clone()
+    edited[:, 9:] = (ids[:, 9:] + 1) % 10  # change the tokens 9..11
+    with torch.no_grad():
+        # a window wider than the sequence hides nothing
+        torch.testing.assert_close(probe(ids, max_offset=11), probe(ids))
+        near, far = probe(ids, max_offset=2), probe(edited, max_offset=2)
+        seen_all = probe(edited)
+    # positions 0..6 are more than 2 places from 9..11: they do not move
+    torch.testing.assert_close(near[:, :7], far[:, :7])
+    assert not torch.allclose(near[:, 7:], far[:, 7:])
+    assert not torch.allclose(probe(ids)[:, :7], seen_all[:, :7])
+    with pytest.raises(ValueError, match="max_offset must be an int >= 0"):
+        probe(ids, max_offset=-1)
+    with pytest.raises(TypeError, match="max_offset must be an int"):
+        probe(ids, max_offset=1.5)

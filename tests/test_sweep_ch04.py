@@ -14,7 +14,12 @@ import pytest
 from tools.sweep_ch04 import OUT, SEEDS, SETTINGS
 from utils.position_probe import POSITION_KINDS, train_position_probe
 
-METRICS = ("acc_train_len", "acc_double_seen", "acc_double_new")
+METRICS = (
+    "acc_train_len",
+    "acc_double_seen",
+    "acc_double_new",
+    "acc_double_window",
+)
 
 
 @pytest.fixture(scope="module")

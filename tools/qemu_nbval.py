@@ -1,7 +1,7 @@
 """nbval with the notebook's kernel on an emulated CPU: the stored outputs
 checked bit for bit on another vendor's processor, cell by cell.
 
-    python -m tools.qemu_nbval Haswell book/08_training_translator.ipynb
+    python -m tools.qemu_nbval Haswell book/08_training_pronouncer.ipynb
     python -m tools.qemu_nbval EPYC book/07_assembling.ipynb ...
 
 The kernel runs under ``qemu-x86_64 -cpu CPU`` (qemu-user: the same Python,

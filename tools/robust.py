@@ -1,7 +1,7 @@
 """``make robust``: every chapter in the robust numeric mode; fail on any
 error.
 
-    python -m tools.robust [book/08_training_translator.ipynb ...]
+    python -m tools.robust [book/08_training_pronouncer.ipynb ...]
 
 Each notebook of _toc.yml (or each one named) runs top to bottom in a fresh
 kernel with every library on its native code path, every core, and another

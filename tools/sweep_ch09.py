@@ -30,6 +30,7 @@ from tools import ambiguous as amb  # noqa: E402
 from tools.numbers_task import make_splits  # noqa: E402
 from tools import numbers_task as nm  # noqa: E402
 from utils.batches import make_batches  # noqa: E402
+from utils import numerals  # noqa: E402
 from utils.bleu import corpus_bleu, sentence_bleu  # noqa: E402
 from utils.pronouncer import build_pronouncer  # noqa: E402
 from utils.training import evaluate_perplexity, threads  # noqa: E402
@@ -69,7 +70,7 @@ def measure(seed: int) -> dict:
                 "b_valid": amb.valid_rate(b, test),
                 "g_bleu": corpus_bleu(g, refs),
                 "b_bleu": corpus_bleu(b, refs),
-                "g_mixed": sum(map(nm.mixes_conventions, g)) / len(g),
+                "g_mixed": sum(map(numerals.mixes_conventions, g)) / len(g),
                 "differ": sum(x != y for x, y in zip(g, b)),
                 "search": kinds["search"],
                 "model": kinds["model"],
@@ -84,7 +85,9 @@ def measure(seed: int) -> dict:
                 ),
                 "too_long": sum(x > 0 for x in too),
                 "too_short": sum(x < 0 for x in too),
-                "financial": sum(nm.convention_of(o) == "financial" for o in g)
+                "financial": sum(
+                    numerals.convention_of(o) == "financial" for o in g
+                )
                 / len(g),
             }
         for name, m in (("ar", ar), ("early", early)):
@@ -106,7 +109,8 @@ def measure(seed: int) -> dict:
         nar_out = amb.one_pass_decode(nar, src)
         row["nar"] = {
             "valid": amb.valid_rate(nar_out, test),
-            "mixed": sum(map(nm.mixes_conventions, nar_out)) / len(nar_out),
+            "mixed": sum(map(numerals.mixes_conventions, nar_out))
+            / len(nar_out),
             "bleu": corpus_bleu(nar_out, refs),
         }
         row["nar_single"] = {

@@ -73,17 +73,19 @@ TARGETS = {"1-7": 2_000, "8": 450, "9": 450, "10": 350, "11": 450}
 
 # Set on 2026-11-27 after the glue, stamps and diagrams were folded: ceiling =
 # visible lines rounded up to the next ten; longest and long_cells as they
-# are. Lower them as chapters are cut.
+# are. Lower them as chapters are cut. Chapters 1-7 (1,748 lines together),
+# 8 (450) and 9 (442) reached their targets the same day: the targets hold
+# them now.
 BUDGETS: dict[int, Budget] = {
-    1: Budget("1-7", ceiling=330, longest=35, long_cells=4),  # 328 lines
-    2: Budget("1-7", ceiling=610, longest=84, long_cells=6),  # 606
-    3: Budget("1-7", ceiling=420, longest=35, long_cells=3),  # 414
-    4: Budget("1-7", ceiling=500, longest=43, long_cells=6),  # 499
-    5: Budget("1-7", ceiling=450, longest=69, long_cells=6),  # 443
-    6: Budget("1-7", ceiling=360, longest=37, long_cells=2),  # 358
-    7: Budget("1-7", ceiling=590, longest=78, long_cells=7),  # 587
-    8: Budget("8", ceiling=770, longest=38, long_cells=9),  # 769
-    9: Budget("9", ceiling=770, longest=34, long_cells=8),  # 768
+    1: Budget("1-7"),  # 217 lines
+    2: Budget("1-7"),  # 353
+    3: Budget("1-7"),  # 258
+    4: Budget("1-7"),  # 213
+    5: Budget("1-7"),  # 202
+    6: Budget("1-7"),  # 227
+    7: Budget("1-7"),  # 278
+    8: Budget("8"),  # 450
+    9: Budget("9"),  # 442
     10: Budget("10", longest=29, long_cells=1),  # 243: within its target
     11: Budget("11"),  # the target and the cell limit from the start
 }

@@ -58,7 +58,13 @@ class PositionProbe(nn.Module):
         )
         self.read_out = nn.Linear(d_model, vocab)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, ids: torch.Tensor, max_offset: int | None = None
+    ) -> torch.Tensor:
+        """``max_offset``: hide every key more than that many places away
+        from its query (``None``: every key is seen)."""
+        if max_offset is not None:
+            max_offset = check_int(max_offset, "max_offset", 0)
         b, t = ids.shape
         if t > self.max_len:
             raise ValueError(f"length {t} exceeds max_len={self.max_len}")
@@ -74,7 +80,12 @@ class PositionProbe(nn.Module):
         )
         if self.position == "rope":
             q, k = apply_rotary(q), apply_rotary(k)
-        att = torch.softmax(q @ k.transpose(-2, -1) / q.size(-1) ** 0.5, -1)
+        scores = q @ k.transpose(-2, -1) / q.size(-1) ** 0.5  # (B, h, T, T)
+        if max_offset is not None:
+            pos = torch.arange(t, device=ids.device)
+            far = (pos[:, None] - pos[None, :]).abs() > max_offset
+            scores = scores.masked_fill(far, float("-inf"))
+        att = torch.softmax(scores, -1)
         x = x + self.out((att @ v).transpose(1, 2).flatten(2))  # (B, T, d)
         x = x + self.ffn(x)
         return self.read_out(x)  # (B, T, vocab)
@@ -99,8 +110,11 @@ def train_position_probe(
     batch: int = 64,
     lr: float = 3e-3,
 ) -> dict:
-    """Train at ``length``; accuracy there (``acc_train_len``) and at ``2 *
-    length`` on seen and new positions (``acc_double_seen``, ``_new``)."""
+    """Train at ``length``; accuracy there (``acc_train_len``), at ``2 *
+    length`` on seen and new positions (``acc_double_seen``, ``_new``), and
+    at ``2 * length`` with every key more than ``length - 1`` places away
+    hidden, so that no query meets an offset unseen in training
+    (``acc_double_window``, positions 1 to ``2 * length - 1``)."""
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = PositionProbe(vocab, position, max_len=2 * length)
@@ -127,4 +141,7 @@ def train_position_probe(
         # positions seen in training, and the new ones L..2L-1
         result["acc_double_seen"] = right[:, 1:length].float().mean().item()
         result["acc_double_new"] = right[:, length:].float().mean().item()
+        # the same sequences, keys beyond the trained offsets hidden
+        near = model(ids, max_offset=length - 1).argmax(-1) == target
+        result["acc_double_window"] = near[:, 1:].float().mean().item()
     return result

@@ -68,19 +68,20 @@ def best_path(nodes, best, score: float, eos_id: int) -> set:
 
 
 def draw_beam_tree(nodes, path, token_text, eos_id, pad_id, footer: str):
-    """Columns of boxes (token and score) linked parent -> child; the boxes
-    in ``path`` highlighted; ``footer`` written below."""
-    cols = len(nodes)
-    width = 6.0
-    dx, dy = (width - 0.3) / cols, 0.72
-    fig, ax = diagrams.canvas(width, 3.3, title="Beam search, beam of 3")
+    """Columns of boxes (token and score) linked parent -> child, one row
+    per beam; the boxes in ``path`` highlighted; ``footer`` written below."""
+    cols, rows = len(nodes), max(len(col) for col in nodes)
+    width, dy = 6.0, 0.72
+    dx, height = (width - 0.3) / cols, 1.14 + rows * dy
+    title = f"Beam search, beam of {rows}"
+    fig, ax = diagrams.canvas(width, height, title=title)
     place = {}
     for t, col in enumerate(nodes):
         for j, (tok, score, parent) in enumerate(col):
             done_before = t > 1 and nodes[t - 1][parent][0] in (eos_id, pad_id)
             if tok == pad_id or done_before or math.isinf(score):
                 continue  # a finished beam carried along: not a new node
-            xy = (0.3 + (t + 0.5) * dx, 2.4 - j * dy)
+            xy = (0.3 + (t + 0.5) * dx, height - 0.9 - j * dy)
             kind = "attention" if (t, j) in path else "input"
             text = "BOS" if t == 0 else f"{token_text(tok)}\n{score:.1f}"
             place[t, j] = diagrams.box(
