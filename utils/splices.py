@@ -14,25 +14,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .error_rates import levenshtein
+
 __all__ = ["aligned_cuts", "splice", "best_reference_scores"]
 
 Seq = tuple
-
-
-def _table(a: Sequence, b: Sequence) -> list[list[int]]:
-    """``d[i][j]``: edits from ``a[:i]`` to ``b[:j]``, for every i, j."""
-    d = [
-        [i + j if i * j == 0 else 0 for j in range(len(b) + 1)]
-        for i in range(len(a) + 1)
-    ]
-    for i in range(1, len(a) + 1):
-        for j in range(1, len(b) + 1):
-            d[i][j] = min(
-                d[i - 1][j] + 1,
-                d[i][j - 1] + 1,
-                d[i - 1][j - 1] + (a[i - 1] != b[j - 1]),
-            )
-    return d
 
 
 def aligned_cuts(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
@@ -41,14 +27,12 @@ def aligned_cuts(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
     for name, s in (("a", a), ("b", b)):
         if isinstance(s, str):
             raise TypeError(f"{name} must hold tokens, not the str {s!r}")
-    head = _table(a, b)
-    tail = _table(a[::-1], b[::-1])  # tail[p][q]: edits of the last p, q
-    total = head[len(a)][len(b)]
+    total = levenshtein(a, b)
     return [
         (i, j)
         for i in range(len(a) + 1)
         for j in range(len(b) + 1)
-        if head[i][j] + tail[len(a) - i][len(b) - j] == total
+        if levenshtein(a[:i], b[:j]) + levenshtein(a[i:], b[j:]) == total
     ]
 
 
