@@ -84,7 +84,7 @@ notebooks: $(STAMP)
 
 browser: $(STAMP)
 	$(BIN)/python -m pytest tests/test_book.py tests/test_browser.py tests/test_phone.py \
-	  tests/test_live_pronouncer.py tests/test_translations.py tests/test_zh_notebooks.py
+	  tests/test_live_pronouncer.py tests/test_live_gpt.py tests/test_translations.py tests/test_zh_notebooks.py
 
 # The Colab notebooks (colab/book/*.ipynb, colab/zh/book/*.ipynb: what the site's Colab
 # buttons open): the English and Chinese notebooks with their MyST rendered as plain

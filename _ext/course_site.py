@@ -19,9 +19,9 @@
    that it passes through gettext. The label of folded cells and dropdowns, which myst-nb's
    HTML writer and sphinx-togglebutton's JavaScript write in English, is replaced in the
    page by a small script.
-5. The live pronouncer's scripts (_static/pronouncer/: the model and its weights) load only
-   on its own page, which asks for them: Jupyter Book adds every .js file under _static to
-   every page, and these are taken out of that list again.
+5. The live pages' scripts (_static/pronouncer/, _static/gpt/: the models and their
+   weights) load only on their own pages, which ask for them: Jupyter Book adds every .js
+   file under _static to every page, and these are taken out of that list again.
 6. Pages that moved keep their old address: for each entry of ``MOVED`` the build writes
    a small page at the old address that sends the reader on to the new one (an HTML
    refresh, and a plain link for readers without it), so old links and bookmarks work.
@@ -211,7 +211,7 @@ def _add_templates(app, config):
 
 
 # Scripts under _static that a page loads itself, not every page.
-OWN_SCRIPTS = "pronouncer/"
+OWN_SCRIPTS = ("pronouncer/", "gpt/")
 
 
 def _drop_own_scripts(app, config):

@@ -30,6 +30,7 @@ NEW_CHAPTER_MODULES = {
     "ngram.py",
     "gpt.py",
     "copying.py",
+    "rng.py",  # chapter 11's live page (book/gpt_live.md)
 }
 # What is not the lesson itself (model parts, data, training, decoding): the
 # argument checks, the package's face, the plot helpers. The rest must be at

@@ -27,7 +27,7 @@ import time
 
 import yaml
 
-from . import export_pronouncer, translations, zh_notebooks
+from . import export_gpt, export_pronouncer, translations, zh_notebooks
 from .notebooks import ROOT, toc_files
 
 HTML = ROOT / "_build" / "html"
@@ -144,6 +144,8 @@ def build() -> subprocess.CompletedProcess:
     # the live pronouncer's weights (_static/pronouncer/weights.js, not
     # committed): re-exported when the checkpoint's hash differs
     export_pronouncer.ensure()
+    # the live GPT's (_static/gpt/weights.js, likewise)
+    export_gpt.ensure()
     zh_source()
     runs = {  # both editions build at once, one process each
         name: subprocess.Popen(

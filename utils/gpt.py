@@ -17,6 +17,7 @@ one forward pass scores every next token of a sequence at once.
   overlapping windows (bits per character = nats / ln 2 / characters).
 - ``torch_reference`` / ``load_torch_gpt_weights``: the same blocks built
   from PyTorch's ``nn.TransformerEncoderLayer(norm_first=True)``, to compare.
+- ``generate_seeded``: sampling by ``utils.rng`` (book/gpt_live.md).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .checks import (
     check_probability,
 )
 from .layers import EncoderLayer, Stack, load_torch_encoder_layer_weights
+from .rng import Mulberry32, draw_token
 from .sampling import sample
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "load_gpt",
     "torch_reference",
     "load_torch_gpt_weights",
+    "generate_seeded",
 ]
 
 
@@ -192,6 +195,7 @@ class GPT(nn.Module):
         top_p: float | None = None,
         generator: torch.Generator | None = None,
         use_cache: bool = True,
+        draw=None,
     ) -> torch.Tensor:
         """Append ``new_tokens`` sampled tokens to the prompt ``ids``
         ``(B, T)``; returns ``(B, T + new_tokens)``. Each draw is
@@ -203,6 +207,7 @@ class GPT(nn.Module):
         window sliding by one would need every key recomputed at each step.
         ``use_cache=False`` runs the whole visible window at each step
         instead: the same tokens by a slower road (tests/test_gpt.py).
+        ``draw``, a function ``logits (V,) -> id``, replaces ``sample``.
         """
         check_ids(ids, "ids", self.config.vocab_size, ndim=2)
         check_int(ids.size(1), "ids' length", 1)
@@ -227,7 +232,10 @@ class GPT(nn.Module):
                     # only the tokens not yet cached, at their positions
                     logits = self._run(out[:, fed:], fed - start, caches)
                     logits, fed = logits[:, -1], out.size(1)
-                nxt = sample(logits, temperature, top_k, top_p, generator)
+                if draw is None:
+                    nxt = sample(logits, temperature, top_k, top_p, generator)
+                else:
+                    nxt = torch.tensor([draw(row) for row in logits])
                 out = torch.cat([out, nxt[:, None]], dim=1)
             return out
         finally:
@@ -351,3 +359,20 @@ def load_torch_gpt_weights(ours: GPT, theirs: nn.TransformerEncoder) -> GPT:
         load_torch_encoder_layer_weights(mine, other)
     ours.stack.norm.load_state_dict(theirs.norm.state_dict())
     return ours
+
+
+def generate_seeded(
+    model: GPT, ids: list[int], new_tokens: int, rng: Mulberry32, **kwargs
+) -> list[int]:
+    """``model.generate`` from the prompt ``ids``, each token drawn by
+    ``utils.rng.draw_token(logits, rng, **kwargs)`` (temperature, top_k,
+    top_p): as the live page draws them (book/gpt_live.md)."""
+    check_instance(model, "model", GPT)
+    check_instance(rng, "rng", Mulberry32)
+    draw_token(torch.zeros(1), Mulberry32(0), **kwargs)  # check the settings
+
+    def draw(logits):
+        return draw_token(logits, rng, **kwargs)
+
+    out = model.generate(torch.tensor([list(ids)]), new_tokens, draw=draw)
+    return out[0].tolist()

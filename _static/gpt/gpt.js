@@ -1,0 +1,530 @@
+/* Chapter 11's GPT, run in the page in plain JavaScript: no framework, no
+ * WebAssembly, nothing from outside the site. The engine only; the page's
+ * widget is gpt_page.js.
+ *
+ * - Tokenizer: utils.bpe (byte-level BPE): the text cut by GPT-2's pattern
+ *   (utils.bpe.PATTERN, its character classes exported by Python's own re
+ *   as ranges of code points, so the cut is Python's outside ASCII too),
+ *   each chunk's UTF-8 bytes merged in the order the merges were learned.
+ * - GPTModel: utils.gpt.GPT, one token at a time through a KV cache: token
+ *   + learned position embeddings, Pre-Norm blocks (x + attention(LN(x)),
+ *   x + FFN(LN(x))), a final LayerNorm, the tied output layer. Every vector
+ *   is a Float32Array; the weights are the checkpoint's fp16 numbers
+ *   decoded to float32. The architecture comes from the export
+ *   (weights.js, tools/export_gpt.py, format FORMAT version
+ *   FORMAT_VERSION); checkExport refuses any other version, a missing or
+ *   unknown field, a setting this script does not compute, and any
+ *   missing, extra or misshapen tensor, with a message the page shows.
+ * - Mulberry32 and drawToken: utils.rng.Mulberry32 and utils.rng.draw_token
+ *   rule for rule (double precision, the same order of every sum), and
+ *   generate: utils.gpt.generate_seeded (a full window restarts from its
+ *   last context / 2 tokens, as GPT.generate), so a seeded sample equals
+ *   PyTorch's token for token.
+ *
+ * Under Node (the tests), require() gives the engine; in the page it is
+ * window.CourseGPT.
+ */
+(function () {
+  "use strict";
+
+  const FORMAT = "course-gpt";
+  const FORMAT_VERSION = 1;
+  // utils.bpe.PATTERN with its character classes named (tools/export_gpt.py)
+  const TEMPLATE =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?{letter}+| ?{digit}+| ?{other}+" +
+    "|{space}+(?!{nonspace})|{space}+";
+  const CLASS_NAMES = ["letter", "digit", "space", "other"];
+
+  // ---------- the export: checked before anything is computed ----------
+
+  class ExportError extends Error {}
+
+  function refuse(message) {
+    throw new ExportError(message);
+  }
+
+  const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+  const isInt = (v, min) => Number.isInteger(v) && v >= min;
+  const isPositive = (v) => typeof v === "number" && Number.isFinite(v) && v > 0;
+
+  // the fields of `architecture` this script computes; any other is refused
+  const ARCHITECTURE = {
+    model: [(v) => v === "decoder-only", '"decoder-only"'],
+    vocab_size: [(v) => isInt(v, 257), "an int >= 257 (256 bytes and a merge)"],
+    context: [(v) => isInt(v, 2), "an int >= 2"],
+    d_model: [(v) => isInt(v, 1), "an int >= 1"],
+    num_heads: [(v) => isInt(v, 1), "an int >= 1"],
+    num_layers: [(v) => isInt(v, 1), "an int >= 1"],
+    d_ff: [(v) => isInt(v, 1), "an int >= 1"],
+    activation: [(v) => v === "relu", '"relu"'],
+    norm: [(v) => v === "pre", '"pre" (x + F(LN(x)))'],
+    final_norm: [(v) => v === true, "true"],
+    layer_norm_eps: [isPositive, "a number > 0"],
+    positional: [(v) => v === "learned", '"learned"'],
+    attention_bias: [(v) => typeof v === "boolean", "true or false"],
+    tied_output: [(v) => v === true, "true"],
+    window_restart: [(v) => isInt(v, 1), "an int >= 1"],
+  };
+
+  function checkFields(obj, spec, where) {
+    for (const key of Object.keys(spec)) {
+      if (!(key in obj)) refuse(`the export lacks ${where}.${key}`);
+      const [ok, want] = spec[key];
+      if (!ok(obj[key])) {
+        refuse(`${where}.${key} must be ${want}, got ${JSON.stringify(obj[key])}`);
+      }
+    }
+    for (const key of Object.keys(obj)) {
+      if (!(key in spec)) refuse(`${where}.${key} is a setting this page does not know`);
+    }
+  }
+
+  function checkTokenizer(t, vocab) {
+    if (!isObject(t)) refuse("the export lacks tokenizer (an object)");
+    const known = ["kind", "merges", "pattern", "template", "classes"];
+    for (const key of known) if (!(key in t)) refuse(`the export lacks tokenizer.${key}`);
+    for (const key of Object.keys(t)) {
+      if (!known.includes(key)) refuse(`tokenizer.${key} is a setting this page does not know`);
+    }
+    if (t.kind !== "byte-bpe") refuse(`tokenizer.kind must be "byte-bpe", got ${JSON.stringify(t.kind)}`);
+    if (t.template !== TEMPLATE) {
+      refuse(`tokenizer.template is another pre-tokenizer: ${JSON.stringify(t.template)}`);
+    }
+    const m = t.merges;
+    if (!Array.isArray(m) || m.length + 256 !== vocab) {
+      refuse(`tokenizer.merges must list ${vocab - 256} merges (vocab_size ${vocab})`);
+    }
+    m.forEach((pair, i) => {
+      if (!Array.isArray(pair) || pair.length !== 2 || !pair.every((x) => isInt(x, 0) && x < 256 + i)) {
+        refuse(`tokenizer.merges[${i}] must be two earlier ids, got ${JSON.stringify(pair)}`);
+      }
+    });
+    if (!isObject(t.classes)) refuse("the export lacks tokenizer.classes (an object)");
+    for (const name of CLASS_NAMES) {
+      const ranges = t.classes[name];
+      if (!Array.isArray(ranges) || !ranges.length) refuse(`tokenizer.classes.${name} must be a list of ranges`);
+      let last = -1;
+      for (const r of ranges) {
+        if (!Array.isArray(r) || r.length !== 2 || !isInt(r[0], last + 1) || !isInt(r[1], r[0]) || r[1] > 0x10ffff) {
+          refuse(`tokenizer.classes.${name} holds a bad range ${JSON.stringify(r)}`);
+        }
+        last = r[1];
+      }
+    }
+    if (Object.keys(t.classes).length !== CLASS_NAMES.length) {
+      refuse(`tokenizer.classes must be exactly ${CLASS_NAMES.join(", ")}`);
+    }
+  }
+
+  // name -> shape of every tensor of the model `a` describes
+  function expectedTensors(a) {
+    const d = a.d_model;
+    const shapes = { "tok_emb.weight": [a.vocab_size, d], "pos_emb.weight": [a.context, d] };
+    const linear = (p, dOut, dIn, bias) => {
+      shapes[p + ".weight"] = [dOut, dIn];
+      if (bias) shapes[p + ".bias"] = [dOut];
+    };
+    const norm = (p) => {
+      shapes[p + ".weight"] = [d];
+      shapes[p + ".bias"] = [d];
+    };
+    for (let l = 0; l < a.num_layers; l++) {
+      const p = `stack.layers.${l}.`;
+      for (const w of ["w_q", "w_k", "w_v", "w_o"]) linear(`${p}self_attn.${w}`, d, d, a.attention_bias);
+      linear(p + "ffn.w_1", a.d_ff, d, true);
+      linear(p + "ffn.w_2", d, a.d_ff, true);
+      norm(p + "sub1.norm");
+      norm(p + "sub2.norm");
+    }
+    norm("stack.norm");
+    return shapes;
+  }
+
+  // the whole export, before any weight is decoded; throws ExportError
+  function checkExport(data) {
+    if (!isObject(data)) refuse("the weights file holds no export (GPT_DATA is missing)");
+    if (data.format !== FORMAT) {
+      refuse(`not a GPT export: format ${JSON.stringify(data.format)}, expected "${FORMAT}"`);
+    }
+    if (data.format_version !== FORMAT_VERSION) {
+      refuse(
+        `export format version ${JSON.stringify(data.format_version)}: this page reads ` +
+          `version ${FORMAT_VERSION} only (rebuild it: python -m tools.export_gpt)`,
+      );
+    }
+    const a = data.architecture;
+    if (!isObject(a)) refuse("the export lacks architecture (an object)");
+    checkFields(a, ARCHITECTURE, "architecture");
+    if (a.d_model % a.num_heads) {
+      refuse(`architecture.d_model (${a.d_model}) must be a multiple of num_heads (${a.num_heads})`);
+    }
+    if (a.window_restart >= a.context) {
+      refuse(`architecture.window_restart (${a.window_restart}) must be below the context (${a.context})`);
+    }
+    checkTokenizer(data.tokenizer, a.vocab_size);
+    if (!Array.isArray(data.tensors)) refuse("the export lacks tensors (a list)");
+    if (typeof data.fp16 !== "string") refuse("the export lacks fp16 (base64 text)");
+    const want = expectedTensors(a);
+    const seen = new Set();
+    let total = 0;
+    for (const entry of data.tensors) {
+      if (!Array.isArray(entry) || entry.length !== 3 || !Array.isArray(entry[1])) {
+        refuse(`a tensors entry is not [name, shape, offset]: ${JSON.stringify(entry)}`);
+      }
+      const [name, shape, offset] = entry;
+      if (!(name in want)) refuse(`tensor ${name} is not part of the model this page computes`);
+      if (seen.has(name)) refuse(`tensor ${name} appears twice`);
+      seen.add(name);
+      if (JSON.stringify(shape) !== JSON.stringify(want[name])) {
+        refuse(`tensor ${name} has shape ${JSON.stringify(shape)}, expected ${JSON.stringify(want[name])}`);
+      }
+      if (!isInt(offset, 0)) refuse(`tensor ${name} has offset ${JSON.stringify(offset)}`);
+      total = Math.max(total, offset + shape.reduce((x, y) => x * y, 1));
+    }
+    const missing = Object.keys(want).filter((name) => !seen.has(name));
+    if (missing.length) {
+      const more = missing.length > 3 ? ", …" : "";
+      refuse(`the export lacks tensor${missing.length > 1 ? "s" : ""} ${missing.slice(0, 3).join(", ")}${more}`);
+    }
+    const bytes = (data.fp16.length / 4) * 3 - data.fp16.match(/=*$/)[0].length;
+    if (bytes < 2 * total) refuse(`fp16 holds ${bytes} bytes, the tensors need ${2 * total}`);
+    return a;
+  }
+
+  // ---------- the weights: base64 fp16 -> Float32Array per tensor ----------
+
+  function halfToFloat(bits) {
+    const sign = bits & 0x8000 ? -1 : 1;
+    const exp = (bits >> 10) & 0x1f;
+    const frac = bits & 0x3ff;
+    if (exp === 0) return sign * frac * Math.pow(2, -24); // subnormal
+    if (exp === 31) return frac ? NaN : sign * Infinity;
+    return sign * (1 + frac / 1024) * Math.pow(2, exp - 15);
+  }
+
+  function loadTensors(data) {
+    let raw;
+    try {
+      raw = atob(data.fp16);
+    } catch (err) {
+      refuse("fp16 is not base64 text");
+    }
+    const table = new Float32Array(65536); // every half, decoded once
+    for (let b = 0; b < 65536; b++) table[b] = halfToFloat(b);
+    const weights = {};
+    for (const [name, shape, offset] of data.tensors) {
+      const n = shape.reduce((a, b) => a * b, 1);
+      const out = new Float32Array(n); // row-major, as in PyTorch
+      for (let i = 0; i < n; i++) {
+        const j = 2 * (offset + i); // little-endian halves
+        out[i] = table[raw.charCodeAt(j) | (raw.charCodeAt(j + 1) << 8)];
+      }
+      weights[name] = out;
+    }
+    return weights;
+  }
+
+  // ---------- the tokenizer: utils.bpe ----------
+
+  const hex = (c) => `\\u{${c.toString(16)}}`;
+  const ranges = (list) => list.map(([a, b]) => (a === b ? hex(a) : `${hex(a)}-${hex(b)}`)).join("");
+
+  class Tokenizer {
+    constructor(t) {
+      const cls = {};
+      for (const name of CLASS_NAMES) cls[name] = `[${ranges(t.classes[name])}]`;
+      cls.nonspace = `[^${ranges(t.classes.space)}]`;
+      const source = TEMPLATE.replace(/\{(\w+)\}/g, (_, name) => cls[name]);
+      this.regex = new RegExp(source, "gu");
+      this.ranks = new Map(); // (left, right) -> new id, the rank order
+      this.table = []; // id -> its bytes
+      for (let b = 0; b < 256; b++) this.table.push(Uint8Array.of(b));
+      t.merges.forEach(([a, b], i) => {
+        this.ranks.set(a * 0x100000 + b, 256 + i);
+        const joined = new Uint8Array(this.table[a].length + this.table[b].length);
+        joined.set(this.table[a]);
+        joined.set(this.table[b], this.table[a].length);
+        this.table.push(joined);
+      });
+      this.utf8 = new TextEncoder();
+      this.memo = new Map(); // chunk -> ids, as utils.bpe.encode's `done`
+    }
+
+    // utils.bpe.pretokenize: the chunks, which join back to the text
+    pretokenize(text) {
+      return Array.from(text.matchAll(this.regex), (m) => m[0]);
+    }
+
+    // utils.bpe._encode_chunk: merge the pair learned first, everywhere,
+    // until no known pair is left
+    encodeChunk(bytes) {
+      let ids = Array.from(bytes);
+      while (ids.length > 1) {
+        let best = -1;
+        for (let i = 0; i + 1 < ids.length; i++) {
+          const r = this.ranks.get(ids[i] * 0x100000 + ids[i + 1]);
+          if (r !== undefined && (best < 0 || r < best)) best = r;
+        }
+        if (best < 0) break;
+        const out = [];
+        for (let i = 0; i < ids.length; i++) {
+          if (i + 1 < ids.length && this.ranks.get(ids[i] * 0x100000 + ids[i + 1]) === best) {
+            out.push(best);
+            i++;
+          } else out.push(ids[i]);
+        }
+        ids = out;
+      }
+      return ids;
+    }
+
+    encode(text) {
+      const ids = [];
+      for (const chunk of this.pretokenize(text)) {
+        if (!this.memo.has(chunk)) this.memo.set(chunk, this.encodeChunk(this.utf8.encode(chunk)));
+        ids.push(...this.memo.get(chunk));
+      }
+      return ids;
+    }
+
+    // the tokens' bytes joined, read as UTF-8 (U+FFFD where invalid)
+    decode(ids) {
+      const parts = ids.map((i) => this.table[i]);
+      const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+      let at = 0;
+      for (const p of parts) {
+        all.set(p, at);
+        at += p.length;
+      }
+      return new TextDecoder("utf-8").decode(all);
+    }
+  }
+
+  // ---------- the layers (one row at a time) ----------
+
+  // nn.Linear on one row: x (dIn) -> W x + b (dOut), W (dOut, dIn)
+  function linear(x, W, b, dIn, dOut) {
+    const y = new Float32Array(dOut);
+    const main = dIn - (dIn % 4);
+    for (let o = 0; o < dOut; o++) {
+      const wo = o * dIn;
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (let i = 0; i < main; i += 4) {
+        s0 += x[i] * W[wo + i];
+        s1 += x[i + 1] * W[wo + i + 1];
+        s2 += x[i + 2] * W[wo + i + 2];
+        s3 += x[i + 3] * W[wo + i + 3];
+      }
+      let tail = 0;
+      for (let i = main; i < dIn; i++) tail += x[i] * W[wo + i];
+      y[o] = (b ? b[o] : 0) + (s0 + s1) + (s2 + s3) + tail;
+    }
+    return y;
+  }
+
+  // nn.LayerNorm(d) on one row: biased variance, eps in the root
+  function layerNorm(x, g, b, eps) {
+    const d = x.length;
+    let mean = 0;
+    for (let i = 0; i < d; i++) mean += x[i];
+    mean /= d;
+    let v = 0;
+    for (let i = 0; i < d; i++) v += (x[i] - mean) * (x[i] - mean);
+    const inv = 1 / Math.sqrt(v / d + eps);
+    const out = new Float32Array(d);
+    for (let i = 0; i < d; i++) out[i] = (x[i] - mean) * inv * g[i] + b[i];
+    return out;
+  }
+
+  // ---------- the model: utils.gpt.GPT ----------
+
+  class GPTModel {
+    // data: the export (window.GPT_DATA); throws ExportError if this script
+    // cannot compute it
+    constructor(data) {
+      this.arch = checkExport(data);
+      this.tokenizer = new Tokenizer(data.tokenizer);
+      this.W = loadTensors(data);
+    }
+
+    // an empty cache: per layer, keys and values for `context` positions
+    newCache() {
+      const { context: C, d_model: d, num_layers: L } = this.arch;
+      const layers = [];
+      for (let l = 0; l < L; l++) layers.push({ k: new Float32Array(C * d), v: new Float32Array(C * d) });
+      return { length: 0, layers };
+    }
+
+    // one token at window position cache.length -> the logits of the next
+    // (V,) and the attention of this query, [layer][head] over the
+    // cache.length + 1 positions; the cache grows by one
+    step(cache, token) {
+      const { d_model: d, num_heads: h, d_ff: dff, vocab_size: V, layer_norm_eps: eps } = this.arch;
+      const W = this.W;
+      const t = cache.length;
+      if (t >= this.arch.context) throw new Error("the window is full");
+      const dh = d / h;
+      const scale = Math.sqrt(dh);
+      let x = new Float32Array(d);
+      const tok = W["tok_emb.weight"], pos = W["pos_emb.weight"];
+      for (let i = 0; i < d; i++) x[i] = tok[token * d + i] + pos[t * d + i];
+      const attention = [];
+      const row = new Float64Array(t + 1);
+      for (let l = 0; l < this.arch.num_layers; l++) {
+        const p = `stack.layers.${l}.`;
+        const c = cache.layers[l];
+        // x + attention(LN(x)): the new query sees the t cached keys and its own
+        let y = layerNorm(x, W[p + "sub1.norm.weight"], W[p + "sub1.norm.bias"], eps);
+        const q = linear(y, W[p + "self_attn.w_q.weight"], W[p + "self_attn.w_q.bias"], d, d);
+        c.k.set(linear(y, W[p + "self_attn.w_k.weight"], W[p + "self_attn.w_k.bias"], d, d), t * d);
+        c.v.set(linear(y, W[p + "self_attn.w_v.weight"], W[p + "self_attn.w_v.bias"], d, d), t * d);
+        const a = new Float32Array(d);
+        const heads = [];
+        for (let j = 0; j < h; j++) {
+          const o = j * dh;
+          let max = -Infinity;
+          for (let s = 0; s <= t; s++) {
+            let dot = 0;
+            for (let i = 0; i < dh; i++) dot += q[o + i] * c.k[s * d + o + i];
+            row[s] = Math.fround(Math.fround(dot) / scale);
+            if (row[s] > max) max = row[s];
+          }
+          let sum = 0;
+          for (let s = 0; s <= t; s++) {
+            row[s] = Math.exp(row[s] - max);
+            sum += row[s];
+          }
+          const w = new Float32Array(t + 1);
+          for (let s = 0; s <= t; s++) w[s] = row[s] / sum;
+          for (let i = 0; i < dh; i++) {
+            let acc = 0;
+            for (let s = 0; s <= t; s++) acc += w[s] * c.v[s * d + o + i];
+            a[o + i] = acc;
+          }
+          heads.push(w);
+        }
+        attention.push(heads);
+        const out = linear(a, W[p + "self_attn.w_o.weight"], W[p + "self_attn.w_o.bias"], d, d);
+        for (let i = 0; i < d; i++) x[i] += out[i];
+        // x + FFN(LN(x)): w_2(relu(w_1 y))
+        y = layerNorm(x, W[p + "sub2.norm.weight"], W[p + "sub2.norm.bias"], eps);
+        const hid = linear(y, W[p + "ffn.w_1.weight"], W[p + "ffn.w_1.bias"], d, dff);
+        for (let i = 0; i < dff; i++) if (hid[i] < 0) hid[i] = 0;
+        const f = linear(hid, W[p + "ffn.w_2.weight"], W[p + "ffn.w_2.bias"], dff, d);
+        for (let i = 0; i < d; i++) x[i] += f[i];
+      }
+      x = layerNorm(x, W["stack.norm.weight"], W["stack.norm.bias"], eps);
+      cache.length = t + 1;
+      // the tied output layer: x @ tok_emb^T
+      const logits = linear(x, tok, null, d, V);
+      return { logits, attention };
+    }
+
+    // utils.gpt.generate_seeded as a generator: yields, per new token,
+    // {token, logits, attention, start} (start: the window's first index in
+    // `ids`; the logits and attention are those the token was drawn from)
+    *generate(ids, newTokens, rng, { temperature = 1, topK = null, topP = null } = {}) {
+      const C = this.arch.context;
+      const out = ids.slice();
+      let start = Math.max(0, out.length - C);
+      let cache = null, fed = start;
+      for (let n = 0; n < newTokens; n++) {
+        if (out.length - start > C) {
+          start = out.length - this.arch.window_restart;
+          cache = null;
+        }
+        if (!cache) {
+          cache = this.newCache();
+          fed = start;
+        }
+        let r;
+        for (; fed < out.length; fed++) r = this.step(cache, out[fed]);
+        const token = drawToken(r.logits, rng, temperature, topK, topP);
+        out.push(token);
+        yield { token, logits: r.logits, attention: r.attention, start };
+      }
+    }
+  }
+
+  // ---------- sampling: utils.rng.Mulberry32, utils.rng.draw_token ----------
+
+  class Mulberry32 {
+    constructor(seed) {
+      if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) {
+        throw new RangeError(`seed must be an int in [0, 2**32), got ${seed}`);
+      }
+      this.state = seed >>> 0;
+    }
+
+    nextUint32() {
+      this.state = (this.state + 0x6d2b79f5) >>> 0;
+      let t = this.state;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return (t ^ (t >>> 14)) >>> 0;
+    }
+
+    random() {
+      return this.nextUint32() / 4294967296;
+    }
+  }
+
+  // utils.rng.draw_token: temperature 0 -> the first largest logit (no
+  // draw); else z = logits / T, ids by z (largest first, then lower id),
+  // top-k, e = exp(z - max), top-p (each id while the mass before it is
+  // below p), renormalise, inverse CDF with one uniform number
+  function drawToken(logits, rng, temperature = 1, topK = null, topP = null) {
+    const V = logits.length;
+    if (temperature === 0) {
+      let best = 0;
+      for (let i = 1; i < V; i++) if (logits[i] > logits[best]) best = i;
+      return best;
+    }
+    const z = new Float64Array(V);
+    for (let i = 0; i < V; i++) z[i] = logits[i] / temperature;
+    let order = Array.from({ length: V }, (_, i) => i);
+    order.sort((a, b) => (z[b] - z[a]) || (a - b));
+    if (topK !== null && topK < V) order = order.slice(0, topK);
+    const top = z[order[0]];
+    let e = order.map((i) => Math.exp(z[i] - top));
+    if (topP !== null) {
+      let total = 0;
+      for (const x of e) total += x;
+      let kept = 0, before = 0;
+      while (kept < e.length && (kept === 0 || before < topP)) {
+        before += e[kept] / total;
+        kept++;
+      }
+      order = order.slice(0, kept);
+      e = e.slice(0, kept);
+    }
+    let total = 0;
+    for (const x of e) total += x;
+    const u = rng.random();
+    let cdf = 0;
+    for (let j = 0; j < order.length; j++) {
+      cdf += e[j] / total;
+      if (u < cdf) return order[j];
+    }
+    return order[order.length - 1];
+  }
+
+  // softmax(logits) at temperature 1 (the model's own probabilities) and
+  // the `n` most likely ids, largest first (equal: lower id first)
+  function topTokens(logits, n) {
+    let max = -Infinity;
+    for (const x of logits) if (x > max) max = x;
+    let sum = 0;
+    for (const x of logits) sum += Math.exp(x - max);
+    const ids = Array.from({ length: logits.length }, (_, i) => i);
+    ids.sort((a, b) => (logits[b] - logits[a]) || (a - b));
+    return ids.slice(0, n).map((id) => ({ id, p: Math.exp(logits[id] - max) / sum }));
+  }
+
+  const api = {
+    GPTModel, Tokenizer, Mulberry32, drawToken, topTokens, checkExport, ExportError,
+    FORMAT, FORMAT_VERSION,
+  };
+  if (typeof module === "object" && module.exports) module.exports = api;
+  if (typeof window !== "undefined") window.CourseGPT = api;
+})();

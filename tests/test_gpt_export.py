@@ -1,0 +1,493 @@
+"""The live GPT's export (tools/export_gpt.py) and its JavaScript engine
+(_static/gpt/gpt.js) equal the Python side, under Node. Fast: no browser.
+
+- The seeded generator: ``utils.rng.Mulberry32`` and the script's give the
+  same 32-bit integers and the same floats, for several seeds.
+- Sampling: ``utils.rng.draw_token`` and the script's ``drawToken``, given
+  the same float32 logits (random ones, and ones full of exact ties), draw
+  the same ids at every setting (greedy, temperature, top-k, top-p, both).
+  Same logits in, same rule: these must be equal every time.
+- The tokenizer, on the real export's merges: ``utils.bpe.encode`` and the
+  script give the same ids for strings in many scripts, control and space
+  characters outside ASCII, emoji, and random strings drawn from every
+  plane of Unicode; every token decodes to Python's text; and the script's
+  decode gives back each string.
+- The model: a small random GPT (odd sizes; random LayerNorms, so they
+  count; a context of 12, so generation restarts its window several
+  times; one prompt is longer than the context), stored as chapter 11's
+  checkpoint is and exported: greedy and
+  seeded generation give ``generate_seeded``'s ids exactly (greedy also
+  ``GPT.generate``'s), and at every step the logits and every head's
+  attention equal PyTorch's full forward pass over the same window within
+  ``LOGIT_TOL`` / ``ATTENTION_TOL``.
+- A tampered export is refused with a message naming the problem, and the
+  exporter refuses a model or a pattern the page would get wrong.
+
+tests/test_live_gpt.py (slow) checks the stored model in Chromium.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import random
+import re
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+from tools import ROOT
+from tools import export_gpt as ex
+from utils import bpe
+from utils.gpt import GPT, GPTConfig, generate_seeded, load_gpt
+from utils.rng import Mulberry32, draw_token
+
+ENGINE = ROOT / "_static" / "gpt" / "gpt.js"
+NODE = shutil.which("node") or shutil.which("nodejs")
+LOGIT_TOL = 1e-4  # logits of a random model; seen: below 1e-6
+ATTENTION_TOL = 1e-5  # softmax weights in [0, 1]; seen: below 1e-7
+SIZES = dict(d_model=18, num_heads=3, num_layers=2, d_ff=30, context=12)
+SETTINGS = [  # temperature, top-k, top-p
+    (0.0, None, None),
+    (1.0, None, None),
+    (0.7, None, None),
+    (1.3, 5, None),
+    (1.0, 1, None),
+    (1.0, None, 0.5),
+    (0.9, 40, 0.9),
+    (2.0, None, 0.99),
+]
+STRINGS = [
+    "",
+    "BANQUO.\nThe earth hath bubbles, as the water has,\n",
+    "don't won't I'll you're we've he'd she's I'm",
+    "  leading and trailing  \n\n\n  \t\r\n ",
+    "naïve café, Œdipus, straße, ÆTHELRED",
+    "Привет, мир! Как дела?",
+    "汉字和中文标点：你好，世界。",
+    "🙂👍🏽 family: 👨‍👩‍👧 flags 🇬🇧",
+    "x² + y³ = z⁴; ½ ¼ Ⅻ ٣٤٥ ०१२",
+    "e\u0301 a\u0308 Devanagari: नमस्ते",
+    "nbsp\u00a0here, ideographic\u3000space, nel\u0085, fs\x1c gs\x1d",
+    "zero\u200bwidth, bom\ufeff, rtl \u05e9\u05dc\u05d5\u05dd",
+    "under_score __init__ a_b_c 123_456",
+    "tabs\tand\vvertical\fform feeds",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝟙𝟚𝟛 math letters",
+]
+
+# argv: the engine, a job file (JSON). Prints a JSON answer.
+DRIVER = r"""
+const fs = require("fs");
+const vm = require("vm");
+const [engine, jobFile] = process.argv.slice(2);
+const G = require(engine);
+const job = JSON.parse(fs.readFileSync(jobFile, "utf8"));
+const out = {};
+if (job.rng) {
+  out.rng = job.rng.seeds.map((s) => {
+    const a = new G.Mulberry32(s), b = new G.Mulberry32(s);
+    const ints = [], floats = [];
+    for (let i = 0; i < job.rng.n; i++) ints.push(a.nextUint32());
+    for (let i = 0; i < job.rng.n; i++) floats.push(b.random());
+    return { ints, floats };
+  });
+}
+if (job.draws) {
+  out.draws = job.draws.map(({ logits, seed, t, k, p, n }) => {
+    const rng = new G.Mulberry32(seed);
+    const x = Float32Array.from(logits);
+    return Array.from({ length: n }, () => G.drawToken(x, rng, t, k, p));
+  });
+}
+if (job.tokenizer) {
+  const tok = new G.Tokenizer(job.tokenizer);
+  out.encode = job.strings.map((s) => tok.encode(s));
+  out.roundtrip = job.strings.map((s) => tok.decode(tok.encode(s)) === s);
+  out.tokens = tok.table.map((_, i) => tok.decode([i]));
+}
+if (job.weights) {
+  const atob = (s) => Buffer.from(s, "base64").toString("latin1");
+  const page = { window: {}, atob };
+  vm.runInNewContext(fs.readFileSync(job.weights, "utf8"), page);
+  let model;
+  try {
+    model = new G.GPTModel(page.window.GPT_DATA);
+  } catch (err) {
+    if (!(err instanceof G.ExportError)) throw err;
+    console.log(JSON.stringify({ refused: err.message }));
+    process.exit(0);
+  }
+  out.runs = (job.runs || []).map(({ prompt, n, seed, t, k, p }) => {
+    const rng = new G.Mulberry32(seed);
+    const settings = { temperature: t, topK: k, topP: p };
+    const steps = [...model.generate(prompt, n, rng, settings)];
+    return {
+      ids: prompt.concat(steps.map((s) => s.token)),
+      logits: steps.map((s) => Array.from(s.logits)),
+      attention: steps.map(
+        (s) => s.attention.map((h) => h.map((w) => Array.from(w)))),
+      start: steps.map((s) => s.start),
+    };
+  });
+}
+console.log(JSON.stringify(out));
+"""
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    if NODE is None:
+        reason = (
+            "Node.js not found (Debian: apt-get install nodejs): the live "
+            "GPT's JavaScript engine cannot be run"
+        )
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true, so this may not skip: {reason}")
+        pytest.skip(reason)
+    return NODE
+
+
+def _run(node: str, tmp: pathlib.Path, job: dict) -> dict:
+    (tmp / "driver.js").write_text(DRIVER)
+    (tmp / "job.json").write_text(json.dumps(job))
+    done = subprocess.run(
+        [node, str(tmp / "driver.js"), str(ENGINE), str(tmp / "job.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_generators_agree(node, tmp_path):
+    seeds = [0, 1, 42, 2**31, 2**32 - 1]
+    got = _run(node, tmp_path, {"rng": {"seeds": seeds, "n": 2000}})["rng"]
+    for seed, js in zip(seeds, got):
+        a, b = Mulberry32(seed), Mulberry32(seed)
+        assert js["ints"] == [a.next_uint32() for _ in range(2000)], seed
+        assert js["floats"] == [b.random() for _ in range(2000)], seed
+    # a generator, not a constant: the integers spread over [0, 2**32)
+    ints = got[0]["ints"]
+    assert len(set(ints)) == len(ints) and min(
+        ints
+    ) < 2**28 < 2**32 - 2**28 < max(ints)
+    with pytest.raises(ValueError, match="seed"):
+        Mulberry32(2**32)
+
+
+def _logits(kind: str, seed: int, vocab: int = 300) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(vocab, generator=gen) * 3
+    if kind == "ties":  # many exact ties, in the top ones too
+        x = (x * 2).round() / 2
+    return x.float()
+
+
+def test_draws_agree_on_the_same_logits(node, tmp_path):
+    jobs, want = [], []
+    for kind in ("random", "ties"):
+        for i, (t, k, p) in enumerate(SETTINGS):
+            logits = _logits(kind, i)
+            for seed in (0, 7):
+                rng = Mulberry32(seed)
+                want.append(
+                    [draw_token(logits, rng, t, k, p) for _ in range(200)]
+                )
+                jobs.append(
+                    {
+                        "logits": logits.tolist(),
+                        "seed": seed,
+                        "t": t,
+                        "k": k,
+                        "p": p,
+                        "n": 200,
+                    }
+                )
+    got = _run(node, tmp_path, {"draws": jobs})["draws"]
+    for job, g, w in zip(jobs, got, want):
+        assert g == w, {k: v for k, v in job.items() if k != "logits"}
+    # the draws vary where they should: not a constant answer
+    assert len(set(want[2])) > 20 and len(set(want[0])) == 1
+
+
+def _random_strings(n: int) -> list[str]:
+    rng = random.Random(0)
+    pools = [
+        (0x20, 0x7E),
+        (0x00, 0x20),
+        (0x80, 0x24F),
+        (0x370, 0x52F),
+        (0x590, 0x6FF),
+        (0x900, 0x97F),
+        (0x2000, 0x206F),
+        (0x3000, 0x30FF),
+        (0x4E00, 0x9FFF),
+        (0xAC00, 0xD7A3),
+        (0x1F300, 0x1FAFF),
+        (0x10000, 0x10FFFF),
+    ]
+    out = []
+    for _ in range(n):
+        chars = []
+        for _ in range(rng.randint(1, 40)):
+            lo, hi = rng.choice(pools)
+            c = rng.randint(lo, hi)
+            chars.append(chr(c if not 0xD800 <= c <= 0xDFFF else 0x41))
+        out.append("".join(chars))
+    return out
+
+
+def test_the_tokenizer_is_pythons(node, tmp_path):
+    _, merges = load_gpt(ex.CHECKPOINT)
+    from utils import shakespeare as sh
+
+    test = sh.split_works("test")
+    strings = STRINGS + [test[i : i + 3000] for i in (0, 50_000)]
+    strings += _random_strings(300)
+    job = {"tokenizer": ex.tokenizer(merges), "strings": strings}
+    got = _run(node, tmp_path, job)
+    for s, ids in zip(strings, got["encode"]):
+        assert ids == bpe.encode(s, merges), repr(s[:80])
+    assert all(got["roundtrip"])
+    assert got["tokens"] == [
+        bpe.decode([i], merges) for i in range(len(got["tokens"]))
+    ]
+    # the strings do reach outside ASCII and past the merges
+    assert sum(not s.isascii() for s in strings) > 250
+    assert any(
+        len(bpe.encode(s, merges)) < len(s.encode()) // 2 for s in strings
+    )
+
+
+def _random_checkpoint(path: pathlib.Path) -> GPT:
+    """A random GPT with its own small BPE, stored as tools/train_gpt.py
+    stores chapter 11's (config, merges, fp16 state dict)."""
+    from utils import shakespeare as sh
+
+    merges = bpe.train_bpe(sh.split_works("valid")[:20_000], 300)
+    config = GPTConfig(vocab_size=256 + len(merges), **SIZES)
+    torch.manual_seed(3)
+    model = GPT(config)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:  # LayerNorms away from 1 and 0: they count
+                p.copy_(torch.randn_like(p) * 0.5 + name.endswith("weight"))
+            elif "emb" in name:
+                p.mul_(20)  # sharper distributions than N(0, 0.02) gives
+    torch.save(
+        {
+            "config": dataclasses.asdict(config),
+            "merges": [list(pair) for pair in merges],
+            "state_dict": {k: v.half() for k, v in model.state_dict().items()},
+        },
+        path,
+    )
+    loaded, stored = load_gpt(path)
+    assert stored == merges
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("gpt-export")
+    model = _random_checkpoint(tmp / "gpt.pt")
+    return model, ex.export(tmp / "gpt.pt", tmp / "weights.js")
+
+
+def _data(weights: pathlib.Path) -> tuple[str, dict]:
+    text = weights.read_text()
+    start = text.index(ex.PREFIX) + len(ex.PREFIX)
+    return text[:start], json.loads(text[start:].rstrip().rstrip(";"))
+
+
+def test_the_export_carries_the_architecture(exported):
+    model, weights = exported
+    _, data = _data(weights)
+    assert (data["format"], data["format_version"]) == (ex.FORMAT, 1)
+    assert data["architecture"] == {
+        "model": "decoder-only",
+        "vocab_size": 300,
+        "context": 12,
+        "d_model": 18,
+        "num_heads": 3,
+        "num_layers": 2,
+        "d_ff": 30,
+        "activation": "relu",
+        "norm": "pre",
+        "final_norm": True,
+        "layer_norm_eps": 1e-5,
+        "positional": "learned",
+        "attention_bias": True,
+        "tied_output": True,
+        "window_restart": 6,
+    }
+    assert [n for n, _, _ in data["tensors"]] == list(model.state_dict())
+
+
+def _reference(model: GPT, ids: list[int], start: int):
+    """PyTorch's logits of the next token after ``ids[start:]`` and every
+    head's attention of its last query, (layers, heads, positions)."""
+    with torch.no_grad():
+        logits = model(torch.tensor([ids[start:]]))[0, -1]
+    attention = torch.stack(
+        [b.attn_weights[0, :, -1] for b in model.stack.layers]
+    )
+    return logits, attention
+
+
+def test_the_engine_computes_the_exported_model(node, exported, tmp_path):
+    model, weights = exported
+    runs = [
+        {
+            "prompt": [5, 80, 290, 32, 7],
+            "n": 30,
+            "seed": s,
+            "t": t,
+            "k": k,
+            "p": p,
+        }
+        for s, (t, k, p) in enumerate(SETTINGS[:4] + SETTINGS[5:7])
+    ]
+    # a prompt longer than the context: the window starts inside it
+    long = list(range(3, 300, 15))
+    runs += [
+        {"prompt": long, "n": 10, "seed": 9, "t": 0.9, "k": None, "p": None}
+    ]
+    got = _run(node, tmp_path, {"weights": str(weights), "runs": runs})["runs"]
+    worst = {"logits": 0.0, "attention": 0.0}
+    restarts = 0
+    for run, js in zip(runs, got):
+        want = generate_seeded(
+            model,
+            run["prompt"],
+            run["n"],
+            Mulberry32(run["seed"]),
+            temperature=run["t"],
+            top_k=run["k"],
+            top_p=run["p"],
+        )
+        assert js["ids"] == want, run
+        if run["t"] == 0:
+            greedy = model.generate(
+                torch.tensor([run["prompt"]]), run["n"], temperature=0
+            )
+            assert js["ids"] == greedy[0].tolist()
+        restarts += len(set(js["start"])) - 1
+        for i, start in enumerate(js["start"]):
+            ids = js["ids"][: len(run["prompt"]) + i]
+            logits, attention = _reference(model, ids, start)
+            worst["logits"] = max(
+                worst["logits"],
+                (torch.tensor(js["logits"][i]) - logits).abs().max().item(),
+            )
+            worst["attention"] = max(
+                worst["attention"],
+                (torch.tensor(js["attention"][i]) - attention)
+                .abs()
+                .max()
+                .item(),
+            )
+    print(
+        f"\nlargest differences from PyTorch {worst}; "
+        f"{restarts} window restarts"
+    )
+    assert restarts >= len(runs)  # every run went past the context
+    assert worst["logits"] <= LOGIT_TOL
+    assert worst["attention"] <= ATTENTION_TOL
+
+
+def _tamper(data: dict, change: str) -> None:
+    arch = data["architecture"]
+    if change == "version 2":
+        data["format_version"] = 2
+    elif change == "another format":
+        data["format"] = "course-pronouncer"
+    elif change == "no heads":
+        del arch["num_heads"]
+    elif change == "unknown setting":
+        arch["rotary"] = True
+    elif change == "post-norm":
+        arch["norm"] = "post"
+    elif change == "gelu":
+        arch["activation"] = "gelu"
+    elif change == "heads":
+        arch["num_heads"] = 4
+    elif change == "sinusoidal":
+        arch["positional"] = "sinusoidal"
+    elif change == "another pattern":
+        data["tokenizer"]["template"] = data["tokenizer"]["template"].replace(
+            "'s|", ""
+        )
+    elif change == "merges":
+        data["tokenizer"]["merges"].pop()
+    elif change == "classes":
+        del data["tokenizer"]["classes"]["digit"]
+    elif change == "missing tensor":
+        data["tensors"] = [
+            t for t in data["tensors"] if t[0] != "stack.norm.bias"
+        ]
+    elif change == "wrong shape":
+        data["tensors"][0][1] = [300, 17]
+    elif change == "short fp16":
+        data["fp16"] = data["fp16"][: len(data["fp16"]) // 2]
+    else:
+        raise KeyError(change)
+
+
+REFUSALS = {
+    "version 2": "format version 2",
+    "another format": "not a GPT export",
+    "no heads": "lacks architecture.num_heads",
+    "unknown setting": "architecture.rotary",
+    "post-norm": "architecture.norm",
+    "gelu": "architecture.activation",
+    "heads": "multiple of num_heads",
+    "sinusoidal": "architecture.positional",
+    "another pattern": "tokenizer.template",
+    "merges": "tokenizer.merges",
+    "classes": "tokenizer.classes",
+    "missing tensor": "lacks tensor stack.norm.bias",
+    "wrong shape": "tensor tok_emb.weight has shape [300,17]",
+    "short fp16": "fp16 holds",
+}
+
+
+@pytest.mark.parametrize("change", REFUSALS)
+def test_a_tampered_export_is_refused(node, exported, tmp_path, change):
+    _, weights = exported
+    head, data = _data(weights)
+    _tamper(data, change)
+    other = tmp_path / "weights.js"
+    other.write_text(head + json.dumps(data) + ";\n")
+    got = _run(node, tmp_path, {"weights": str(other)})
+    assert REFUSALS[change] in got.get("refused", ""), got
+
+
+def test_the_exporter_refuses_what_the_page_would_get_wrong(monkeypatch):
+    from torch import nn
+
+    model = GPT(GPTConfig(vocab_size=260, **SIZES))
+    assert ex.architecture(model)["num_layers"] == 2
+    model.stack.layers[1].ffn = nn.Sequential(nn.Linear(18, 18), nn.GELU())
+    with pytest.raises(ValueError, match="FFN"):
+        ex.architecture(model)
+    with pytest.raises(ValueError, match="not utils.gpt.GPT"):
+        ex.architecture(nn.Linear(2, 2))
+    monkeypatch.setattr(bpe, "PATTERN", re.compile(r"\w+|\s+|[^\w\s]+"))
+    with pytest.raises(ValueError, match="PATTERN"):
+        ex.tokenizer({(104, 101): 256})
+
+
+def test_the_build_exports_only_when_the_sources_change(tmp_path):
+    out = tmp_path / "weights.js"
+    assert ex.ensure(out=out) and not ex.ensure(out=out)
+    _, data = _data(out)
+    assert data["architecture"]["context"] == 256
+    changed = tmp_path / "other.pt"
+    changed.write_bytes(ex.CHECKPOINT.read_bytes() + b"\0")
+    assert not ex.is_current(out, changed)

@@ -1,0 +1,541 @@
+"""The live GPT (book/gpt_live.md, _static/gpt/) equals PyTorch, in a real
+browser.
+
+The site is built once (the `built_site` fixture) and served on 127.0.0.1
+as tests/test_browser.py does, every request outside it blocked. In both
+editions (English at a phone's 390 px, Chinese at 1280 px) the test presses
+the widget's button, types prompts and settings into the page, presses
+"write", and asserts, against chapter 11's checkpoint in PyTorch:
+
+- the prompt's token ids equal ``utils.bpe.encode``'s (one prompt outside
+  ASCII);
+- greedy continuations of prompts cut from the held-out test plays equal
+  ``GPT.generate(temperature=0)`` token for token; one prompt is long
+  enough that the window fills and restarts;
+- seeded samples at three settings (the chapter's: temperature 0.8; top-k
+  40; top-p 0.9) equal ``utils.gpt.generate_seeded`` with the same seed
+  token for token;
+- after every run, the ten most likely tokens the page shows for the last
+  token's position are PyTorch's ten (ids exact, probabilities within
+  ``PROB_TOL``), and every head's attention of that query equals PyTorch's
+  ``attn_weights`` within ``ATTENTION_TOL``.
+
+Also: neither the engine nor the weights are requested before the button
+is pressed, and the page with its own files stays under ``PAGE_BYTES``;
+the weights file is under ``WEIGHTS_BYTES``; the page writes at least
+``MIN_TOKENS_PER_S`` tokens per second (measured in the page, printed);
+bad settings give a message and no run, without a console error; nothing
+is wider than the window at 390 or 1280 px; the page works opened from
+file:// and
+computes with exactly the model's fp32 weights; an export of an unknown
+format version is refused with the reason on the page. Screenshots at 390
+and 1280 px go to _build/screenshots/live_gpt-*.jpeg.
+tests/test_gpt_export.py (fast, under Node) checks the engine on random
+models and tampered exports.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.parse
+
+import numpy as np
+import pytest
+import torch
+from tests.test_browser import (  # noqa: F401 (site_url: a fixture)
+    HTML,
+    SHOTS,
+    launched_chromium,
+    site_url,
+)
+
+from tools import export_gpt as ex
+from utils import bpe
+from utils import shakespeare as sh
+from utils.gpt import generate_seeded, load_gpt
+from utils.rng import Mulberry32
+
+pytestmark = pytest.mark.slow
+
+PAGE = "book/gpt_live"
+ENGINE = "_static/gpt/gpt.js"
+WEIGHTS = "_static/gpt/weights.js"
+PROB_TOL = 1e-5  # probabilities in [0, 1]; seen: below 1e-6
+ATTENTION_TOL = 1e-5  # softmax weights in [0, 1]; seen: below 1e-6
+PAGE_BYTES = 60_000  # the page's HTML and its own files before the click
+WEIGHTS_BYTES = 4_000_000
+MIN_TOKENS_PER_S = 30
+GREEDY_TOKENS = 60
+SAMPLE_TOKENS = 100
+SAMPLERS = {  # name: (temperature, top-k, top-p, seed)
+    "T=0.8": (0.8, None, None, 1),
+    "top-k 40": (1.0, 40, None, 2),
+    "top-p 0.9": (1.0, None, 0.9, 3),
+}
+EDITIONS = {"en": (390, 844), "zh": (1280, 800)}
+BAD = {  # field, value: what the page must refuse
+    "temperature": (".gl-temperature", "-1"),
+    "top-p": (".gl-topp", "1.5"),
+    "top-k": (".gl-topk", "0"),
+    "seed": (".gl-seed", "-3"),
+    "tokens": (".gl-tokens", "0"),
+    "prompt": (".gl-prompt", ""),
+}
+
+
+def _prompts(merges) -> dict[str, str]:
+    """Prompts from the held-out test plays, each from a line's start: four
+    short ones spread over the plays, one long enough (about 240 tokens)
+    that the window fills while the page writes, and one outside ASCII."""
+    test = sh.split_works("test")
+    out = {}
+    for i in range(4):
+        at = test.index("\n", (i + 1) * len(test) // 5) + 1
+        end = test.index("\n", at + 150) + 1
+        out[f"test {i + 1}"] = test[at:end]
+    at = test.index("\n", len(test) // 10) + 1
+    end = at + 400
+    while len(bpe.encode(test[at:end], merges)) < 240:
+        end = test.index("\n", end + 1) + 1
+    out["long"] = test[at:end]
+    out["non-ASCII"] = "ROMÉO.\nÔ douce nuit, 汉字 🙂 — “thou” ’tis\n"
+    return out
+
+
+def _top_and_attention(model, ids: list[int], start: int):
+    """PyTorch at the last token's draw: the ten likeliest ids and their
+    probabilities, and every head's attention of that query."""
+    with torch.no_grad():
+        logits = model(torch.tensor([ids[start:-1]]))[0, -1]
+    probs = logits.softmax(-1)
+    top = sorted(range(len(probs)), key=lambda i: (-probs[i].item(), i))[:10]
+    attention = torch.stack(
+        [b.attn_weights[0, :, -1] for b in model.stack.layers]
+    )
+    return [(i, probs[i].item()) for i in top], attention
+
+
+def _window_start(prompt_len: int, total: int, context: int) -> int:
+    """The window's first index when the last of ``total`` tokens was drawn
+    (GPT.generate's rule)."""
+    start = max(0, prompt_len - context)
+    for length in range(prompt_len, total):
+        if length - start > context:
+            start = length - context // 2
+    return start
+
+
+@pytest.fixture(scope="module")
+def expected():
+    """PyTorch's answers for every run the test makes, on the stored
+    checkpoint: {name: {prompt, settings, ids, top, attention}}."""
+    model, merges = load_gpt(ex.CHECKPOINT)
+    context = model.config.context
+    runs = {}
+    for name, text in _prompts(merges).items():
+        prompt = bpe.encode(text, merges)
+        out = model.generate(
+            torch.tensor([prompt]), GREEDY_TOKENS, temperature=0
+        )
+        runs[f"greedy, {name}"] = (text, (0.0, None, None, 0), out[0].tolist())
+    text = _prompts(merges)["test 1"]
+    for name, (t, k, p, seed) in SAMPLERS.items():
+        prompt = bpe.encode(text, merges)
+        ids = generate_seeded(
+            model,
+            prompt,
+            SAMPLE_TOKENS,
+            Mulberry32(seed),
+            temperature=t,
+            top_k=k,
+            top_p=p,
+        )
+        runs[name] = (text, (t, k, p, seed), ids)
+    out = {}
+    for name, (text, settings, ids) in runs.items():
+        prompt = bpe.encode(text, merges)
+        start = _window_start(len(prompt), len(ids), context)
+        top, attention = _top_and_attention(model, ids, start)
+        out[name] = {
+            "text": text,
+            "prompt": prompt,
+            "settings": settings,
+            "ids": ids,
+            "start": start,
+            "top": top,
+            "attention": attention,
+        }
+    assert any(r["start"] > 0 for r in out.values()), "no window restart"
+    return out
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with launched_chromium() as browser:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        yield browser
+
+
+def _open(chromium, base: str, url: str, width: int, height: int):
+    """A page at ``url`` with every request outside ``base`` blocked; the
+    lists of problems and of the site's files it fetched."""
+    context = chromium.new_context(
+        viewport={"width": width, "height": height},
+        device_scale_factor=1,
+        service_workers="block",
+    )
+    problems: list[str] = []
+    fetched: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith(base):
+            fetched.append(r.request.url)
+            r.continue_()
+        else:
+            problems.append(f"external request blocked: {r.request.url}")
+            r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("requestfailed", lambda q: problems.append(f"failed: {q.url}"))
+    page.on(
+        "console",
+        lambda m: m.type == "error" and problems.append(f"console: {m.text}"),
+    )
+    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+    page.goto(url, wait_until="load")
+    return context, page, problems, fetched
+
+
+def _size(url: str) -> int:
+    path = urllib.parse.unquote(urllib.parse.urlparse(url).path)
+    path = path.split("/html/", 1)[-1] if "/html/" in path else path
+    file = HTML / path.lstrip("/")
+    return file.stat().st_size if file.is_file() else 0
+
+
+def _load(page) -> None:
+    page.click(".gpt-live .gl-load")
+    page.wait_for_selector(".gpt-live .gl-write", timeout=60_000)
+
+
+def _write(page, text: str, settings, tokens: int) -> dict:
+    """Fill the prompt and the settings, press write, wait for the run to
+    end; the run as the page keeps it, and what the page shows."""
+    t, k, p, seed = settings
+    page.fill(".gpt-live .gl-prompt", text)
+    page.fill(".gpt-live .gl-tokens", str(tokens))
+    page.fill(".gpt-live .gl-temperature", str(t))
+    page.fill(".gpt-live .gl-topk", "" if k is None else str(k))
+    page.fill(".gpt-live .gl-topp", "" if p is None else str(p))
+    page.fill(".gpt-live .gl-seed", str(seed))
+    runs = page.evaluate("() => (window.GPTLive.runs || 0)")
+    page.click(".gpt-live .gl-write")
+    page.wait_for_function(
+        "n => (window.GPTLive.runs || 0) > n || "
+        "document.querySelector('.gpt-live').dataset.state === 'error'",
+        arg=runs,
+        timeout=120_000,
+    )
+    return page.evaluate(
+        """() => {
+          const root = document.querySelector('.gpt-live');
+          const last = window.GPTLive.last;
+          return {
+            state: root.dataset.state,
+            message: root.querySelector('.gl-message').textContent,
+            prompt: last ? last.prompt : null,
+            ids: last ? last.ids : null,
+            start: last ? last.start : null,
+            top: last && last.top ? last.top.map((r) => [r.id, r.p]) : null,
+            shown: [...root.querySelectorAll(
+                '.gl-top tbody tr:not(.gl-extra)')].map(
+              (tr) => [Number(tr.dataset.id), Number(tr.dataset.p)]),
+            attention: last ? last.attention : null,
+            rate: last ? last.tokensPerSecond : null,
+            text: root.querySelector('.gl-text').textContent,
+            heatmaps: root.querySelectorAll('canvas.gl-heat').length,
+          };
+        }"""
+    )
+
+
+def _mismatches(
+    name: str, got: dict, want: dict
+) -> tuple[list[str], float, float]:
+    """The differences between the page's run and PyTorch's; the largest
+    probability and attention differences."""
+    problems = []
+    if got["state"] != "done":
+        return [f"{name}: state {got['state']} ({got['message']})"], 0.0, 0.0
+    if got["prompt"] != want["prompt"]:
+        problems.append(f"{name}: prompt ids differ from utils.bpe.encode")
+    if got["ids"] != want["ids"]:
+        at = next(
+            i
+            for i, (a, b) in enumerate(zip(got["ids"], want["ids"]))
+            if a != b
+        )
+        problems.append(
+            f"{name}: token {at} is {got['ids'][at]}, "
+            f"PyTorch's {want['ids'][at]}"
+        )
+    if got["start"] != want["start"]:
+        problems.append(
+            f"{name}: window start {got['start']} != {want['start']}"
+        )
+    if [i for i, _ in got["top"]] != [i for i, _ in want["top"]]:
+        problems.append(f"{name}: top-10 {got['top']} != {want['top']}")
+    if got["shown"] != got["top"]:
+        problems.append(
+            f"{name}: the table shows {got['shown']}, not the run's top-10"
+        )
+    prob = max(abs(p - q) for (_, p), (_, q) in zip(got["top"], want["top"]))
+    attention = torch.tensor(got["attention"])
+    if attention.shape != want["attention"].shape:
+        problems.append(
+            f"{name}: attention {tuple(attention.shape)} != "
+            f"{tuple(want['attention'].shape)}"
+        )
+        return problems, prob, float("inf")
+    att = (attention - want["attention"]).abs().max().item()
+    layers, heads = attention.shape[:2]
+    if got["heatmaps"] != layers * heads:
+        problems.append(
+            f"{name}: {got['heatmaps']} heatmaps, not {layers * heads}"
+        )
+    return problems, prob, att
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_live_gpt_equals_pytorch(
+    chromium,
+    site_url,  # noqa: F811 (the fixture imported above)
+    expected,
+    edition,
+):
+    width, height = EDITIONS[edition]
+    prefix = "zh/" if edition == "zh" else ""
+    url = f"{site_url}/{prefix}{PAGE}.html"
+    context, page, problems, fetched = _open(
+        chromium, site_url + "/", url, width, height
+    )
+    try:
+        before = list(fetched)
+        assert not any(ENGINE in u or WEIGHTS in u for u in before), (
+            "loaded before the click"
+        )
+        button = page.inner_text(".gpt-live .gl-load")
+        assert button == (
+            "加载 GPT 模型" if edition == "zh" else "Load the GPT"
+        )
+        own = sum(
+            _size(u)
+            for u in set(before)
+            if u.split("?")[0].endswith(".html") or "/_static/gpt/" in u
+        )
+        _load(page)
+        weights = sum(_size(u) for u in set(fetched) if WEIGHTS in u)
+        engine = sum(_size(u) for u in set(fetched) if ENGINE in u)
+        print(
+            f"\n{edition}: the page and its own files {own / 1e3:.1f} kB "
+            "before the "
+            f"click; then the engine {engine / 1e3:.1f} kB and the weights "
+            f"{weights / 1e6:.2f} MB"
+        )
+        assert 0 < own < PAGE_BYTES, own
+        assert 0 < weights < WEIGHTS_BYTES and engine > 0
+        worst_p = worst_a = 0.0
+        for name, want in expected.items():
+            tokens = len(want["ids"]) - len(want["prompt"])
+            got = _write(page, want["text"], want["settings"], tokens)
+            found, prob, att = _mismatches(name, got, want)
+            problems += found
+            worst_p, worst_a = max(worst_p, prob), max(worst_a, att)
+        print(
+            f"{edition}: {len(expected)} runs; largest differences from "
+            "PyTorch: "
+            f"probability {worst_p:.1e}, attention {worst_a:.1e}"
+        )
+        assert worst_p <= PROB_TOL and worst_a <= ATTENTION_TOL, (
+            worst_p,
+            worst_a,
+        )
+        for what, (field, value) in BAD.items():
+            page.fill(field, value)
+            runs = page.evaluate("() => window.GPTLive.runs")
+            page.click(".gpt-live .gl-write")
+            state = page.evaluate(
+                "document.querySelector('.gpt-live').dataset.state"
+            )
+            message = page.inner_text(".gpt-live .gl-message")
+            if state != "error" or not message.strip():
+                problems.append(f"bad {what}: no message (state {state})")
+            if page.evaluate("() => window.GPTLive.runs") != runs:
+                problems.append(f"bad {what}: a run started")
+            # put a good value back for the next field
+            good = {
+                ".gl-temperature": "0.8",
+                ".gl-topp": "",
+                ".gl-topk": "",
+                ".gl-seed": "0",
+                ".gl-tokens": "10",
+                ".gl-prompt": "KING.\n",
+            }[field]
+            page.fill(field, good)
+        # the speed: 200 tokens at temperature 0.8 from the default prompt
+        rates = []
+        for seed in range(3):
+            got = _write(
+                page,
+                "BANQUO.\nThe earth hath bubbles, as the water has,\n",
+                (0.8, None, None, seed),
+                200,
+            )
+            rates.append(got["rate"])
+        print(
+            f"{edition}: {min(rates):.0f} to {max(rates):.0f} tokens per "
+            "second "
+            f"(200 tokens, with painting)"
+        )
+        assert min(rates) >= MIN_TOKENS_PER_S, rates
+    finally:
+        context.close()
+    assert not problems, "\n".join(problems[:30])
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_live_gpt_at_both_widths(
+    chromium,
+    site_url,  # noqa: F811 (the fixture imported above)
+    edition,
+    width,
+):
+    """A sample written at a phone's and a desktop's width: nothing wider
+    than the window; a screenshot of each."""
+    prefix = "zh/" if edition == "zh" else ""
+    url = f"{site_url}/{prefix}{PAGE}.html"
+    context, page, problems, _ = _open(
+        chromium, site_url + "/", url, width, 844
+    )
+    try:
+        _load(page)
+        got = _write(page, "KING.\n", (0.8, None, 0.9, 5), 150)
+        assert got["state"] == "done", got["message"]
+        if page.evaluate(
+            "document.documentElement.scrollWidth > window.innerWidth"
+        ):
+            problems.append(f"page wider than the window at {width} px")
+        page.screenshot(
+            path=SHOTS / f"live_gpt-{edition}-{width}.jpeg",
+            full_page=True,
+            type="jpeg",
+            quality=80,
+        )
+    finally:
+        context.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_live_gpt_works_from_a_file(chromium, built_site, expected):
+    """Opened from file:// (no server): the engine and the weights load by
+    <script> tags, and the weights are the model's fp32 weights exactly."""
+    if built_site.returncode != 0:
+        pytest.fail("the site did not build (see test_book.py)")
+    base = (HTML / PAGE).with_suffix(".html").as_uri()
+    context, page, problems, _ = _open(
+        chromium, HTML.as_uri() + "/", base, 390, 844
+    )
+    try:
+        _load(page)
+        weights = page.evaluate(
+            """() => Object.fromEntries(
+               Object.entries(window.GPTLive.model.W).map(
+                 ([k, v]) => {
+                   const b = new Uint8Array(v.buffer);
+                   let s = '';
+                   for (let i = 0; i < b.length; i += 8192) {
+                     s += String.fromCharCode(...b.subarray(i, i + 8192));
+                   }
+                   return [k, btoa(s)];
+                 }))"""
+        )
+        model, _ = load_gpt(ex.CHECKPOINT)
+        for name, tensor in model.state_dict().items():
+            raw = np.frombuffer(
+                base64.b64decode(weights.pop(name)), dtype="<f4"
+            )
+            got = torch.from_numpy(raw.copy()).view(tensor.shape)
+            if not torch.equal(got, tensor):
+                problems.append(
+                    f"weight {name} differs by "
+                    f"{(got - tensor).abs().max():.2e}"
+                )
+        assert not weights, f"tensors the model lacks: {sorted(weights)}"
+        for name in ("greedy, test 1", "top-p 0.9"):
+            want = expected[name]
+            got = _write(
+                page,
+                want["text"],
+                want["settings"],
+                len(want["ids"]) - len(want["prompt"]),
+            )
+            problems += _mismatches(name, got, want)[0]
+    finally:
+        context.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_live_gpt_refuses_an_unknown_export(
+    chromium,
+    site_url,  # noqa: F811 (the fixture imported above)
+):
+    """weights.js of another format version: the page says why it cannot
+    run it, and offers no prompt."""
+    text = (HTML / WEIGHTS).read_text()
+    current = '"format_version":1,'
+    assert current in text
+    text = text.replace(current, '"format_version":99,', 1)
+    url = f"{site_url}/{PAGE}.html"
+    context, page, problems, _ = _open(chromium, site_url + "/", url, 390, 844)
+    try:
+        page.route(
+            "**/" + WEIGHTS,
+            lambda r: r.fulfill(body=text, content_type="text/javascript"),
+        )
+        page.click(".gpt-live .gl-load")
+        page.wait_for_function(
+            "document.querySelector('.gpt-live').dataset.state === 'refused'",
+            timeout=60_000,
+        )
+        status = page.inner_text(".gpt-live .gl-status")
+        assert "cannot run the exported model" in status, status
+        assert "format version 99" in status, status
+        assert page.query_selector(".gpt-live .gl-prompt") is None
+    finally:
+        context.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_export_is_the_checkpoint(tmp_path):
+    """The exported fp16 numbers are the checkpoint's (the export checks
+    they decode to the model's weights as it writes), with the chapter's
+    architecture and merges."""
+    out = ex.export(out=tmp_path / "weights.js")
+    text = out.read_text()
+    data = json.loads(
+        text[text.index(ex.PREFIX) + len(ex.PREFIX) :].rstrip().rstrip(";")
+    )
+    model, merges = load_gpt(ex.CHECKPOINT)
+    assert data["tokenizer"]["merges"] == [list(p) for p in merges]
+    arch = data["architecture"]
+    c = model.config
+    assert (
+        arch["d_model"],
+        arch["num_layers"],
+        arch["context"],
+        arch["vocab_size"],
+    ) == (c.d_model, c.num_layers, c.context, c.vocab_size)
+    assert [n for n, _, _ in data["tensors"]] == list(model.state_dict())

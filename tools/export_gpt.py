@@ -1,0 +1,264 @@
+"""Export chapter 11's stored GPT for the live page (book/gpt_live.md).
+
+    python -m tools.export_gpt        (tools/build_book.py calls it)
+
+Writes ``_static/gpt/weights.js`` (generated, not committed: it is rebuilt
+whenever ``book/data/ch11_gpt.pt``, ``utils/bpe.py`` or this exporter
+changes, found by their SHA-256 written in the file). The file is one
+JavaScript statement, ``window.GPT_DATA = {...}``, so the page loads it with
+a ``<script>`` tag, which works from ``file://`` too, where ``fetch()``
+fails. It holds (format ``FORMAT``, version ``VERSION``; the page refuses
+any other, and any export that lacks a field or a tensor it needs):
+
+- ``architecture``: everything the forward pass depends on, read from the
+  model itself (``architecture()``): vocabulary size, context, d_model,
+  heads, layers, d_ff, the FFN's activation, the norm placement (Pre-Norm:
+  ``x + F(LN(x))``, then a final LayerNorm), LayerNorm eps, learned
+  positions, attention biases, the tied output layer, and how generation
+  restarts a full window (its last ``context // 2`` tokens, as
+  ``GPT.generate``);
+- ``tokenizer``: the BPE merges in the order learned (token ``256 + i`` is
+  ``merges[i]``), and the pre-tokenizer: ``utils.bpe.PATTERN``'s text (the
+  page knows this one pattern and refuses another) and its four character
+  classes as ranges of code points, computed here by Python's ``re`` over
+  every code point, so the page cuts text exactly as Python does, outside
+  ASCII too: ``letter`` (``[^\\W\\d_]``), ``digit`` (``\\d``), ``space``
+  (``\\s``) and ``other`` (``[^\\s\\w]`` or ``_``);
+- ``tensors``: ``[name, shape, offset]`` into ``fp16``, the state dict's
+  tensors in order, row-major, little-endian IEEE halves, base64: the SAME
+  fp16 numbers as the checkpoint; decoded to float32 they equal, bit for
+  bit, the weights ``load_gpt`` gives chapter 11 (checked before writing).
+
+Bump ``VERSION`` whenever the layout or the meaning of a field changes, and
+teach ``_static/gpt/gpt.js`` (``FORMAT_VERSION``) the new one.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+import pathlib
+import re
+import sys
+
+from . import ROOT
+
+CHECKPOINT = ROOT / "book" / "data" / "ch11_gpt.pt"
+OUT = ROOT / "_static" / "gpt" / "weights.js"
+PREFIX = "window.GPT_DATA = "
+HASH_LINE = re.compile(r"^// source sha256 ([0-9a-f]{64})$", re.M)
+FORMAT = "course-gpt"
+VERSION = 1
+# the regular expression each character class stands for in PATTERN
+CLASSES = {
+    "letter": r"[^\W\d_]",
+    "digit": r"\d",
+    "space": r"\s",
+    "other": r"(?:[^\s\w]|_)",
+}
+# utils.bpe.PATTERN with its classes named: the one pre-tokenizer the page
+# computes (checked against the pattern's text before export)
+TEMPLATE = (
+    "'s|'t|'re|'ve|'m|'ll|'d| ?{letter}+| ?{digit}+| ?{other}+"
+    "|{space}+(?!\\S)|{space}+"
+)
+
+
+def _sources() -> list[pathlib.Path]:
+    return [pathlib.Path(__file__), ROOT / "utils" / "bpe.py"]
+
+
+def checkpoint_hash(path: pathlib.Path = CHECKPOINT) -> str:
+    """SHA-256 of the checkpoint, this exporter and utils/bpe.py: a change
+    to any of them makes the build export again."""
+    digest = hashlib.sha256(pathlib.Path(path).read_bytes())
+    for source in _sources():
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
+def is_current(
+    out: pathlib.Path = OUT, checkpoint: pathlib.Path = CHECKPOINT
+) -> bool:
+    """True if ``out`` exists and was made from this checkpoint."""
+    out = pathlib.Path(out)
+    if not out.is_file():
+        return False
+    with out.open() as f:
+        head = f.read(300)
+    found = HASH_LINE.search(head)
+    return bool(found) and found.group(1) == checkpoint_hash(checkpoint)
+
+
+def architecture(model) -> dict:
+    """What the page needs to compute ``model`` (a ``utils.gpt.GPT``), read
+    from its modules. Raises ValueError for anything the page does not
+    compute, so a model it would get wrong is never exported."""
+    from torch import nn
+
+    from utils.gpt import GPT, GPTBlock
+    from utils.layers import FeedForward, Residual
+
+    def unsupported(what: str):
+        return ValueError(f"the live page cannot compute this model: {what}")
+
+    if type(model) is not GPT:
+        raise unsupported(
+            f"model is {type(model).__name__}, not utils.gpt.GPT"
+        )
+    layers = list(model.stack.layers)
+    if not layers or not all(type(x) is GPTBlock for x in layers):
+        raise unsupported("a block is not utils.gpt.GPTBlock")
+    if not all(type(x.ffn) is FeedForward for x in layers):
+        raise unsupported("an FFN is not utils.layers.FeedForward (ReLU)")
+    subs = [m for m in model.modules() if isinstance(m, Residual)]
+    if not all(m.norm_first for m in subs):
+        raise unsupported("a Post-Norm sublayer (the page computes Pre-Norm)")
+    if not isinstance(model.stack.norm, nn.LayerNorm):
+        raise unsupported("no final LayerNorm")
+    norms = [m for m in model.modules() if isinstance(m, nn.LayerNorm)]
+    if not all(m.elementwise_affine and m.bias is not None for m in norms):
+        raise unsupported("a LayerNorm without its weight and bias")
+    eps = {m.eps for m in norms}
+    if len(eps) != 1:
+        raise unsupported(f"LayerNorms with different eps {sorted(eps)}")
+    biases = {x.self_attn.w_q.bias is not None for x in layers}
+    if len(biases) != 1:
+        raise unsupported("attention projections with and without biases")
+    d_ff = {x.ffn.w_1.out_features for x in layers}
+    if len(d_ff) != 1:
+        raise unsupported(f"blocks with different d_ff {sorted(d_ff)}")
+    c = model.config
+    return {
+        "model": "decoder-only",
+        "vocab_size": c.vocab_size,
+        "context": c.context,
+        "d_model": c.d_model,
+        "num_heads": c.num_heads,
+        "num_layers": len(layers),
+        "d_ff": d_ff.pop(),
+        "activation": "relu",
+        "norm": "pre",
+        "final_norm": True,
+        "layer_norm_eps": eps.pop(),
+        "positional": "learned",
+        "attention_bias": biases.pop(),
+        "tied_output": True,  # GPT._run: x @ tok_emb.weight.T
+        "window_restart": c.context // 2,  # GPT.generate
+    }
+
+
+@functools.cache
+def char_classes() -> dict[str, list[list[int]]]:
+    """Each of ``CLASSES`` as sorted, disjoint ``[first, last]`` ranges of
+    code points, found by Python's ``re`` itself over every code point
+    (surrogates included: ``re`` classifies them too)."""
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    out = {}
+    for name, regex in CLASSES.items():
+        runs = re.finditer(f"(?:{regex})+", every)
+        out[name] = [[m.start(), m.end() - 1] for m in runs]
+    return out
+
+
+def tokenizer(merges: dict) -> dict:
+    """The BPE merges and the pre-tokenizer, as the page reads them."""
+    from utils import bpe
+
+    names = {k: "{" + k + "}" for k in CLASSES}
+    if bpe.PATTERN.pattern != TEMPLATE.format(**CLASSES):
+        raise ValueError(
+            "utils.bpe.PATTERN is not the pattern the live page computes: "
+            f"{bpe.PATTERN.pattern!r}; teach _static/gpt/gpt.js the new one"
+        )
+    if bpe.PATTERN.flags != re.UNICODE:
+        raise ValueError(f"utils.bpe.PATTERN has flags {bpe.PATTERN.flags}")
+    pairs = list(merges)
+    if [merges[p] for p in pairs] != list(range(256, 256 + len(pairs))):
+        raise ValueError("the merges are not numbered 256, 257, ... in order")
+    return {
+        "kind": "byte-bpe",
+        "merges": [list(p) for p in pairs],
+        "pattern": bpe.PATTERN.pattern,
+        # the pattern with its classes named, \S too: the page's regex
+        "template": TEMPLATE.format(**names).replace("\\S", "{nonspace}"),
+        "classes": char_classes(),
+    }
+
+
+def payload(checkpoint: pathlib.Path = CHECKPOINT) -> dict:
+    """The exported data as a dict (``fp16`` as base64 text)."""
+    import numpy as np
+    import torch
+
+    from utils.gpt import load_gpt
+
+    checkpoint = pathlib.Path(checkpoint)
+    stored = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    model, merges = load_gpt(checkpoint)
+    arch = architecture(model)
+    fp32 = model.state_dict()
+    if list(stored["state_dict"]) != list(fp32):
+        raise ValueError(
+            f"checkpoint {checkpoint}: its tensors are not the model's"
+        )
+    if len(merges) + 256 != arch["vocab_size"]:
+        raise ValueError(
+            f"{len(merges)} merges for a vocabulary of {arch['vocab_size']}"
+        )
+    chunks, tensors, offset = [], [], 0
+    for name, t in stored["state_dict"].items():
+        if t.dtype != torch.float16:
+            raise TypeError(f"{name} is {t.dtype}, expected torch.float16")
+        half = t.contiguous().numpy().astype("<f2")
+        back = torch.from_numpy(half.astype(np.float32))
+        if not torch.equal(back, fp32[name]):
+            raise ValueError(f"{name}: fp16 -> fp32 differs from the model")
+        tensors.append([name, list(t.shape), offset])
+        chunks.append(half.tobytes())
+        offset += t.numel()
+    return {
+        "format": FORMAT,
+        "format_version": VERSION,
+        "architecture": arch,
+        "tokenizer": tokenizer(merges),
+        "tensors": tensors,
+        "fp16": base64.b64encode(b"".join(chunks)).decode("ascii"),
+    }
+
+
+def export(
+    checkpoint: pathlib.Path = CHECKPOINT, out: pathlib.Path = OUT
+) -> pathlib.Path:
+    """Write ``out`` from ``checkpoint``; return ``out``."""
+    data = payload(checkpoint)
+    out = pathlib.Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = (
+        "// Generated by tools/export_gpt.py from book/data/ch11_gpt.pt: "
+        "do not edit.\n"
+        f"// source sha256 {checkpoint_hash(checkpoint)}\n"
+        + PREFIX
+        + json.dumps(data, separators=(",", ":"), ensure_ascii=True)
+        + ";\n"
+    )
+    out.write_text(text)
+    return out
+
+
+def ensure(
+    checkpoint: pathlib.Path = CHECKPOINT, out: pathlib.Path = OUT
+) -> bool:
+    """Export unless ``out`` is current; True if it wrote the file."""
+    if is_current(out, checkpoint):
+        return False
+    export(checkpoint, out)
+    return True
+
+
+if __name__ == "__main__":
+    path = export()
+    size = path.stat().st_size
+    print(f"wrote {path.relative_to(ROOT)} ({size / 1e6:.2f} MB)")
