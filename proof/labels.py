@@ -6,13 +6,18 @@ of a figure (titles, axis labels, legend entries, word tick labels,
 annotations, diagram labels) by its entry in ``locale/zh/figures/labels.yml``
 just before the figure is drawn. Numbers, symbols and maths stay as they are.
 An English text with no entry raises ``KeyError`` naming it, so a missing
-entry is found by running the chapter in Chinese. Without a CJK font (Colab)
+entry is found by running the chapter in Chinese (with
+``COURSE_LABELS_MISSING=FILE`` set, every missing text is appended to FILE,
+one JSON string a line, and left in English: all of a run's gaps at once).
+Without a CJK font (Colab)
 the figures stay English, and this is said once.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import os
 import pathlib
 import re
 
@@ -159,6 +164,11 @@ def translate(text: str) -> str:
             return zh.format(**match.groupdict())
     if "\n" in text:
         return "\n".join(translate(line) for line in text.split("\n"))
+    missing = os.environ.get("COURSE_LABELS_MISSING")
+    if missing:  # collecting a run's missing entries: note it, go on
+        with open(missing, "a", encoding="utf-8") as out:
+            out.write(json.dumps(text, ensure_ascii=False) + "\n")
+        return text
     raise KeyError(
         f"figure text {text!r} has no entry in {TABLE.name} "
         "(locale/zh/figures/labels.yml): add it"
