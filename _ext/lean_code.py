@@ -7,8 +7,10 @@ the code's own text colour by the theme's light style (``.highlight .n``,
 ``.p``, ``.w`` are #080808, like ``.highlight``), so this filter turns them
 into plain text, which the HTML formatter writes without a span and merges
 with its neighbours; so does the attribute dot, which Pygments calls an
-operator (dark green), a difference nobody sees on one dot. The page looks
-the same and weighs less.
+operator (dark green), a difference nobody sees on one dot. The pieces of a
+string (an f-string's ``f``, its braces, each run of text between them) are
+drawn in the string's colour as one kind, so a string between two names is
+one span instead of one per piece. The page looks the same and weighs less.
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from __future__ import annotations
 from IPython.lib.lexers import IPython3Lexer
 from pygments.filter import Filter
 from pygments.lexers import PythonLexer
-from pygments.token import Name, Operator, Punctuation, Text, Whitespace
+from pygments.token import (
+    Name,
+    Operator,
+    Punctuation,
+    String,
+    Text,
+    Whitespace,
+)
 
 PLAIN = {Name, Punctuation, Whitespace}
 
@@ -27,6 +36,8 @@ class PlainTokens(Filter):
             # the attribute dot (torch.tensor) is an operator to Pygments;
             # one dot in the text colour is not told apart
             plain = kind in PLAIN or (kind is Operator and value == ".")
+            if kind in String and kind is not String.Doc:
+                kind = String.Double  # one colour: adjacent pieces merge
             yield (Text if plain else kind), value
 
 
