@@ -33,6 +33,60 @@ def test_chinese_notebook_is_current(page):
     )
 
 
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
+def test_no_figure_draws_a_chinese_word_inside_english(page):
+    """An English example (chapter 2's sentence, a word the model reads)
+    stays English in the Chinese figures: a label entry that also matches
+    one of its tokens ("robot") draws "the 机器人 must obey ..."; such an
+    entry belongs under its figure (``by figure`` in the label table)."""
+    target = zh_notebooks.zh_path(page)
+    if not target.is_file():
+        pytest.skip("no Chinese notebook (test_chinese_notebook_is_current)")
+    found = zh_notebooks.mixed_figure_texts(nbformat.read(target, 4))
+    assert not found, (
+        f"{zh_notebooks.shown(target)}: a Chinese word inside English "
+        "(move the entry under its figure in "
+        f"{zh_notebooks.LABEL_TABLE.relative_to(ROOT)}, then "
+        f"{zh_notebooks.regenerate_hint(page)}):\n  " + "\n  ".join(found)
+    )
+
+
+def test_a_chinese_word_inside_english_is_found():
+    find = zh_notebooks.chinese_inside_english
+    for text in [
+        "the 机器人 must obey the orders given it",  # chapter 2, before
+        "head 2: the robot 机器人",
+        "球 car robot",
+    ]:
+        assert find(text), text
+    for text in [
+        "the robot must obey the orders given it",
+        "无 dropout",  # one English word in Chinese
+        "源 id 目标 id",  # as many Chinese words as English ones
+        "相加 & LayerNorm 前馈 相加 & LayerNorm",
+        "贪心输出：HH AH L OW   参考：HH AH L OW",  # a label, then English
+        "'it' 看向哪里",
+    ]:
+        assert not find(text), text
+    # the ticks of one axis (one style) read as one line, other texts apart
+    svg = (
+        '<text class="s4">the</text><text class="s4">机器人</text>'
+        '<text class="s4">must</text><text class="s6">键</text>'
+        '<text style="font: 9px">it &amp; it</text>'
+    )
+    lines = zh_notebooks.figure_lines(svg)
+    assert lines == ["the 机器人 must", "键", "it & it"]
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("plt.show()")
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", {"image/svg+xml": svg})
+    ]
+    nb.cells = [cell]
+    assert zh_notebooks.mixed_figure_texts(nb) == [
+        f"cell {cell.id}: 'the 机器人 must'"
+    ]
+
+
 def test_every_chapter_has_its_chinese_notebook_and_nothing_else():
     wanted = {zh_notebooks.zh_path(p) for p in CHAPTERS}
     found = set((ROOT / "zh").glob("**/*.ipynb"))

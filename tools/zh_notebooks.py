@@ -267,6 +267,69 @@ def images(cell) -> int:
     )
 
 
+# A drawn text's phrases end at punctuation or a wide gap (a label and the
+# example it shows: "贪心输出：HH AH L OW   参考：...").
+_PHRASE_END = re.compile(r"[：:，,；;。（）()\[\]\n]| {2,}")
+# an English word: two letters or more, perhaps quoted ('it', don't)
+_ENGLISH = re.compile(r"['\"‘“]?[A-Za-z][A-Za-z'-]*[A-Za-z]['\"’”]?")
+
+
+def chinese_inside_english(text: str) -> str | None:
+    """The phrase of ``text`` that is English with a Chinese word inside
+    ("the 机器人 must obey"): at least two English words, more English words
+    than Chinese ones, and a Chinese word next to an English one. None when
+    there is no such phrase ("无 dropout", "源 id 目标 id" are Chinese)."""
+    for phrase in _PHRASE_END.split(text):
+        words = phrase.split()
+        english = [bool(_ENGLISH.fullmatch(w)) for w in words]
+        chinese = [bool(_CJK.search(w)) for w in words]
+        if sum(english) < 2 or sum(english) <= sum(chinese):
+            continue
+        for i, is_chinese in enumerate(chinese):
+            beside = english[max(i - 1, 0) : i] + english[i + 1 : i + 2]
+            if is_chinese and any(beside):
+                return phrase.strip()
+    return None
+
+
+_SVG_TEXT = re.compile(r"<text([^>]*)>([^<]*)</text>")
+_SVG_STYLE = re.compile(r'(?:class|style)="([^"]*)"')
+
+
+def figure_lines(svg: str) -> list[str]:
+    """The texts of a figure (one stored SVG) as they read: consecutive
+    texts in one style (the tick labels of an axis, a legend's entries)
+    joined by spaces, so the words of a sentence drawn one per tick read
+    as the sentence."""
+    import html
+
+    lines: list[list[str]] = []
+    last = None
+    for attributes, text in _SVG_TEXT.findall(svg):
+        style = _SVG_STYLE.search(attributes)
+        style = style[1] if style else ""
+        if style == last and lines:
+            lines[-1].append(html.unescape(text))
+        else:
+            lines.append([html.unescape(text)])
+        last = style
+    return [" ".join(line) for line in lines]
+
+
+def mixed_figure_texts(nb: nbformat.NotebookNode) -> list[str]:
+    """Where a Chinese notebook's figures draw a Chinese word inside English
+    (an English example translated by a label entry): "cell <id>: <phrase>"
+    for each."""
+    found = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            svg = out.get("data", {}).get("image/svg+xml")
+            for line in figure_lines(svg) if svg else []:
+                if phrase := chinese_inside_english(line):
+                    found.append(f"cell {cell.id}: {phrase!r}")
+    return list(dict.fromkeys(found))
+
+
 def _first_words(text: str) -> str:
     return " ".join(text.split())[:60]
 
