@@ -5,6 +5,11 @@
 of a figure (titles, axis labels, legend entries, word tick labels,
 annotations, diagram labels) by its entry in ``locale/zh/figures/labels.yml``
 just before the figure is drawn. Numbers, symbols and maths stay as they are.
+Entries under ``by figure:`` hold for one figure only, the figure showing the
+English text they are filed under (its title): a word that is a label there
+(the toy "robot" in chapter 2's diagram) can stay English elsewhere (the
+token "robot" of chapter 2's example sentence), and these entries are looked
+up before the table's others.
 An English text with no entry raises ``KeyError`` naming it, so a missing
 entry is found by running the chapter in Chinese (with
 ``COURSE_LABELS_MISSING=FILE`` set, every missing text is appended to FILE,
@@ -118,13 +123,15 @@ def cjk_font() -> str | None:
     return next((name for name in CJK_FONTS if name in names), None)
 
 
-@functools.cache
-def table() -> tuple[dict[str, str], tuple[tuple[re.Pattern, str], ...]]:
-    """The label table: exact English -> Chinese, and (regex, template)
-    patterns made from entries holding ``{name}`` slots."""
-    import yaml
+# The key of the entries that hold for one figure only.
+BY_FIGURE = "by figure"
 
-    raw = yaml.safe_load(TABLE.read_text(encoding="utf-8"))
+Table = tuple[dict[str, str], tuple[tuple[re.Pattern, str, str], ...]]
+
+
+def _compile(raw: dict[str, str]) -> Table:
+    """Exact English -> Chinese, and (regex, key, template) patterns made
+    from the entries holding ``{name}`` slots."""
     exact, patterns = {}, []
     for en, zh in raw.items():
         slots = re.findall(r"\{(\w+)\}", en)
@@ -142,28 +149,76 @@ def table() -> tuple[dict[str, str], tuple[tuple[re.Pattern, str], ...]]:
     return exact, tuple(patterns)
 
 
+def _raw() -> dict:
+    import yaml
+
+    return yaml.safe_load(TABLE.read_text(encoding="utf-8"))
+
+
+def entries() -> list[tuple[str, str]]:
+    """Every (English, Chinese) pair of the table, the ones filed under a
+    figure included."""
+    raw = _raw()
+    scoped = raw.get(BY_FIGURE, {})
+    pairs = [(en, zh) for en, zh in raw.items() if en != BY_FIGURE]
+    return pairs + [p for table in scoped.values() for p in table.items()]
+
+
+@functools.cache
+def table() -> Table:
+    """The label table's entries for every figure: exact English ->
+    Chinese, and (regex, key, template) patterns from the entries holding
+    ``{name}`` slots."""
+    raw = _raw()
+    return _compile({k: v for k, v in raw.items() if k != BY_FIGURE})
+
+
+@functools.cache
+def figure_tables() -> dict[str, Table]:
+    """The entries for one figure only: the English text that names the
+    figure -> its entries."""
+    scoped = _raw().get(BY_FIGURE, {})
+    return {name: _compile(raw) for name, raw in scoped.items()}
+
+
 def needs_translation(text: str) -> bool:
     """True when ``text`` holds a word (two letters in a row) outside
     maths."""
     return bool(_WORD.search(_MATHS.sub("", text)))
 
 
-def translate(text: str) -> str:
+def _look_up(text: str, tables: tuple[Table, ...]) -> str | None:
+    for exact, patterns in tables:
+        if text in exact:
+            _state["used"].add(text)
+            return exact[text]
+        for regex, key, zh in patterns:
+            match = regex.match(text)
+            if match:
+                _state["used"].add(key)
+                return zh.format(**match.groupdict())
+    return None
+
+
+def scopes(shown: list[str]) -> tuple[Table, ...]:
+    """The ``by figure`` entries of a figure that shows the English texts
+    ``shown``: those filed under one of them."""
+    tables = figure_tables()
+    return tuple(tables[t] for t in dict.fromkeys(shown) if t in tables)
+
+
+def translate(text: str, figure: tuple[Table, ...] = ()) -> str:
     """The Chinese for one figure text (unchanged if it has no word);
-    multi-line texts are looked up whole, then line by line."""
+    ``figure``'s entries (``scopes``) first, then the table's others.
+    Multi-line texts are looked up whole, then line by line."""
     if not needs_translation(text):
         return text
-    exact, patterns = table()
-    if text in exact:
-        _state["used"].add(text)
-        return exact[text]
-    for regex, key, zh in patterns:
-        match = regex.match(text)
-        if match:
-            _state["used"].add(key)
-            return zh.format(**match.groupdict())
+    found = _look_up(text, (*figure, table()))
+    if found is not None:
+        return found
     if "\n" in text:
-        return "\n".join(translate(line) for line in text.split("\n"))
+        lines = text.split("\n")
+        return "\n".join(translate(line, figure) for line in lines)
     missing = os.environ.get("COURSE_LABELS_MISSING")
     if missing:  # collecting a run's missing entries: note it, go on
         with open(missing, "a", encoding="utf-8") as out:
@@ -213,9 +268,12 @@ def translate_figure(fig: Figure, strict: bool = True) -> list[str]:
     if _state["language"] != "zh":
         return missing
 
+    # the figure's own entries: filed under a text it shows (its title)
+    figure = scopes([t.get_text() for t in fig.findobj(Text)])
+
     def lookup(text: str) -> str:
         try:
-            return translate(text)
+            return translate(text, figure)
         except KeyError:
             if strict:
                 raise

@@ -195,9 +195,8 @@ def test_no_chinese_entry_mixes_maths_and_cjk(caplog):
     draws missing-glyph boxes, so such entries write the maths as text."""
     if labels.cjk_font() is None:
         pytest.skip("no CJK font installed")
-    raw = yaml.safe_load(labels.TABLE.read_text(encoding="utf-8"))
     cjk = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
-    mixed = [zh for zh in raw.values() if "$" in zh and cjk.search(zh)]
+    mixed = [zh for _, zh in labels.entries() if "$" in zh and cjk.search(zh)]
     assert not mixed
     labels.set_language("zh")  # the check can fail: a mixed text warns
     fig, ax = plt.subplots(figsize=(4, 2))
@@ -213,16 +212,83 @@ def test_maths_numbers_and_symbols_stay():
     assert labels.needs_translation("$x$ value")
 
 
-def test_the_table_is_a_flat_map_of_strings():
+def test_the_table_maps_strings_to_strings():
+    """A flat map of strings, but for ``by figure``: figure name -> a flat
+    map of strings."""
     raw = yaml.safe_load(labels.TABLE.read_text(encoding="utf-8"))
-    assert raw and all(
-        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
-    )
-    for en, zh in raw.items():
+    scoped = raw.pop(labels.BY_FIGURE, {})
+    assert isinstance(scoped, dict)
+    for table in (raw, *scoped.values()):
+        assert table and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+        )
+    for en, zh in labels.entries():
         # slots keep their names (the order may change), so a pattern
         # cannot lose a number
         slots = sorted(re.findall(r"\{\w+\}", en))
         assert slots == sorted(re.findall(r"\{\w+\}", zh)), en
+
+
+def _sentence_heads(title: str, words: list[str]):
+    """Chapter 2's drawing of its example sentence: the words as the ticks
+    of a weight map."""
+    n = len(words)
+    weights = [[float(i == j + 1) for j in range(n)] for i in range(n)]
+    ax = plotting.heatmap(
+        weights,
+        title=title,
+        xlabel="key",
+        ylabel="query",
+        xticklabels=words,
+        yticklabels=words,
+        colorbar=False,
+    )
+    return ax.figure
+
+
+def test_an_english_example_stays_english_beside_a_translated_label():
+    """The real table: "robot" is a token of chapter 2's English sentence
+    (kept) and the name of a toy in its first diagram (an entry under that
+    figure's title, translated); nowhere is a Chinese word drawn inside the
+    sentence (what tests/test_zh_notebooks.py looks for in every stored
+    Chinese figure)."""
+    from tools.zh_notebooks import chinese_inside_english, figure_lines
+
+    if labels.cjk_font() is None:
+        pytest.skip("no CJK font installed")
+    assert labels.set_language("zh") == "zh"
+    words = "the robot must obey the orders given it".split()
+    fig = _sentence_heads("head 2: pronoun -> noun", words)
+    figures.finish(fig)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == words
+    assert ax.get_title() == "头 2：代词 -> 名词"
+    svg = figures.encode(fig)[0]["image/svg+xml"]
+    assert " ".join(words) in figure_lines(svg)
+    assert not any(chinese_inside_english(t) for t in figure_lines(svg))
+
+    fig, ax = diagrams.canvas(4.0, 2.0, title="One query against three keys")
+    for j, toy in enumerate(["ball", "car", "robot"]):
+        diagrams.label(ax, (1.0 + j, 1.0), toy)
+    figures.finish(fig)
+    shown = {t.get_text() for t in figures.texts(fig)}
+    assert {"一个查询对三个键", "球", "小汽车", "机器人"} <= shown
+
+
+def test_entries_under_a_figure_hold_in_that_figure_only(monkeypatch):
+    """A ``by figure`` entry wins in the figure showing its name and is
+    not there for any other figure, which then needs its own entry."""
+    table = {"Toys": "玩具", "Words": "单词", "key": "键", "query": "查询"}
+    _chinese(monkeypatch, table)
+    toy = labels._compile({"robot": "机器人"})
+    monkeypatch.setattr(labels, "figure_tables", lambda: {"Toys": toy})
+    fig = _sentence_heads("Toys", ["a", "robot"])
+    figures.finish(fig)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "机器人"]
+    fig = _sentence_heads("Words", ["a", "robot"])
+    with pytest.raises(KeyError, match="'robot'"):
+        figures.finish(fig)
 
 
 def _run_cells(cells, env_check: str | None):

@@ -139,14 +139,11 @@ def test_figure_labels_use_one_word_per_concept():
     (locale/zh/figures/labels.yml) holds a rejected form of TERMS. Entries
     that keep a text as it is (an English example word, a code name such as
     ``memory`` in ``decode(tgt, memory)``) are not Chinese prose."""
-    import yaml
-
     from proof import labels
 
-    raw = yaml.safe_load(labels.TABLE.read_text(encoding="utf-8"))
     found = [
         f"{en!r}: {zh!r} has {m.group(0)!r} for {concept!r}: write {pref}"
-        for en, zh in raw.items()
+        for en, zh in labels.entries()
         if zh != en
         for concept, pref, rejected in translations.TERMS
         for pattern in rejected
