@@ -234,7 +234,11 @@ TERMS: list[tuple[str, str, tuple[str, ...]]] = [
     ),
     # the glossary's word; d2l-zh's 基于位置的前馈网络 is given once, at the
     # course's first use (ASIDES)
-    ("position-wise feed-forward network", "逐位置前馈网络", ("基于位置的",)),
+    (
+        "position-wise feed-forward network",
+        "逐位置前馈网络",
+        ("基于位置的前馈",),
+    ),
     # the edition keeps the English word; d2l-zh's 暂退法 is given in
     # parentheses at each chapter's first dropout (ASIDES)
     ("dropout", "dropout", ("暂退法", "丢弃法", "随机失活")),
