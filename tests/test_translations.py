@@ -134,22 +134,188 @@ def test_chinese_uses_one_word_per_concept():
     )
 
 
-def test_figure_labels_use_one_word_per_concept():
-    """The figures speak the prose's words: no Chinese figure text
-    (locale/zh/figures/labels.yml) holds a rejected form of TERMS. Entries
-    that keep a text as it is (an English example word, a code name such as
-    ``memory`` in ``decode(tgt, memory)``) are not Chinese prose."""
-    from proof import labels
-
-    found = [
-        f"{en!r}: {zh!r} has {m.group(0)!r} for {concept!r}: write {pref}"
-        for en, zh in labels.entries()
-        if zh != en
-        for concept, pref, rejected in translations.TERMS
-        for pattern in rejected
-        for m in re.finditer(pattern, zh)
-    ]
+def test_figure_labels_and_code_comments_use_one_word_per_concept():
+    """The figures and the code comments speak the prose's words: no Chinese
+    figure text (locale/zh/figures/labels.yml, flat or by figure) and no
+    Chinese comment (locale/zh/code/comments.yml) holds a rejected form of
+    TERMS. Figure texts kept as they are (an English example word, a code
+    name such as ``memory`` in ``decode(tgt, memory)``) are not Chinese
+    prose, but LayerNorm / BatchNorm drawn as they are is."""
+    found = translations.comment_and_label_problems()
     assert not found, "\n".join(found)
+
+
+def test_label_texts_reads_a_flat_or_a_nested_table():
+    flat = {"key position": "键位置", "robot": "robot"}
+    nested = {
+        "ch02-weights": {"key position": "键位置", "robot": "robot"},
+        "ch07": {"norms": {"LayerNorm": "层归一化"}, "list": ["前馈"]},
+    }
+    assert translations.label_texts(flat) == [
+        ("labels", "key position", "键位置"),
+        ("labels", "robot", "robot"),
+    ]
+    assert translations.label_texts(nested) == [
+        ("ch02-weights", "key position", "键位置"),
+        ("ch02-weights", "robot", "robot"),
+        ("ch07/norms", "LayerNorm", "层归一化"),
+        ("ch07/list", "0", "前馈"),
+    ]
+
+
+def test_the_new_terms_are_enforced():
+    """Issue #48's decisions: each rejected form is found in a sentence, and
+    the accepted one (or the other name in parentheses) passes."""
+    for bad, good in [
+        ("训练好的注音模型。", "训练好的发音模型。"),
+        ("读音模型读入字母。", "发音模型读入字母。"),
+        ("这个词有两种读音。", "这个词有两种发音；多音字有几种读法。"),
+        ("字素到音素转换是一个任务。", "字音转换（字素到音素转换，G2P）。"),
+        ("前瞻掩码的形状。", "因果掩码的形状。"),
+        ("讲义这样写。", "笔记这样写。"),
+        ("讲座笔记这样写。", "笔记这样写。"),
+        ("完全正确率为一半。", "完全匹配率为一半。"),
+        ("True = 允许关注。", "True = 可以关注。"),
+        ("没有可关注的键。", "没有可以关注的键；查询会关注键。"),
+        ("批量规范化对列归一化。", "批归一化（批量规范化）对列归一化。"),
+        ("基于位置的前馈网络。", "逐位置前馈网络（基于位置的前馈网络）。"),
+        ("用了暂退法。", "用了 dropout（暂退法）。"),
+        ("标为 LayerNorm。", "层归一化（LayerNorm）；代码 `nn.LayerNorm`。"),
+        ("标为 BatchNorm。", "标为批归一化。"),
+        ("**需要的准备：**", "**你需要：**"),
+        ("你将会得到这些。", "**你将得到：**"),
+        ("损失所看的位置。", "损失计算的位置。"),
+        ("这是乔装的步数。", "这并非只是更多的步数。"),
+        ("需要打分的位置对数。", "需要打分的位置对的个数。"),
+    ]:
+        assert translations.rejected_forms(translations.chinese_prose(bad)), (
+            bad
+        )
+        assert not translations.rejected_forms(
+            translations.chinese_prose(good)
+        ), good
+
+
+def test_english_connectives_left_are_found():
+    left = translations.connectives_left
+    assert left("两个掩码做 AND 组合。") == ["AND"]
+    assert left("这张表是一个 **buffer**：它随模型移动。") == ["buffer"]
+    assert left("查询 and 键，或者 the 值。") == ["and", "the"]
+    # not connectives: code, maths, roles, links, quotations, italic
+    # English examples, names and titles of papers and books
+    for fine in [
+        "把 `mask and keep` 与 $a \\text{ and } b$ 比较。",
+        "它指的是 *the robot*，依附于 *the orders*。",
+        "英语句子“the robot must obey”。",
+        "本课程延续了 The Annotated Transformer 和《动手学深度学习》"
+        "（Dive into Deep Learning）的传统。",
+        "见 {cite:p}`vaswani2017attention` 和[第 3 章](03_masks.ipynb)。",
+        "(a) 仅编码器，(b) 仅解码器；A, B, EOS 的概率。",
+        "the robot and the orders",  # no Chinese: test (a)'s business
+    ]:
+        assert left(fine) == [], fine
+
+
+def test_colon_chains_are_found():
+    sentence = "这是一个用来凑足长度的普通中文句子，没有别的用处"  # 23 CJK
+    assert len(translations.CJK.findall(sentence)) == 23
+    body = "。".join([sentence] * 10)  # 230 CJK characters
+    chain = "比较三种做法：相乘：忽略：选取，" + body
+    [(colons, n)] = translations.colon_chains(chain)
+    assert colons == 3 and n >= translations.COLONS_MIN_CJK
+    # one colon in 230 characters is under the density
+    assert translations.colon_chains("做法：" + body) == []
+    # the same chain in a short paragraph is not measured
+    assert translations.colon_chains("做法：相乘：忽略：选取。") == []
+    # structural colons: a heading, a bold label, a line introducing a list
+    structured = (
+        "### 练习 1：改成除以 d\n\n**你需要：**" + body + "如下：\n- 一"
+    )
+    assert translations.colon_chains(structured) == []
+    # paragraphs are measured one by one
+    assert len(translations.colon_chains(chain + "\n\n" + chain)) == 2
+
+
+def test_style_problems_name_page_unit_and_pattern(scratch):
+    _, chapter = scratch
+    translations.sync(chapter)
+    entries, units = translations.load(chapter), translations.units(chapter)
+    opener = next(
+        k for k, text in units.items() if "**What you need:**" in text
+    )
+    for key, entry in entries.items():
+        entry["zh"] = "译文"
+    entries[opener]["zh"] = "**你需要：**注意力。\n\n**你将得到：**掩码。"
+    translations.save(chapter, entries)
+    assert translations.style_problems(chapter) == []
+
+    other = next(k for k in entries if k != opener and "/" not in k)
+    entries[opener]["zh"] = "**需要的准备：**注意力。**将会得到：**掩码。"
+    entries[other]["zh"] = "填充掩码 and 因果掩码。"
+    translations.save(chapter, entries)
+    found = translations.style_problems(chapter)
+    name = chapter.name
+    assert found == [
+        f"{name} [{opener}] the opener is not written **你需要：**",
+        f"{name} [{opener}] the opener is not written **你将得到：**",
+        f"{name} [{other}] English connectives left in the Chinese: and",
+    ], found
+
+
+def test_d2l_names_are_given_at_first_use(scratch, tmp_path):
+    _, chapter = scratch
+    translations.sync(chapter)
+    entries = translations.load(chapter)
+    prose = [k for k in entries if "/" not in k]
+    for entry in entries.values():
+        entry["zh"] = "译文"
+    entries[prose[1]]["zh"] = "批归一化对列归一化；dropout 只在训练时生效。"
+    entries[prose[2]]["zh"] = "再说一次批归一化和 dropout。"
+    translations.save(chapter, entries)
+    found = translations.aside_problems([chapter])
+    assert [m.split(" is not")[0] for m in found] == [
+        f"{chapter.name} [{prose[1]}] the course's first 批归一化",
+        f"{chapter.name} [{prose[1]}] the chapter's first dropout",
+    ], found
+    entries[prose[1]]["zh"] = (
+        "批归一化（《动手学深度学习》译作批量规范化）对列归一化；"
+        "dropout（暂退法）只在训练时生效。"
+    )
+    translations.save(chapter, entries)
+    assert translations.aside_problems([chapter]) == []
+    # dropout is given again in every chapter, 批归一化 once in the course
+    second = chapter.with_name("04_positional_encoding.ipynb")
+    shutil.copy(translations.ROOT / "book" / second.name, second)
+    translations.sync(second)
+    more = translations.load(second)
+    for entry in more.values():
+        entry["zh"] = "批归一化和 dropout。"
+    translations.save(second, more)
+    [msg] = translations.aside_problems([chapter, second])
+    assert "the chapter's first dropout" in msg and second.name in msg
+
+
+def test_the_chinese_reads_as_chinese():
+    """No English connective, colon chain or English-shaped chapter opener in
+    the edition (translations.style_problems), and d2l-zh's names are given
+    where the edition's word is first used (translations.aside_problems)."""
+    pages = translations.pages()
+    found = [m for p in pages for m in translations.style_problems(p)]
+    found += translations.aside_problems(pages)
+    assert not found, f"{len(found)} problems:\n" + "\n".join(found)
+
+
+def test_a_wrapped_comment_never_starts_a_line_with_punctuation():
+    from tools import code_comments
+
+    source = "x = 1\n# the seed, or COURSE_SEED when set\n"
+    # 38 wide characters fill 76 of the 77 columns: the ） goes on
+    cut = "种子" * 19 + "）。"
+    assert code_comments.wrap(cut, 77)[1].startswith("）")
+    table = {"the seed, or COURSE_SEED when set": cut}
+    assert code_comments.bad_breaks(source, table) == [cut]
+    table["the seed, or COURSE_SEED when set"] = "本次运行的种子。"
+    assert code_comments.bad_breaks(source, table) == []
 
 
 def test_an_other_name_in_parentheses_and_the_index_are_allowed(

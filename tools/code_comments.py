@@ -183,6 +183,25 @@ def strip_comments(source: str) -> str:
     return "\n".join(kept)
 
 
+def bad_breaks(source: str, table: dict[str, str]) -> list[str]:
+    """The Chinese comments of ``source`` whose wrapped lines (after the
+    first) start with punctuation that closes a phrase (，。）: the wrap cut
+    the comment there; shorten or reword it."""
+    lines = source.split("\n")
+    found = []
+    for c in comments(source):
+        zh = table.get(c.text)
+        if not zh or c.trailing:
+            continue
+        room = MAX_COLUMNS - width(lines[c.first][: c.column]) - 2
+        for paragraph in zh.split("\n"):
+            wrapped = wrap(paragraph, room)
+            if any(w[:1] in PAUSES + "”』」！？" for w in wrapped[1:]):
+                found.append(zh)
+                break
+    return found
+
+
 def untranslated(page) -> list[str]:
     """The English comments of a chapter's code with no translation."""
     import nbformat
@@ -199,13 +218,23 @@ def untranslated(page) -> list[str]:
 
 
 def problems(pages) -> tuple[list[str], list[str]]:
-    """(what fails: each untranslated comment of a chapter not in EXEMPT,
-    what is left: a count for each exempt chapter)."""
-    failing, left = [], []
+    """(what fails: each untranslated comment of a chapter not in EXEMPT and
+    each Chinese comment whose wrap starts a line with punctuation, what is
+    left: a count for each exempt chapter)."""
+    import nbformat
+
+    failing, left, table = [], [], load()
     for page in pages:
         if page.suffix != ".ipynb":
             continue
         name = page.relative_to(ROOT).with_suffix("").as_posix()
+        for cell in nbformat.read(page, as_version=4).cells:
+            if cell.cell_type == "code":
+                failing += [
+                    f"{name}: a wrapped line of comment {zh[:30]!r}... "
+                    "starts with punctuation: shorten or reword it"
+                    for zh in bad_breaks(cell.source, table)
+                ]
         missing = untranslated(page)
         if name not in EXEMPT:
             failing += [

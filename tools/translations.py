@@ -19,10 +19,14 @@ show the same ones. `sync` adds an entry for every new unit (with an empty
 `en_now` beside the old `en`: the translator updates `zh`, then replaces `en`
 with `en_now`. `check` (and tests/test_translations.py) fails on every unit
 that is missing, empty, outdated, or left in English, and on every rejected
-form of a term (``TERMS``: one word per concept). Code comments are
-translated in ``locale/zh/code/comments.yml`` (tools/code_comments.py): `check`
-lists the comments without a translation (failing on them but for the chapters
-in ``code_comments.EXEMPT``).
+form of a term (``TERMS``: one word per concept; ``CALQUES``) in the prose,
+captions, alt texts, code comments and figure labels; on d2l-zh's name missing
+at the first use (``ASIDES``); on English connectives left in the prose, chains
+of full-width colons and chapter openers not written 你需要 / 你将得到
+(``style_problems``). Code comments are translated in
+``locale/zh/code/comments.yml`` (tools/code_comments.py): `check` lists the
+comments without a translation (failing on them but for the chapters in
+``code_comments.EXEMPT``) and those whose wrap starts a line with punctuation.
 """
 
 from __future__ import annotations
@@ -167,10 +171,12 @@ def problems(page: pathlib.Path) -> list[str]:
     return found
 
 
-# One word per concept in the Chinese prose: (concept, the form to write, the
-# forms rejected, as regular expressions). Checked on every `zh` outside code,
-# maths, roles and links (NOT_PROSE); a {term} role's display text
-# ({term}`词元 <token>`) is prose the reader sees, so it is checked too.
+# One word per concept in the Chinese: (concept, the form to write, the forms
+# rejected, as regular expressions). Checked on every `zh` outside code,
+# maths, roles and links (NOT_PROSE), on the Chinese code comments
+# (locale/zh/code/comments.yml) and on the Chinese figure text
+# (locale/zh/figures/labels.yml); a {term} role's display text ({term}`词元
+# <token>`) is prose the reader sees, so it is checked too.
 TERMS: list[tuple[str, str, tuple[str, ...]]] = [
     # d2l-zh's word; the English word is written once per chapter, at the
     # first 词元, as 词元（token） (FIRST_USE).
@@ -206,9 +212,73 @@ TERMS: list[tuple[str, str, tuple[str, ...]]] = [
     # the course writes mask 掩码 (d2l-zh: 遮蔽/掩蔽, 带遮蔽的…损失函数)
     ("masked loss", "带掩码的损失", ("掩码损失",)),
     # this edition's words where d2l-zh has another; d2l-zh's is given once,
-    # in parentheses after the first use: 层归一化（d2l-zh 译作层规范化）
-    ("layer normalisation", "层归一化", ("层规范化",)),
+    # in parentheses after the first use (ASIDES):
+    # 层归一化（《动手学深度学习》译作层规范化）.
+    # The figures say 层归一化 / 批归一化 too, not the module names LayerNorm /
+    # BatchNorm (which stay in code: `nn.LayerNorm`, and in parentheses after
+    # the Chinese: 层归一化（LayerNorm）).
+    (
+        "layer normalisation",
+        "层归一化",
+        ("层规范化", r"(?<![\w.])LayerNorm(?![\w])"),
+    ),
+    (
+        "batch normalisation",
+        "批归一化",
+        (
+            "批量规范化",
+            "批规范化",
+            "批量归一化",
+            r"(?<![\w.])BatchNorm(?![\w])",
+        ),
+    ),
+    # the glossary's word; d2l-zh's 基于位置的前馈网络 is given once, at the
+    # course's first use (ASIDES)
+    (
+        "position-wise feed-forward network",
+        "逐位置前馈网络",
+        ("基于位置的前馈",),
+    ),
+    # the edition keeps the English word; d2l-zh's 暂退法 is given in
+    # parentheses at each chapter's first dropout (ASIDES)
+    ("dropout", "dropout", ("暂退法", "丢弃法", "随机失活")),
     ("teacher forcing", "教师强制", ("强制教学",)),
+    # The trained model of chapters 2-4 and 8-10 has one name (issue #48:
+    # it had three).
+    ("the trained pronouncer", "发音模型", ("注音模型", "读音模型")),
+    # an English word's pronunciation is its 发音; a Chinese character's
+    # readings are its 读法 (多音字有几种读法): 读音 is neither
+    ("pronunciation", "发音", (r"读音(?!模型)",)),
+    # G2P, the glossary's headword; its long form 字素到音素转换 is given once,
+    # in parentheses after it (字音转换（字素到音素转换，G2P）, ASIDES), and
+    # is never the name alone
+    ("G2P (grapheme-to-phoneme conversion)", "字音转换", ("字素到音素转换",)),
+    ("causal mask", "因果掩码", ("前瞻掩码",)),
+    # the source notes the course follows
+    ("the (lecture) notes", "笔记", ("讲义", "讲座笔记")),
+    ("exact-match rate", "完全匹配率", ("完全正确率",)),
+    # a mask's True: the query may attend to the key (bare 关注 is fine as
+    # a verb elsewhere)
+    ("True = may attend", "可以关注", ("允许关注", "可关注")),
+    # the chapters' openers (OPENERS checks that they are there)
+    ("chapter opener", "你需要 / 你将得到", ("需要的准备", "将会得到")),
+]
+# Calques the reviewer of issue #48 found: phrases a Chinese writer would not
+# write (what to write depends on the sentence). Checked like TERMS, on the
+# prose.
+CALQUES: list[tuple[str, str, tuple[str, ...]]] = [
+    (
+        "where the loss looks",
+        "损失计算的位置",
+        ("所看的位置", "损失读取的位置"),
+    ),
+    ("disguised", "并非只是……", ("乔装",)),
+    ("a hotter sampler", "温度更高的采样", ("更热的采样器",)),
+    ("a loose baseline", "要求不高的基线", ("宽松的基线",)),
+    ("buys a lot", "收益很大", ("能换来很多",)),
+    ("a one-line summary", "一句话的概括", ("一行概括",)),
+    # reads as "the position's logarithm"
+    ("the number of scored pairs", "位置对的个数", ("位置对数",)),
 ]
 # A rejected form is allowed in parentheses right after the form to write
 # (but for 词元, whose English is written once, at the first use)
@@ -221,6 +291,18 @@ INDEX_ROW = re.compile(
 )
 # In a chapter (a notebook), the first 词元 is written so, and only there.
 FIRST_USE = ("词元", "词元（token）")
+# d2l-zh's name (or the long form) given in parentheses right after the
+# edition's word at its first use in the prose of the chapters (markdown
+# cells; captions and alt texts do not count): in the "course" (the first
+# chapter that uses it) or in every "chapter" that uses it. (the word as a
+# regular expression, what its parentheses must hold, where)
+ASIDES: list[tuple[str, str, str]] = [
+    ("层归一化", "层规范化", "course"),
+    ("批归一化", "批量规范化", "course"),
+    ("逐位置前馈网络", "基于位置的前馈网络", "course"),
+    ("字音转换", "字素到音素转换", "course"),
+    (r"(?i)(?<![A-Za-z_])dropout(?![A-Za-z_])", "暂退法", "chapter"),
+]
 SOLUTION = re.compile(r"^:::\{admonition\} Solution (\d+), explained$", re.M)
 _DISPLAYED = re.compile(r"\{term\}`([^`<]*?)\s*<[^>`]*>`")
 
@@ -242,10 +324,34 @@ def chinese_prose(zh: str) -> str:
     return NOT_PROSE.sub(" ", _DISPLAYED.sub(r"\1", "\n".join(lines)))
 
 
+def rejected_forms(prose: str, table=None) -> list[tuple[str, str, str]]:
+    """(form found, concept, form to write, context) for every rejected form
+    of ``table`` (TERMS and CALQUES) in ``prose``; another name in
+    parentheses right after the form to write is allowed (but for 词元)."""
+    found = []
+    for concept, preferred, rejected in table or TERMS + CALQUES:
+        said = prose
+        if preferred != FIRST_USE[0]:
+            aside = re.escape(preferred) + r"（[^（）]*）"
+            said = re.sub(aside, " ", said)
+        for pattern in rejected:
+            for m in re.finditer(pattern, said):
+                context = said[max(0, m.start() - 12) : m.end() + 12]
+                found.append((m.group(0), concept, preferred, context))
+    return found
+
+
+def _said(where: str, hits) -> list[str]:
+    return [
+        f"{where} {form!r} for {concept!r}: write {preferred} ({context!r})"
+        for form, concept, preferred, context in hits
+    ]
+
+
 def term_problems(page: pathlib.Path) -> list[str]:
-    """Every rejected form of a TERMS concept in ``page``'s Chinese, by unit;
-    in a chapter, a first 词元 not written 词元（token）; a solution heading
-    not written 解答 N 及讲解."""
+    """Every rejected form of a TERMS concept (or a CALQUES phrase) in
+    ``page``'s Chinese, by unit; in a chapter, a first 词元 not written
+    词元（token）; a solution heading not written 解答 N 及讲解."""
     found, store, first = [], load(page), page.suffix == ".ipynb"
     for key, text in units(page).items():
         zh = str(store.get(key, {}).get("zh") or "")
@@ -263,26 +369,178 @@ def term_problems(page: pathlib.Path) -> list[str]:
                     f"{prose[max(0, at - 15) : at + 15]!r}"
                 )
             first = False
-        for concept, preferred, rejected in TERMS:
-            # the other name given in parentheses after the preferred one
-            # (not for 词元: its English is given once, by FIRST_USE)
-            said = prose
-            if preferred != FIRST_USE[0]:
-                aside = re.escape(preferred) + r"（[^（）]*）"
-                said = re.sub(aside, " ", said)
-            for pattern in rejected:
-                for m in re.finditer(pattern, said):
-                    found.append(
-                        f"{page.name} [{key}] {m.group(0)!r} for {concept!r}: "
-                        f"write {preferred} "
-                        f"({said[max(0, m.start() - 12) : m.end() + 12]!r})"
-                    )
+        found += _said(f"{page.name} [{key}]", rejected_forms(prose))
         for n in SOLUTION.findall(text):
             if f":::{{admonition}} 解答 {n} 及讲解" not in zh:
                 found.append(
                     f"{page.name} [{key}] the heading of solution {n} is not "
                     f"解答 {n} 及讲解"
                 )
+    return found
+
+
+def aside_problems(chapters: list[pathlib.Path]) -> list[str]:
+    """Every ASIDES word whose first use (in the course or in a chapter) is
+    not followed by d2l-zh's name (or the long form) in parentheses."""
+    found, seen = [], set()
+    for page in chapters:
+        if page.suffix != ".ipynb":
+            continue
+        store, here = load(page), set()
+        for key in units(page):
+            if "/" in key:  # a caption or an alt text
+                continue
+            prose = chinese_prose(str(store.get(key, {}).get("zh") or ""))
+            for word, other, scope in ASIDES:
+                done = seen if scope == "course" else here
+                m = re.search(word, prose)
+                if word in done or not m:
+                    continue
+                done.add(word)
+                after = re.match(r"（[^（）]*）", prose[m.end() :])
+                if not (after and other in after.group(0)):
+                    found.append(
+                        f"{page.name} [{key}] the {scope}'s first "
+                        f"{m.group(0)} is not followed by （…{other}…）: "
+                        f"{prose[max(0, m.start() - 12) : m.end() + 12]!r}"
+                    )
+    return found
+
+
+def label_texts(tree=None, where: str = "") -> list[tuple[str, str, str]]:
+    """(where, English, Chinese) for every text of the figure labels
+    (locale/zh/figures/labels.yml), whether the table is one flat mapping
+    (English -> Chinese) or nested (figure -> its mapping, at any depth; a
+    list holds texts too)."""
+    if tree is None:
+        path = LOCALE / "figures" / "labels.yml"
+        if not path.is_file():
+            return []
+        tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    out: list[tuple[str, str, str]] = []
+    items = tree.items() if isinstance(tree, dict) else enumerate(tree)
+    for key, value in items:
+        place = f"{where}/{key}" if where else str(key)
+        if isinstance(value, str):
+            out.append((where or "labels", str(key), value))
+        elif isinstance(value, (dict, list)):
+            out += label_texts(value, place)
+    return out
+
+
+# In a comment, identifiers (token_ids, d_model, x1) and dotted names
+# (nn.LayerNorm) are code, not prose.
+_IDENTIFIER = re.compile(r"[\w.]*[_\d.][\w.]*\w|\w+\(")
+
+
+def comment_and_label_problems() -> list[str]:
+    """Every rejected form of TERMS in the Chinese code comments and figure
+    texts. A figure text kept as it is (an English example word, a code name
+    such as ``memory`` in ``decode(tgt, memory)``) is not Chinese, but a
+    concept's English name drawn as it is (LayerNorm) is checked."""
+    from . import code_comments
+
+    found = []
+    for en, zh in code_comments.load().items():
+        prose = _IDENTIFIER.sub(" ", NOT_PROSE.sub(" ", str(zh)))
+        hits = rejected_forms(prose, TERMS)
+        found += _said(f"comments.yml [{en[:40]!r}]", hits)
+    names = ("LayerNorm", "BatchNorm")
+    for where, en, zh in label_texts():
+        if zh == en and not any(n in en for n in names):
+            continue
+        prose = NOT_PROSE.sub(" ", zh)
+        found += _said(
+            f"labels.yml [{where}: {en!r}]", rejected_forms(prose, TERMS)
+        )
+    return found
+
+
+# English connectives left in Chinese prose: whole Latin words, outside code,
+# maths, roles, links (chinese_prose), quotations (QUOTED) and *italic*
+# English examples (*the robot*, *and*). A run of Latin words whose other
+# words are all capitalised is a name or a title (The Annotated Transformer,
+# Dive into Deep Learning), not a connective.
+CONNECTIVES = re.compile(
+    r"(?i)(?<![\w'’.-])(and|or|but|the|of|with|than|then|into|from|is|are|"
+    r"buffers?|because|while|which|whose)(?![\w'’-])"
+)
+_ITALIC = re.compile(r"(?<!\*)\*(?!\*)[^*\n\u3400-\u9fff]+?(?<!\*)\*(?!\*)")
+_LATIN_RUN = re.compile(r"[A-Za-z][\w'’-]*(?:[ -][A-Za-z][\w'’-]*)*")
+
+
+def connectives_left(zh: str) -> list[str]:
+    """The English connectives left in one translation's prose."""
+    if not CJK.search(zh):
+        return []
+    prose = _ITALIC.sub(" ", QUOTED.sub(" ", chinese_prose(zh)))
+    found = []
+    for run in _LATIN_RUN.finditer(prose):
+        words = re.split(r"[ -]", run.group(0))
+        small = [w for w in words if CONNECTIVES.fullmatch(w)]
+        rest = [w for w in words if not CONNECTIVES.fullmatch(w)]
+        if len(rest) >= 2 and all(w[:1].isupper() for w in rest):
+            continue  # a name or a title
+        found += small
+    return found
+
+
+# Full-width colons copied from English ("X：Y：Z"): at most COLONS_PER_1000
+# per 1,000 CJK characters in a paragraph of COLONS_MIN_CJK or more. Colons
+# that structure the text are not counted: in a heading or a directive line,
+# after a bold label (**你需要：**, - **形状**：) and at the end of a line (one
+# that introduces a list, maths or code). A paragraph under ~167 characters
+# would be flagged for one colon (one is often right: a definition); from 200
+# characters one colon passes and two are flagged until 333.
+COLONS_PER_1000 = 6
+COLONS_MIN_CJK = 200
+_STRUCTURAL_COLON = re.compile(
+    r"^\s*(?:#+ |:::|:\w+:).*$|\*\*[^*\n]+?\*\*\s*：|：\s*$", re.M
+)
+
+
+def colon_chains(zh: str) -> list[tuple[int, int]]:
+    """(colons, CJK characters) of each paragraph of one translation's prose
+    with more than COLONS_PER_1000 full-width colons per 1,000 CJK
+    characters."""
+    prose = _STRUCTURAL_COLON.sub(" ", chinese_prose(zh))
+    out = []
+    for para in re.split(r"\n\s*\n", prose):
+        n, c = len(CJK.findall(para)), para.count("：")
+        if n >= COLONS_MIN_CJK and c * 1000 > COLONS_PER_1000 * n:
+            out.append((c, n))
+    return out
+
+
+# The chapters open with what the reader needs and gets: the English bold
+# label -> the Chinese one (the same words in every chapter).
+OPENERS = (
+    ("**What you need:**", "**你需要：**"),
+    ("**What you will get:**", "**你将得到：**"),
+)
+
+
+def style_problems(page: pathlib.Path) -> list[str]:
+    """English connectives, colon chains and chapter openers in ``page``'s
+    Chinese, by unit."""
+    found, store = [], load(page)
+    for key, text in units(page).items():
+        zh = str(store.get(key, {}).get("zh") or "")
+        where = f"{page.name} [{key}]"
+        if words := connectives_left(zh):
+            found.append(
+                f"{where} English connectives left in the Chinese: "
+                f"{', '.join(words)}"
+            )
+        for c, n in colon_chains(zh):
+            found.append(
+                f"{where} {c} full-width colons in a paragraph of {n} Chinese "
+                f"characters (at most {COLONS_PER_1000} per 1,000): rephrase "
+                "into sentences"
+            )
+        for english, chinese in OPENERS:
+            if english in text and chinese not in zh:
+                found.append(f"{where} the opener is not written {chinese}")
     return found
 
 
@@ -310,8 +568,14 @@ if __name__ == "__main__":
     elif len(sys.argv) == 2 and sys.argv[1] == "check":
         from . import code_comments
 
-        issues = [m for p in pages() for m in problems(p) + term_problems(p)]
-        failing, left = code_comments.problems(pages())
+        every = pages()
+        issues = [
+            m
+            for p in every
+            for m in problems(p) + term_problems(p) + style_problems(p)
+        ]
+        issues += aside_problems(every) + comment_and_label_problems()
+        failing, left = code_comments.problems(every)
         issues += failing
         print("\n".join(issues) or "every page is translated and current")
         if left:  # chapters whose comments are not required yet
