@@ -1,4 +1,5 @@
-"""Count baselines for chapter 11, scored in bits per character.
+"""Count baselines for chapters 10 and 11 (chapter 11 scores them in bits
+per character, chapter 10 by the accuracy of their best guess).
 
 Bits per character = the total bits (``-log2`` of the probability the model
 gives the whole held-out text) divided by its number of characters, every
@@ -11,6 +12,9 @@ units (bytes, BPE tokens, words) is scored on the same scale.
   before a gram), every order subtracts a discount ``D = n1 / (n1 + 2 n2)``
   from each count and gives the mass to the order below; the order below the
   unigrams is uniform, so every symbol gets a probability.
+  :meth:`KneserNey.from_grams` trains one on grams listed one per row
+  (a word's grams, or a letter with both its sides as context) and
+  :meth:`KneserNey.probs` gives whole next-symbol distributions at once.
 * :func:`char_model`: that model over the UTF-8 bytes of a text (on ASCII
   text, one byte is one character).
 * :class:`WordBigram`: a Kneser-Ney bigram over words, each other character
@@ -89,6 +93,27 @@ def _lookup(keys: np.ndarray, values: np.ndarray, codes: np.ndarray):
     return np.where(keys[at] == codes, values[at], 0)
 
 
+def _mix(level: _Level, codes: np.ndarray, below: np.ndarray, base: int):
+    """One order's interpolation: ``P_k(gram)`` for the gram ``codes``
+    given ``below``, their probabilities under the order below."""
+    count = _lookup(level.keys, level.counts, codes)
+    total = _lookup(level.contexts, level.totals, codes // base)
+    types = _lookup(level.contexts, level.types, codes // base)
+    seen = total > 0  # an unseen context passes the order below on
+    d = level.discount
+    safe = np.maximum(total, 1)
+    here = np.maximum(count - d, 0) / safe + d * types / safe * below
+    return np.where(seen, here, below)
+
+
+def _grid_codes(grams: np.ndarray, base: int) -> np.ndarray:
+    """The code of each row of ``grams`` ``(M, k)``: ``(M,)`` int64."""
+    code = np.zeros(len(grams), dtype=np.int64)
+    for j in range(grams.shape[1]):
+        code = code * base + grams[:, j]
+    return code
+
+
 class KneserNey:
     """Interpolated Kneser-Ney n-gram model over symbols ``0 .. base-1``.
 
@@ -107,6 +132,37 @@ class KneserNey:
         seq = _check_seq(seq, "seq", self.base)
         raw = [np.unique(_codes(seq, k, self.base), return_counts=True)
                for k in range(1, self.order + 1)]  # fmt: skip
+        self._fit(raw)
+
+    @classmethod
+    def from_grams(cls, grams, base: int) -> KneserNey:
+        """A model of order ``grams.shape[1]`` trained on the rows of
+        ``grams`` ``(M, order)``, each one observed gram whose last symbol
+        is predicted from the others. The rows need not come from one
+        sequence: the grams of separate words, or grams whose context is
+        put together in another order (both sides of a letter)."""
+        grams = _check_grid(grams, "grams", base)
+        if grams.shape[1] < 1 or len(grams) == 0:
+            raise ValueError(f"grams must be (M >= 1, k >= 1): {grams.shape}")
+        self = cls.__new__(cls)
+        self.order = grams.shape[1]
+        self.base = check_int(base, "base", 2)
+        if self.base**self.order > MAX_CODE:
+            raise ValueError(
+                f"order={self.order} is too high for base={base}: codes "
+                "overflow"
+            )
+        last = [grams[:, self.order - k :] for k in range(1, self.order + 1)]
+        self._fit(
+            [
+                np.unique(_grid_codes(g, self.base), return_counts=True)
+                for g in last
+            ]  # fmt: skip
+        )
+        return self
+
+    def _fit(self, raw: list) -> None:
+        """The levels from the (codes, counts) of the 1- .. order-grams."""
         self.levels = []
         for k in range(1, self.order + 1):
             keys, counts = raw[k - 1]
@@ -116,6 +172,24 @@ class KneserNey:
                     longer % self.base**k, return_counts=True
                 )
             self.levels.append(_Level.of(keys, counts, self.base))
+
+    def probs(self, contexts) -> np.ndarray:
+        """``P(s | context)`` for each row of ``contexts`` ``(N, order -
+        1)`` and every symbol ``s``: ``(N, base)``, each row sums to 1."""
+        ctx = _check_grid(contexts, "contexts", self.base)
+        if ctx.shape[1] != self.order - 1:
+            raise ValueError(
+                f"contexts must have {self.order - 1} columns (order - 1), "
+                f"got shape {ctx.shape}"
+            )
+        n = len(ctx)
+        symbols = np.tile(np.arange(self.base), n)[:, None]
+        grams = np.concatenate([np.repeat(ctx, self.base, 0), symbols], 1)
+        p = np.full(len(grams), 1.0 / self.base)
+        for k, level in enumerate(self.levels, start=1):
+            codes = _grid_codes(grams[:, grams.shape[1] - k :], self.base)
+            p = _mix(level, codes, p, self.base)
+        return p.reshape(n, self.base)
 
     def log2probs(self, seq, start: int = 0) -> np.ndarray:
         """``log2 P(seq[i] | seq[i-order+1 : i])`` for ``i = start, ...,
@@ -129,15 +203,7 @@ class KneserNey:
         for k, level in enumerate(self.levels, start=1):
             ok = positions >= k - 1  # a whole k-gram ends there
             codes = _codes(seq, k, self.base)[positions[ok] - (k - 1)]
-            count = _lookup(level.keys, level.counts, codes)
-            total = _lookup(level.contexts, level.totals, codes // self.base)
-            types = _lookup(level.contexts, level.types, codes // self.base)
-            below = p[ok]
-            seen = total > 0  # an unseen context passes the order below on
-            d = level.discount
-            safe = np.maximum(total, 1)
-            here = np.maximum(count - d, 0) / safe + d * types / safe * below
-            p[ok] = np.where(seen, here, below)
+            p[ok] = _mix(level, codes, p[ok], self.base)
         return np.log2(p)
 
     def next_probs(self, context) -> np.ndarray:
@@ -162,6 +228,18 @@ def _check_seq(seq, name: str, base: int) -> np.ndarray:
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     if arr.min() < 0 or arr.max() >= base:
+        raise ValueError(f"{name} must hold symbols in [0, {base})")
+    return arr.astype(np.int64)
+
+
+def _check_grid(grid, name: str, base: int) -> np.ndarray:
+    """``grid`` as a 2-D int64 array of symbols in ``[0, base)``."""
+    arr = np.asarray(grid)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must hold ints, got dtype {arr.dtype}")
+    if arr.size and (arr.min() < 0 or arr.max() >= base):
         raise ValueError(f"{name} must hold symbols in [0, {base})")
     return arr.astype(np.int64)
 
