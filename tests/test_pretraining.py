@@ -218,11 +218,74 @@ def test_sampling_and_completion():
 
 def test_baselines_count_the_same_tokens():
     valid = WORDS[:300]
+    bases = {}
     for kind in pt.OBJECTIVES:
-        base = pt.baselines(kind, WORDS[300:5000], valid)
+        base = bases[kind] = pt.baselines(kind, WORDS[300:5000], valid)
         model = pt.TinyLM().eval()
         assert base["n"] == pt.evaluate_lm(kind, model, valid)["n"]
-        assert 0 < base["unigram"] < base["bigram"] < 1
+        acc = base["accuracy"]
+        assert list(acc) == [1, 2, 3, 4, 5]
+        assert 0 < acc[1] < acc[2] < acc[3] < 1, kind
+    # the masked objective's bookkeeping: the shares cover every chosen
+    # letter, and copying is right exactly where the input keeps the letter
+    masked = bases["mlm"]
+    share, by_input = masked["share"], masked["by_input"]
+    assert sum(share.values()) == pytest.approx(1.0)
+    for o, copy in masked["copy"].items():
+        expected = share["mask"] * by_input["mask"][o] + share["kept"]
+        assert copy == pytest.approx(expected)
+
+
+def test_count_models_by_hand():
+    train = ["abc"] * 5 + ["abd"] * 2
+    # causal: after a start, a; after a, b; after b, c (5 against 2)
+    base = pt.baselines("clm", train, ["abc", "abd"], orders=(2, 3))
+    # scored tokens: a b c EOS a b d EOS; the bigram misses only d
+    assert base["n"] == 8 and base["accuracy"][2] == pytest.approx(7 / 8)
+    # the masked count models read both sides: a _ c -> b, a b _ -> c
+    assert pt.count_fill_in(train, ["abc", "abd"], [1, 2], order=3) == [
+        "b",
+        "c",
+    ]
+    assert pt.count_fill_in(train, ["dbc"], [0], order=5) == ["a"]
+    with pytest.raises(ValueError, match="where"):
+        pt.count_fill_in(train, ["abc"], [3])
+    with pytest.raises(ValueError, match="where"):
+        pt.count_fill_in(train, ["abc", "ab"], [0])
+    with pytest.raises(ValueError, match="orders"):
+        pt.baselines("clm", train, ["abc"], orders=(6,))
+    with pytest.raises(ValueError, match="kind"):
+        pt.baselines("gpt", train, ["abc"])
+
+
+def test_count_sampler():
+    train = ["ab"] * 10
+    cold = pt.count_sampler_words(train, 20, 3, temperature=0.1, seed=0)
+    assert cold == ["ab"] * 20  # the only word it knows, nearly surely
+    hot = pt.count_sampler_words(WORDS[:2000], 50, 2, 1.2, seed=1)
+    assert hot == pt.count_sampler_words(WORDS[:2000], 50, 2, 1.2, seed=1)
+    assert hot != pt.count_sampler_words(WORDS[:2000], 50, 2, 1.2, seed=2)
+    assert all(w == "" or (w.isalpha() and len(w) <= 20) for w in hot)
+    with pytest.raises(ValueError, match="temperature"):
+        pt.count_sampler_words(train, 2, 2, temperature=0.0)
+    with pytest.raises(ValueError, match="order"):
+        pt.count_sampler_words(train, 2, 6)
+
+
+def test_masked_accuracy_by_input():
+    torch.manual_seed(0)
+    model = pt.TinyLM().eval()
+    valid = WORDS[:400]
+    out = pt.evaluate_lm("mlm", model, valid)
+    gen = torch.Generator().manual_seed(123)
+    inputs, _, targets, chosen = pt.objective_batch("mlm", valid, gen)
+    kinds = pt.input_kinds(inputs, targets, chosen)
+    counts = {k: int(v.sum()) for k, v in kinds.items()}
+    assert sum(counts.values()) == out["n"] and min(counts.values()) > 0
+    assert not (kinds["mask"] & kinds["kept"]).any()
+    weighted = sum(counts[k] * out["by_input"][k] for k in counts) / out["n"]
+    assert weighted == pytest.approx(out["accuracy"])
+    assert "by_input" not in pt.evaluate_lm("clm", model, valid)
 
 
 @pytest.mark.exact

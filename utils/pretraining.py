@@ -357,7 +357,8 @@ def count_sampler_words(
 ) -> list[str]:
     """``n`` words drawn letter by letter, as ``sample_words`` draws them,
     from the causal count model of ``order`` of ``train_words`` (EOS and
-    the letters, each probability raised to ``1 / temperature``)."""
+    the letters, each probability raised to ``1 / temperature``), each at
+    most ``max_len`` letters."""
     train_words = check_words(train_words, "train_words")
     check_int(n, "n", 1)
     order = check_int(order, "order", 1)
@@ -371,7 +372,7 @@ def count_sampler_words(
     ids = torch.full((n, 1), BOS)
     done = torch.zeros(n, dtype=torch.bool)
     rows = np.arange(n)
-    for _ in range(max_len + 1):
+    for _ in range(max_len):  # a word longer than max_len is cut there
         last = np.full(n, ids.size(1) - 1)
         ctx = _contexts("clm", ids, rows, last, order)
         p = model.probs(ctx)[:, allowed] ** (1 / temperature)
