@@ -13,8 +13,9 @@ units (bytes, BPE tokens, words) is scored on the same scale.
   from each count and gives the mass to the order below; the order below the
   unigrams is uniform, so every symbol gets a probability.
   :meth:`KneserNey.from_grams` trains one on grams listed one per row
-  (a word's grams, or a letter with both its sides as context) and
-  :meth:`KneserNey.probs` gives whole next-symbol distributions at once.
+  and :meth:`KneserNey.probs` gives whole distributions at once.
+* :class:`LetterCounts`: chapter 10's count baselines, such a model over
+  its letters as a language model with ``logits`` like its Transformers'.
 * :func:`char_model`: that model over the UTF-8 bytes of a text (on ASCII
   text, one byte is one character).
 * :class:`WordBigram`: a Kneser-Ney bigram over words, each other character
@@ -30,13 +31,16 @@ Counting is done with NumPy on integer codes (a k-gram of symbols below
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from .checks import check_int
+from . import objectives as obj
+from .checks import check_at_most, check_choice, check_int
 
 __all__ = [
     "KneserNey",
@@ -45,6 +49,7 @@ __all__ = [
     "WORD",
     "tokenize_words",
     "WordBigram",
+    "LetterCounts",
 ]
 
 MAX_CODE = 2**63 - 1  # the codes are int64
@@ -108,10 +113,8 @@ def _mix(level: _Level, codes: np.ndarray, below: np.ndarray, base: int):
 
 def _grid_codes(grams: np.ndarray, base: int) -> np.ndarray:
     """The code of each row of ``grams`` ``(M, k)``: ``(M,)`` int64."""
-    code = np.zeros(len(grams), dtype=np.int64)
-    for j in range(grams.shape[1]):
-        code = code * base + grams[:, j]
-    return code
+    powers = np.arange(grams.shape[1] - 1, -1, -1, dtype=np.int64)
+    return grams @ base**powers
 
 
 class KneserNey:
@@ -123,46 +126,34 @@ class KneserNey:
     """
 
     def __init__(self, seq, order: int, base: int = 256):
+        self._sizes(order, base)
+        seq = _check_seq(seq, "seq", self.base)
+        self._fit([_codes(seq, k, self.base) for k in range(1, order + 1)])
+
+    @classmethod
+    def from_grams(cls, grams, base: int) -> KneserNey:
+        """A model of order ``k`` trained on the rows of ``grams`` ``(M,
+        k)``, each a gram whose last symbol follows the others. The rows
+        need not come from one sequence (separate words; a context put
+        together in another order, such as both sides of a letter)."""
+        grams = _check_grid(grams, "grams", base)
+        self = cls.__new__(cls)
+        self._sizes(grams.shape[1], base)
+        ks = range(1, self.order + 1)
+        self._fit([_grid_codes(grams[:, -k:], base) for k in ks])
+        return self
+
+    def _sizes(self, order: int, base: int) -> None:
         self.order = check_int(order, "order", 1)
         self.base = check_int(base, "base", 2)
         if self.base**self.order > MAX_CODE:
             raise ValueError(
                 f"order={order} is too high for base={base}: codes overflow"
             )
-        seq = _check_seq(seq, "seq", self.base)
-        raw = [np.unique(_codes(seq, k, self.base), return_counts=True)
-               for k in range(1, self.order + 1)]  # fmt: skip
-        self._fit(raw)
 
-    @classmethod
-    def from_grams(cls, grams, base: int) -> KneserNey:
-        """A model of order ``grams.shape[1]`` trained on the rows of
-        ``grams`` ``(M, order)``, each one observed gram whose last symbol
-        is predicted from the others. The rows need not come from one
-        sequence: the grams of separate words, or grams whose context is
-        put together in another order (both sides of a letter)."""
-        grams = _check_grid(grams, "grams", base)
-        if grams.shape[1] < 1 or len(grams) == 0:
-            raise ValueError(f"grams must be (M >= 1, k >= 1): {grams.shape}")
-        self = cls.__new__(cls)
-        self.order = grams.shape[1]
-        self.base = check_int(base, "base", 2)
-        if self.base**self.order > MAX_CODE:
-            raise ValueError(
-                f"order={self.order} is too high for base={base}: codes "
-                "overflow"
-            )
-        last = [grams[:, self.order - k :] for k in range(1, self.order + 1)]
-        self._fit(
-            [
-                np.unique(_grid_codes(g, self.base), return_counts=True)
-                for g in last
-            ]  # fmt: skip
-        )
-        return self
-
-    def _fit(self, raw: list) -> None:
-        """The levels from the (codes, counts) of the 1- .. order-grams."""
+    def _fit(self, codes: list[np.ndarray]) -> None:
+        """The levels from the codes of every 1-, 2-, ... order-gram seen."""
+        raw = [np.unique(c, return_counts=True) for c in codes]
         self.levels = []
         for k in range(1, self.order + 1):
             keys, counts = raw[k - 1]
@@ -176,12 +167,7 @@ class KneserNey:
     def probs(self, contexts) -> np.ndarray:
         """``P(s | context)`` for each row of ``contexts`` ``(N, order -
         1)`` and every symbol ``s``: ``(N, base)``, each row sums to 1."""
-        ctx = _check_grid(contexts, "contexts", self.base)
-        if ctx.shape[1] != self.order - 1:
-            raise ValueError(
-                f"contexts must have {self.order - 1} columns (order - 1), "
-                f"got shape {ctx.shape}"
-            )
+        ctx = _check_grid(contexts, "contexts", self.base, self.order - 1)
         n = len(ctx)
         symbols = np.tile(np.arange(self.base), n)[:, None]
         grams = np.concatenate([np.repeat(ctx, self.base, 0), symbols], 1)
@@ -232,16 +218,13 @@ def _check_seq(seq, name: str, base: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _check_grid(grid, name: str, base: int) -> np.ndarray:
-    """``grid`` as a 2-D int64 array of symbols in ``[0, base)``."""
+def _check_grid(grid, name: str, base: int, width=None) -> np.ndarray:
+    """``grid`` as a 2-D int64 array of symbols in ``[0, base)`` (and of
+    ``width`` columns, if given)."""
     arr = np.asarray(grid)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{name} must hold ints, got dtype {arr.dtype}")
-    if arr.size and (arr.min() < 0 or arr.max() >= base):
-        raise ValueError(f"{name} must hold symbols in [0, {base})")
-    return arr.astype(np.int64)
+    if arr.ndim != 2 or width not in (None, arr.shape[1]):
+        raise ValueError(f"{name} must be 2-D (width {width}): {arr.shape}")
+    return _check_seq(arr.reshape(-1), name, base).reshape(arr.shape)
 
 
 def _bytes(text: str) -> np.ndarray:
@@ -339,3 +322,59 @@ class WordBigram:
             "unknown": len(unknown),
             "spelling_bits": float(spelled.sum()),
         }
+
+
+class LetterCounts:
+    """Chapter 10's count baseline: a Kneser-Ney model of ``order`` (1-5)
+    over its token ids (``utils.objectives``), trained on ``words``.
+    ``kind="clm"``, ``"plm"``: the next token given the ``order - 1`` up to
+    it (start tokens before a word); ``"mlm"``: a letter given
+    ``CONTEXTS[order]`` (left, right) tokens as the input shows them, never
+    its own. ``logits(ids (B, L), mask) -> (B, L, VOCAB)`` log-probabilities
+    (no mask needed): ``utils.pretraining`` evaluates and samples it as it
+    does a ``TinyLM``."""
+
+    # the masked kind's context: dropping its first (farthest) column
+    # gives the order below, 2+2 -> 2+1 -> 1+1 -> 1+0 -> 0
+    CONTEXTS = {1: (0, 0), 2: (1, 0), 3: (1, 1), 4: (2, 1), 5: (2, 2)}
+
+    def __init__(self, kind: str, words, order: int):
+        self.kind = check_choice(kind, "kind", obj.OBJECTIVES)
+        self.order = check_at_most(check_int(order, "order", 1), "order", 5)
+        ids = _encoded(tuple(obj.check_words(words)), kind != "mlm")
+        if kind == "mlm":  # every letter of every word
+            targets, on = ids, (ids >= obj.FIRST_LETTER) & (ids < obj.MASK)
+        else:  # every token after the start
+            ids, targets = ids[:, :-1], ids[:, 1:]
+            on = targets != obj.PAD
+        rows, cols = on.nonzero().unbind(1)
+        last = targets[rows, cols].numpy()[:, None]
+        grams = np.concatenate([self._contexts(ids, rows, cols), last], 1)
+        self.counts = KneserNey.from_grams(grams, obj.VOCAB)
+
+    def _contexts(self, ids, rows, cols) -> np.ndarray:
+        """The context of position ``(rows, cols)`` of ``ids``: ``(N,
+        order - 1)``, far to near (the masked kind: right before left)."""
+        grid = np.pad(ids.numpy(), ((0, 0), (4, 2)))  # PAD after a word
+        grid[:, :4] = obj.BOS  # start tokens before it
+        if self.kind == "mlm":
+            left, right = self.CONTEXTS[self.order]
+            at = [side * d for d in (2, 1) for side in (1, -1)
+                  if d <= (right if side > 0 else left)]  # fmt: skip
+        else:
+            at = list(range(2 - self.order, 1))
+        rows, cols = rows.numpy(), cols.numpy() + 4
+        picked = np.array([grid[rows, cols + a] for a in at], dtype=np.int64)
+        return picked.T.reshape(len(rows), len(at))
+
+    def logits(self, ids: torch.Tensor, mask=None) -> torch.Tensor:
+        """``ids`` ``(B, L)`` -> log-probabilities ``(B, L, VOCAB)``."""
+        b, size = ids.shape
+        rows, cols = torch.ones(b, size).nonzero().unbind(1)
+        probs = self.counts.probs(self._contexts(ids, rows, cols))
+        return torch.from_numpy(np.log(probs)).float().view(b, size, -1)
+
+
+@functools.lru_cache(maxsize=2)
+def _encoded(words: tuple[str, ...], bos: bool) -> torch.Tensor:
+    return obj.encode(list(words), bos=bos)

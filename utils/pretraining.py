@@ -1,5 +1,6 @@
 """One stack, three pre-training objectives on English words (chapter 10):
-training, evaluation, baselines, sampling; re-exports ``utils.objectives``.
+training, evaluation, sampling; re-exports ``utils.objectives``. Its count
+baselines are ``utils.ngram.LetterCounts``.
 """
 
 from __future__ import annotations
@@ -8,11 +9,9 @@ import dataclasses
 import math
 import random
 
-import numpy as np
 import torch
 from torch import nn
 
-from . import ngram
 from .checks import check_choice, check_instance, check_int, check_number
 from .checks import check_probability
 from .layers import Embeddings, EncoderLayer, Stack
@@ -49,14 +48,10 @@ __all__ = [
     "TinyLM",
     "train_lm",
     "evaluate_lm",
-    "baselines",
-    "CONTEXTS",
     "INPUT_KINDS",
     "input_kinds",
     "encoder_state",
     "sample_words",
-    "count_sampler_words",
-    "count_fill_in",
     "complete",
     "tune_config",
     "label_order",
@@ -176,8 +171,9 @@ def evaluate_lm(
     prefix_letters: int | None = None,
 ) -> dict:
     """Held-out ``loss``, ``accuracy`` and ``n`` tokens, seeded positions;
-    for ``"mlm"`` also ``"by_input"``: the accuracy at the chosen letters
-    the input shows as [MASK], kept or random (``input_kinds``)."""
+    for ``"mlm"`` also ``"by_input"`` and ``"share"``: the accuracy at, and
+    share of, the chosen letters the input shows as [MASK], kept or random
+    (``input_kinds``). ``model``: anything with ``logits(ids, mask)``."""
     gen = torch.Generator().manual_seed(seed)
     inputs, mask, targets, keep = objective_batch(
         kind, words, gen, prefix_letters
@@ -191,16 +187,12 @@ def evaluate_lm(
         "n": int(keep.sum()),
     }
     if kind == "mlm":  # by what the input shows at the chosen letter
-        where = input_kinds(inputs, targets, keep)
-        out["by_input"] = {k: hit[v].float().mean().item()
-                           for k, v in where.items()}  # fmt: skip
+        where = input_kinds(inputs, targets, keep).items()
+        out["by_input"] = {k: hit[v].float().mean().item() for k, v in where}
+        out["share"] = {k: v.sum().item() / out["n"] for k, v in where}
     return out
 
 
-# the context letters each count model of chapter 10 reads, by order
-# (1 = unigram ... 5): the causal and prefix models read the letters before
-# the target; the masked one both sides, (left, right) letters
-CONTEXTS = {1: (0, 0), 2: (1, 0), 3: (1, 1), 4: (2, 1), 5: (2, 2)}
 INPUT_KINDS = ("mask", "kept", "random")
 
 
@@ -213,180 +205,6 @@ def input_kinds(inputs: torch.Tensor, targets: torch.Tensor, chosen):
     kept = chosen & (inputs == targets)
     return {"mask": chosen & shown, "kept": kept,
             "random": chosen & ~shown & ~kept}  # fmt: skip
-
-
-def _contexts(kind: str, ids: torch.Tensor, rows, cols, order: int):
-    """The context of each count model for position ``(rows, cols)`` of
-    ``ids`` ``(B, L)``: ``(len(rows), order - 1)`` ints. ``"mlm"``:
-    ``CONTEXTS[order]`` letters left and right of it, far to near, right
-    before left, so dropping the first column gives the order below (2+2
-    -> 2+1 -> 1+1 -> 1+0 -> 0); else the ``order - 1`` tokens up to and
-    with ``cols`` (the inputs that predict the token after). Start marks
-    (BOS) before a word, PAD after it."""
-    grid = np.pad(ids.numpy(), ((0, 0), (4, 2)), constant_values=PAD)
-    grid[:, :4] = BOS
-    cols = np.asarray(cols) + 4
-    if kind == "mlm":
-        left, right = CONTEXTS[order]
-        sides = [(d, s) for d in (2, 1) for s in (1, -1)]  # r2 l2 r1 l1
-        at = [s * d for d, s in sides if d <= (right if s > 0 else left)]
-    else:
-        at = list(range(-(order - 2), 1))
-    parts = [grid[rows, cols + a] for a in at]
-    return np.stack(parts, 1) if parts else np.zeros((len(rows), 0), int)
-
-
-def _count_models(kind: str, train_words: list[str], orders) -> dict:
-    """``{order: model}``: interpolated Kneser-Ney models (``utils.ngram``)
-    of every letter of ``train_words`` given its two sides (``"mlm"``), or
-    of every next token given the ones before (else)."""
-    if kind == "mlm":
-        ids = encode(train_words)
-        targets = ids
-        on = (ids >= FIRST_LETTER) & (ids < MASK)
-    else:
-        full = encode(train_words, bos=True)
-        ids, targets = full[:, :-1], full[:, 1:]
-        on = targets != PAD
-    rows, cols = (x.numpy() for x in on.nonzero().unbind(1))
-    truth = targets.numpy()[rows, cols][:, None]
-    models = {}
-    for order in orders:
-        context = _contexts(kind, ids, rows, cols, order)
-        grams = np.concatenate([context, truth], 1)
-        models[order] = ngram.KneserNey.from_grams(grams, VOCAB)
-    return models
-
-
-def _guess(kind: str, model, ids: torch.Tensor, rows, cols) -> np.ndarray:
-    """The count model's most probable letter (or EOS, for the causal
-    and prefix objectives) at each ``(rows, cols)`` of ``ids``."""
-    allowed = np.arange(FIRST_LETTER if kind == "mlm" else EOS, MASK)
-    probs = model.probs(_contexts(kind, ids, rows, cols, model.order))
-    return allowed[probs[:, allowed].argmax(1)]
-
-
-def baselines(
-    kind: str,
-    train_words,
-    words,
-    seed: int = 123,
-    prefix_letters: int | None = None,
-    orders=(1, 2, 3, 4, 5),
-) -> dict:
-    """Accuracy of interpolated Kneser-Ney count models of each order in
-    ``orders`` on the tokens ``evaluate_lm`` scores, trained on
-    ``train_words``.
-
-    The causal and prefix objectives: an n-gram over the ``n - 1`` tokens
-    before the target. The masked objective: the letter given
-    ``CONTEXTS[n]`` letters left and right of it as the model's input
-    shows them ([MASK] and random letters included), never the letter's
-    own input. Returns ``{"n", "accuracy": {order: acc}}``; for ``"mlm"``
-    also ``"share"`` and ``"by_input"`` (``{kind: {order: acc}}``) over
-    ``INPUT_KINDS``, and ``"copy"``: ``{order: acc}`` of copying the
-    letter the input shows where it shows one, else the count's guess.
-    """
-    check_choice(kind, "kind", OBJECTIVES)
-    train_words = check_words(train_words, "train_words")
-    orders = tuple(check_int(o, "order", 1) for o in orders)
-    if not orders or max(orders) > max(CONTEXTS):
-        raise ValueError(f"orders must be in 1..5, got {orders}")
-    gen = torch.Generator().manual_seed(seed)
-    inputs, _, targets, keep = objective_batch(
-        kind, words, gen, prefix_letters
-    )
-    rows, cols = (x.numpy() for x in keep.nonzero().unbind(1))
-    truth = targets[keep].numpy()
-    models = _count_models(kind, train_words, orders)
-    guesses = {
-        o: _guess(kind, m, inputs, rows, cols) for o, m in models.items()
-    }
-    out = {"n": len(truth), "accuracy": {}}
-    out["accuracy"] = {
-        o: float(np.mean(g == truth)) for o, g in guesses.items()
-    }
-    if kind == "mlm":
-        where = input_kinds(inputs, targets, keep)
-        where = {k: v[keep].numpy() for k, v in where.items()}
-        shown = inputs[keep].numpy()
-        out["share"] = {k: float(v.mean()) for k, v in where.items()}
-        out["by_input"] = {
-            k: {
-                o: float(np.mean(g[v] == truth[v])) for o, g in guesses.items()
-            }
-            for k, v in where.items()
-        }
-        out["copy"] = {
-            o: float(np.mean(np.where(shown == MASK, g, shown) == truth))
-            for o, g in guesses.items()
-        }
-    return out
-
-
-def count_fill_in(train_words, words, where, order: int = 5) -> list[str]:
-    """The letter a count model of ``train_words`` (as ``baselines``
-    builds it for ``"mlm"``) puts at position ``where`` (``(N,)`` ints) of
-    each of ``words`` with that letter hidden by [MASK]."""
-    train_words = check_words(train_words, "train_words")
-    words = check_words(words)
-    order = check_int(order, "order", 1)
-    if order > max(CONTEXTS):
-        raise ValueError(f"order must be in 1..5, got {order}")
-    where = torch.as_tensor(where)
-    lengths = torch.tensor([len(w) for w in words])
-    if where.shape != (len(words),) or where.is_floating_point():
-        raise ValueError(f"where must be ({len(words)},) ints: {where!r:.40}")
-    if (where < 0).any() or (where >= lengths).any():
-        raise ValueError("where must index a letter of each word")
-    inputs = encode(words)
-    rows = torch.arange(len(words))
-    inputs[rows, where] = MASK
-    model = _count_models("mlm", train_words, [order])[order]
-    best = _guess("mlm", model, inputs, rows.numpy(), where.numpy())
-    return [decode([int(i)]) for i in best]
-
-
-def count_sampler_words(
-    train_words,
-    n: int,
-    order: int = 2,
-    temperature: float = 1.0,
-    seed: int = 0,
-    max_len: int = 20,
-) -> list[str]:
-    """``n`` words drawn letter by letter, as ``sample_words`` draws them,
-    from the causal count model of ``order`` of ``train_words`` (EOS and
-    the letters, each probability raised to ``1 / temperature``), each at
-    most ``max_len`` letters."""
-    train_words = check_words(train_words, "train_words")
-    check_int(n, "n", 1)
-    order = check_int(order, "order", 1)
-    if order > max(CONTEXTS):
-        raise ValueError(f"order must be in 1..5, got {order}")
-    check_number(temperature, "temperature", 0.0, min_inclusive=False)
-    check_int(max_len, "max_len", 1)
-    model = _count_models("clm", train_words, [order])[order]
-    rng = np.random.default_rng(seed)
-    allowed = np.arange(EOS, MASK)  # EOS and the letters
-    ids = torch.full((n, 1), BOS)
-    done = torch.zeros(n, dtype=torch.bool)
-    rows = np.arange(n)
-    for _ in range(max_len):  # a word longer than max_len is cut there
-        last = np.full(n, ids.size(1) - 1)
-        ctx = _contexts("clm", ids, rows, last, order)
-        p = model.probs(ctx)[:, allowed] ** (1 / temperature)
-        cum = (p / p.sum(1, keepdims=True)).cumsum(1)
-        pick = (cum < rng.random((n, 1))).sum(1).clip(max=len(allowed) - 1)
-        nxt = torch.as_tensor(allowed[pick]).masked_fill(done, PAD)
-        ids = torch.cat([ids, nxt[:, None]], 1)
-        done |= nxt == EOS
-        if done.all():
-            break
-    out = []
-    for row in ids.tolist():
-        out.append(decode(row[: row.index(EOS)] if EOS in row else row))
-    return out
 
 
 def round_fp16(model: nn.Module) -> nn.Module:
