@@ -45,6 +45,38 @@ def test_an_unseen_symbol_and_context_still_get_probability():
         assert probs.min() > 0
 
 
+def test_grams_listed_one_per_row():
+    # the bigrams of TINY, one per row: the same model as from the sequence
+    grams = np.stack([TINY[:-1], TINY[1:]], 1)
+    listed = ngram.KneserNey.from_grams(grams, base=3)
+    model = ngram.KneserNey(TINY, order=2, base=3)
+    table = listed.probs([[0], [1], [2]])
+    assert table.shape == (3, 3)
+    for s in range(3):
+        assert np.allclose(table[s], model.next_probs([s]))
+    # any grams: rows need not chain; every row of probs sums to 1
+    rows = ngram.KneserNey.from_grams([[0, 1, 2], [2, 1, 0], [0, 1, 0]], 4)
+    probs = rows.probs([[0, 1], [3, 3], [2, 1]])
+    assert np.allclose(probs.sum(1), 1.0) and probs.min() > 0
+    # after (0, 1), 2 and 0 were seen once each, but "1 0" follows two
+    # different symbols and "1 2" one: the continuation counts break the tie
+    assert probs[0, 0] > probs[0, 2] > probs[0, 3]
+    assert (
+        ngram.KneserNey.from_grams([[2], [2], [1]], 3)
+        .probs(np.zeros((1, 0), int))[0]
+        .argmax()
+        == 2
+    )
+    with pytest.raises(ValueError, match="contexts"):
+        rows.probs([[0]])
+    with pytest.raises(ValueError, match="grams"):
+        ngram.KneserNey.from_grams([0, 1], 3)
+    with pytest.raises(TypeError, match="grams"):
+        ngram.KneserNey.from_grams([[0.5, 1.0]], 3)
+    with pytest.raises(ValueError, match="grams"):
+        ngram.KneserNey.from_grams([[0, 5]], 3)
+
+
 @pytest.fixture(scope="module")
 def small() -> tuple[str, str]:
     train = sh.split_works("train")

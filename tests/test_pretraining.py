@@ -12,6 +12,7 @@ import pathlib
 import pytest
 import torch
 
+from utils import ngram
 from utils import pretraining as pt
 from utils import pronunciation as pr
 from utils.loss import masked_cross_entropy
@@ -216,13 +217,77 @@ def test_sampling_and_completion():
         pt.complete("mlm", model, ["pro"])
 
 
-def test_baselines_count_the_same_tokens():
+def test_count_models_score_the_same_tokens():
     valid = WORDS[:300]
     for kind in pt.OBJECTIVES:
-        base = pt.baselines(kind, WORDS[300:5000], valid)
-        model = pt.TinyLM().eval()
-        assert base["n"] == pt.evaluate_lm(kind, model, valid)["n"]
-        assert 0 < base["unigram"] < base["bigram"] < 1
+        accs = []
+        for order in (1, 2, 3):
+            counts = ngram.LetterCounts(kind, WORDS[300:5000], order)
+            out = pt.evaluate_lm(kind, counts, valid)
+            model = pt.TinyLM().eval()
+            assert out["n"] == pt.evaluate_lm(kind, model, valid)["n"]
+            accs.append(out["accuracy"])
+        assert 0 < accs[0] < accs[1] < accs[2] < 1, kind
+        # their logits are log-probabilities: each position's sum to 1
+        ids = pt.encode(valid[:5], bos=kind != "mlm")
+        probs = counts.logits(ids, None).exp().sum(-1)
+        torch.testing.assert_close(probs, torch.ones_like(probs))
+
+
+def test_count_models_by_hand():
+    train = ["abc"] * 5 + ["abd"] * 2
+    # causal: after the start a, after a b, after b c (5 against 2), then
+    # the end
+    clm = ngram.LetterCounts("clm", train, 2)
+    guess = clm.logits(pt.encode(["abc"], bos=True)).argmax(-1)[0]
+    assert pt.decode(guess[:3]) == "abc" and guess[3] == pt.EOS
+    # masked: both sides as the input shows them: a _ c -> b, a b _ -> c
+    mlm = ngram.LetterCounts("mlm", train, 3)
+    ids = pt.encode(["abc", "abd"])
+    ids[0, 1], ids[1, 2] = pt.MASK, pt.MASK
+    guess = mlm.logits(ids).argmax(-1)
+    assert pt.decode([guess[0, 1], guess[1, 2]]) == "bc"
+    # a letter's own input is never read
+    other = ids.clone()
+    other[:, 0] = pt.MASK
+    torch.testing.assert_close(mlm.logits(other)[:, 0], mlm.logits(ids)[:, 0])
+    five = ngram.LetterCounts("mlm", train, 5)  # two letters each side
+    assert pt.decode(five.logits(other)[0, 0].argmax(-1, keepdim=True)) == "a"
+    with pytest.raises(ValueError, match="order"):
+        ngram.LetterCounts("clm", train, 6)
+    with pytest.raises(ValueError, match="kind"):
+        ngram.LetterCounts("gpt", train, 2)
+    with pytest.raises(ValueError, match="words"):
+        ngram.LetterCounts("clm", ["Abc"], 2)
+
+
+def test_count_models_sample_like_the_models():
+    counts = ngram.LetterCounts("clm", ["ab"] * 10, 3)
+    cold = pt.sample_words(counts, 20, temperature=0.1, seed=0)
+    assert cold == ["ab"] * 20  # the only word it knows, nearly surely
+    bigram = ngram.LetterCounts("clm", WORDS[:2000], 2)
+    hot = pt.sample_words(bigram, 50, 1.2, seed=1)
+    assert hot == pt.sample_words(bigram, 50, 1.2, seed=1)
+    assert hot != pt.sample_words(bigram, 50, 1.2, seed=2)
+    assert all(w == "" or w.isalpha() for w in hot)
+
+
+def test_masked_accuracy_by_input():
+    torch.manual_seed(0)
+    model = pt.TinyLM().eval()
+    valid = WORDS[:400]
+    out = pt.evaluate_lm("mlm", model, valid)
+    gen = torch.Generator().manual_seed(123)
+    inputs, _, targets, chosen = pt.objective_batch("mlm", valid, gen)
+    kinds = pt.input_kinds(inputs, targets, chosen)
+    counts = {k: int(v.sum()) for k, v in kinds.items()}
+    assert sum(counts.values()) == out["n"] and min(counts.values()) > 0
+    assert not (kinds["mask"] & kinds["kept"]).any()
+    weighted = sum(counts[k] * out["by_input"][k] for k in counts) / out["n"]
+    assert weighted == pytest.approx(out["accuracy"])
+    for k in counts:
+        assert out["share"][k] == pytest.approx(counts[k] / out["n"])
+    assert "by_input" not in pt.evaluate_lm("clm", model, valid)
 
 
 @pytest.mark.exact

@@ -1,4 +1,5 @@
-"""Count baselines for chapter 11, scored in bits per character.
+"""Count baselines for chapters 10 and 11 (chapter 11 scores them in bits
+per character, chapter 10 by the accuracy of their best guess).
 
 Bits per character = the total bits (``-log2`` of the probability the model
 gives the whole held-out text) divided by its number of characters, every
@@ -11,6 +12,10 @@ units (bytes, BPE tokens, words) is scored on the same scale.
   before a gram), every order subtracts a discount ``D = n1 / (n1 + 2 n2)``
   from each count and gives the mass to the order below; the order below the
   unigrams is uniform, so every symbol gets a probability.
+  :meth:`KneserNey.from_grams` trains one on grams listed one per row
+  and :meth:`KneserNey.probs` gives whole distributions at once.
+* :class:`LetterCounts`: chapter 10's count baselines, such a model over
+  its letters as a language model with ``logits`` like its Transformers'.
 * :func:`char_model`: that model over the UTF-8 bytes of a text (on ASCII
   text, one byte is one character).
 * :class:`WordBigram`: a Kneser-Ney bigram over words, each other character
@@ -26,13 +31,16 @@ Counting is done with NumPy on integer codes (a k-gram of symbols below
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from .checks import check_int
+from . import objectives as obj
+from .checks import check_at_most, check_choice, check_int
 
 __all__ = [
     "KneserNey",
@@ -41,6 +49,7 @@ __all__ = [
     "WORD",
     "tokenize_words",
     "WordBigram",
+    "LetterCounts",
 ]
 
 MAX_CODE = 2**63 - 1  # the codes are int64
@@ -89,6 +98,25 @@ def _lookup(keys: np.ndarray, values: np.ndarray, codes: np.ndarray):
     return np.where(keys[at] == codes, values[at], 0)
 
 
+def _mix(level: _Level, codes: np.ndarray, below: np.ndarray, base: int):
+    """One order's interpolation: ``P_k(gram)`` for the gram ``codes``
+    given ``below``, their probabilities under the order below."""
+    count = _lookup(level.keys, level.counts, codes)
+    total = _lookup(level.contexts, level.totals, codes // base)
+    types = _lookup(level.contexts, level.types, codes // base)
+    seen = total > 0  # an unseen context passes the order below on
+    d = level.discount
+    safe = np.maximum(total, 1)
+    here = np.maximum(count - d, 0) / safe + d * types / safe * below
+    return np.where(seen, here, below)
+
+
+def _grid_codes(grams: np.ndarray, base: int) -> np.ndarray:
+    """The code of each row of ``grams`` ``(M, k)``: ``(M,)`` int64."""
+    powers = np.arange(grams.shape[1] - 1, -1, -1, dtype=np.int64)
+    return grams @ base**powers
+
+
 class KneserNey:
     """Interpolated Kneser-Ney n-gram model over symbols ``0 .. base-1``.
 
@@ -98,15 +126,34 @@ class KneserNey:
     """
 
     def __init__(self, seq, order: int, base: int = 256):
+        self._sizes(order, base)
+        seq = _check_seq(seq, "seq", self.base)
+        self._fit([_codes(seq, k, self.base) for k in range(1, order + 1)])
+
+    @classmethod
+    def from_grams(cls, grams, base: int) -> KneserNey:
+        """A model of order ``k`` trained on the rows of ``grams`` ``(M,
+        k)``, each a gram whose last symbol follows the others. The rows
+        need not come from one sequence (separate words; a context put
+        together in another order, such as both sides of a letter)."""
+        grams = _check_grid(grams, "grams", base)
+        self = cls.__new__(cls)
+        self._sizes(grams.shape[1], base)
+        ks = range(1, self.order + 1)
+        self._fit([_grid_codes(grams[:, -k:], base) for k in ks])
+        return self
+
+    def _sizes(self, order: int, base: int) -> None:
         self.order = check_int(order, "order", 1)
         self.base = check_int(base, "base", 2)
         if self.base**self.order > MAX_CODE:
             raise ValueError(
                 f"order={order} is too high for base={base}: codes overflow"
             )
-        seq = _check_seq(seq, "seq", self.base)
-        raw = [np.unique(_codes(seq, k, self.base), return_counts=True)
-               for k in range(1, self.order + 1)]  # fmt: skip
+
+    def _fit(self, codes: list[np.ndarray]) -> None:
+        """The levels from the codes of every 1-, 2-, ... order-gram seen."""
+        raw = [np.unique(c, return_counts=True) for c in codes]
         self.levels = []
         for k in range(1, self.order + 1):
             keys, counts = raw[k - 1]
@@ -116,6 +163,19 @@ class KneserNey:
                     longer % self.base**k, return_counts=True
                 )
             self.levels.append(_Level.of(keys, counts, self.base))
+
+    def probs(self, contexts) -> np.ndarray:
+        """``P(s | context)`` for each row of ``contexts`` ``(N, order -
+        1)`` and every symbol ``s``: ``(N, base)``, each row sums to 1."""
+        ctx = _check_grid(contexts, "contexts", self.base, self.order - 1)
+        n = len(ctx)
+        symbols = np.tile(np.arange(self.base), n)[:, None]
+        grams = np.concatenate([np.repeat(ctx, self.base, 0), symbols], 1)
+        p = np.full(len(grams), 1.0 / self.base)
+        for k, level in enumerate(self.levels, start=1):
+            codes = _grid_codes(grams[:, grams.shape[1] - k :], self.base)
+            p = _mix(level, codes, p, self.base)
+        return p.reshape(n, self.base)
 
     def log2probs(self, seq, start: int = 0) -> np.ndarray:
         """``log2 P(seq[i] | seq[i-order+1 : i])`` for ``i = start, ...,
@@ -129,15 +189,7 @@ class KneserNey:
         for k, level in enumerate(self.levels, start=1):
             ok = positions >= k - 1  # a whole k-gram ends there
             codes = _codes(seq, k, self.base)[positions[ok] - (k - 1)]
-            count = _lookup(level.keys, level.counts, codes)
-            total = _lookup(level.contexts, level.totals, codes // self.base)
-            types = _lookup(level.contexts, level.types, codes // self.base)
-            below = p[ok]
-            seen = total > 0  # an unseen context passes the order below on
-            d = level.discount
-            safe = np.maximum(total, 1)
-            here = np.maximum(count - d, 0) / safe + d * types / safe * below
-            p[ok] = np.where(seen, here, below)
+            p[ok] = _mix(level, codes, p[ok], self.base)
         return np.log2(p)
 
     def next_probs(self, context) -> np.ndarray:
@@ -164,6 +216,15 @@ def _check_seq(seq, name: str, base: int) -> np.ndarray:
     if arr.min() < 0 or arr.max() >= base:
         raise ValueError(f"{name} must hold symbols in [0, {base})")
     return arr.astype(np.int64)
+
+
+def _check_grid(grid, name: str, base: int, width=None) -> np.ndarray:
+    """``grid`` as a 2-D int64 array of symbols in ``[0, base)`` (and of
+    ``width`` columns, if given)."""
+    arr = np.asarray(grid)
+    if arr.ndim != 2 or width not in (None, arr.shape[1]):
+        raise ValueError(f"{name} must be 2-D (width {width}): {arr.shape}")
+    return _check_seq(arr.reshape(-1), name, base).reshape(arr.shape)
 
 
 def _bytes(text: str) -> np.ndarray:
@@ -261,3 +322,59 @@ class WordBigram:
             "unknown": len(unknown),
             "spelling_bits": float(spelled.sum()),
         }
+
+
+class LetterCounts:
+    """Chapter 10's count baseline: a Kneser-Ney model of ``order`` (1-5)
+    over its token ids (``utils.objectives``), trained on ``words``.
+    ``kind="clm"``, ``"plm"``: the next token given the ``order - 1`` up to
+    it (start tokens before a word); ``"mlm"``: a letter given
+    ``CONTEXTS[order]`` (left, right) tokens as the input shows them, never
+    its own. ``logits(ids (B, L), mask) -> (B, L, VOCAB)`` log-probabilities
+    (no mask needed): ``utils.pretraining`` evaluates and samples it as it
+    does a ``TinyLM``."""
+
+    # the masked kind's context: dropping its first (farthest) column
+    # gives the order below, 2+2 -> 2+1 -> 1+1 -> 1+0 -> 0
+    CONTEXTS = {1: (0, 0), 2: (1, 0), 3: (1, 1), 4: (2, 1), 5: (2, 2)}
+
+    def __init__(self, kind: str, words, order: int):
+        self.kind = check_choice(kind, "kind", obj.OBJECTIVES)
+        self.order = check_at_most(check_int(order, "order", 1), "order", 5)
+        ids = _encoded(tuple(obj.check_words(words)), kind != "mlm")
+        if kind == "mlm":  # every letter of every word
+            targets, on = ids, (ids >= obj.FIRST_LETTER) & (ids < obj.MASK)
+        else:  # every token after the start
+            ids, targets = ids[:, :-1], ids[:, 1:]
+            on = targets != obj.PAD
+        rows, cols = on.nonzero().unbind(1)
+        last = targets[rows, cols].numpy()[:, None]
+        grams = np.concatenate([self._contexts(ids, rows, cols), last], 1)
+        self.counts = KneserNey.from_grams(grams, obj.VOCAB)
+
+    def _contexts(self, ids, rows, cols) -> np.ndarray:
+        """The context of position ``(rows, cols)`` of ``ids``: ``(N,
+        order - 1)``, far to near (the masked kind: right before left)."""
+        grid = np.pad(ids.numpy(), ((0, 0), (4, 2)))  # PAD after a word
+        grid[:, :4] = obj.BOS  # start tokens before it
+        if self.kind == "mlm":
+            left, right = self.CONTEXTS[self.order]
+            at = [side * d for d in (2, 1) for side in (1, -1)
+                  if d <= (right if side > 0 else left)]  # fmt: skip
+        else:
+            at = list(range(2 - self.order, 1))
+        rows, cols = rows.numpy(), cols.numpy() + 4
+        picked = np.array([grid[rows, cols + a] for a in at], dtype=np.int64)
+        return picked.T.reshape(len(rows), len(at))
+
+    def logits(self, ids: torch.Tensor, mask=None) -> torch.Tensor:
+        """``ids`` ``(B, L)`` -> log-probabilities ``(B, L, VOCAB)``."""
+        b, size = ids.shape
+        rows, cols = torch.ones(b, size).nonzero().unbind(1)
+        probs = self.counts.probs(self._contexts(ids, rows, cols))
+        return torch.from_numpy(np.log(probs)).float().view(b, size, -1)
+
+
+@functools.lru_cache(maxsize=2)
+def _encoded(words: tuple[str, ...], bos: bool) -> torch.Tensor:
+    return obj.encode(list(words), bos=bos)

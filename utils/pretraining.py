@@ -1,10 +1,10 @@
 """One stack, three pre-training objectives on English words (chapter 10):
-training, evaluation, baselines, sampling; re-exports ``utils.objectives``.
+training, evaluation, sampling; re-exports ``utils.objectives``. Its count
+baselines are ``utils.ngram.LetterCounts``.
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import math
 import random
@@ -48,7 +48,8 @@ __all__ = [
     "TinyLM",
     "train_lm",
     "evaluate_lm",
-    "baselines",
+    "INPUT_KINDS",
+    "input_kinds",
     "encoder_state",
     "sample_words",
     "complete",
@@ -169,75 +170,41 @@ def evaluate_lm(
     seed: int = 123,
     prefix_letters: int | None = None,
 ) -> dict:
-    """Held-out ``loss``, ``accuracy`` and ``n`` tokens, seeded positions."""
+    """Held-out ``loss``, ``accuracy`` and ``n`` tokens, seeded positions;
+    for ``"mlm"`` also ``"by_input"`` and ``"share"``: the accuracy at, and
+    share of, the chosen letters the input shows as [MASK], kept or random
+    (``input_kinds``). ``model``: anything with ``logits(ids, mask)``."""
     gen = torch.Generator().manual_seed(seed)
     inputs, mask, targets, keep = objective_batch(
         kind, words, gen, prefix_letters
     )
     logits = model.logits(inputs, mask)
     loss = masked_cross_entropy(logits, targets, keep).item()
-    right = (logits.argmax(-1) == targets)[keep]
-    return {
+    hit = logits.argmax(-1) == targets
+    out = {
         "loss": loss,
-        "accuracy": right.float().mean().item(),
+        "accuracy": hit[keep].float().mean().item(),
         "n": int(keep.sum()),
     }
+    if kind == "mlm":  # by what the input shows at the chosen letter
+        where = input_kinds(inputs, targets, keep).items()
+        out["by_input"] = {k: hit[v].float().mean().item() for k, v in where}
+        out["share"] = {k: v.sum().item() / out["n"] for k, v in where}
+    return out
 
 
-def baselines(
-    kind: str,
-    train_words,
-    words,
-    seed: int = 123,
-    prefix_letters: int | None = None,
-) -> dict:
-    """Accuracy of counting models on the tokens ``evaluate_lm`` scores."""
-    train_words = check_words(train_words, "train_words")
-    after = collections.defaultdict(collections.Counter)
-    for w in train_words:
-        seq = [BOS, *encode([w])[0].tolist()]
-        for a, b in zip(seq, seq[1:]):
-            after[a][b] += 1
-    gen = torch.Generator().manual_seed(seed)
-    inputs, _, targets, keep = objective_batch(
-        kind, words, gen, prefix_letters
-    )
-    letters = range(FIRST_LETTER, MASK)
-    if kind == "mlm":
-        counts = collections.Counter()
-        for a in after:
-            counts.update({b: c for b, c in after[a].items() if b in letters})
-        top = counts.most_common(1)[0][0]
-        full = encode(words)
-        total = {x: sum(after[x].values()) for x in letters}
-        uni = bi = 0
-        for r, t in keep.nonzero().tolist():
-            left = BOS if t == 0 else int(full[r, t - 1])
-            right = int(full[r, t + 1])
-            truth = int(full[r, t])
-            best = max(
-                letters,
-                key=lambda x: (
-                    (after[left][x] + 1)
-                    * (after[x][right] + 1)
-                    / (total[x] + VOCAB)
-                ),
-            )
-            uni += top == truth
-            bi += best == truth
-    else:
-        counts = collections.Counter()
-        for a in after:
-            counts.update(after[a])
-        top = counts.most_common(1)[0][0]
-        uni = bi = 0
-        for r, t in keep.nonzero().tolist():
-            prev, truth = int(inputs[r, t]), int(targets[r, t])
-            best = after[prev].most_common(1)[0][0] if after[prev] else top
-            uni += top == truth
-            bi += best == truth
-    n = int(keep.sum())
-    return {"unigram": uni / n, "bigram": bi / n, "n": n}
+INPUT_KINDS = ("mask", "kept", "random")
+
+
+def input_kinds(inputs: torch.Tensor, targets: torch.Tensor, chosen):
+    """The masked LM's chosen positions by what its input shows there:
+    ``{"mask": [MASK], "kept": the letter itself, "random": another
+    letter}``, each a ``(B, L)`` bool tensor (a random letter that hits
+    the right one counts as kept: the input shows the answer)."""
+    shown = inputs == MASK
+    kept = chosen & (inputs == targets)
+    return {"mask": chosen & shown, "kept": kept,
+            "random": chosen & ~shown & ~kept}  # fmt: skip
 
 
 def round_fp16(model: nn.Module) -> nn.Module:
