@@ -307,3 +307,17 @@ def test_every_site_link_lands_on_a_built_page_and_anchor(built_site):
         problems[:30]
     )
     assert seen > 500, f"only {seen} links to the site"
+
+
+def test_the_chinese_setup_cell_has_chinese_comments():
+    from tools import code_comments
+
+    zh, en = colab.setup_cell("zh"), colab.setup_cell("en")
+    body = zh.split("\n", 1)[1]  # after the #@title line
+    said = [c.text for c in code_comments.comments(body)]
+    english = [t for t in said if not re.search(r"[\u4e00-\u9fff]", t)]
+    assert len(said) == 3 and not english, english
+    # the same code: only the comments differ
+    assert code_comments.strip_comments(zh.split("\n", 1)[1]).replace(
+        ', language="zh"', ""
+    ) == code_comments.strip_comments(en.split("\n", 1)[1])

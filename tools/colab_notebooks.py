@@ -445,10 +445,24 @@ def render_markdown(text: str, ctx: dict) -> str:
 
 
 def setup_cell(language: str) -> str:
+    """The first code cell; its comments in ``language`` (the Chinese ones
+    from locale/zh/code/comments.yml, as every chapter's code)."""
+    from . import code_comments
+
     extra = "" if language == "en" else f', language="{language}"'
-    return SETUP_CELL.format(
+    source = SETUP_CELL.format(
         title=WORDS[language]["setup"], url=repo_url(), language=extra
     )
+    if language == "en":
+        return source
+    title, body = source.split("\n", 1)  # the #@title line is Chinese
+    body, missing = code_comments.translate(body, code_comments.load())
+    if missing:
+        raise ValueError(
+            f"the setup cell's comments {missing} have no translation in "
+            "locale/zh/code/comments.yml"
+        )
+    return f"{title}\n{body}"
 
 
 def _title(cell, heading: str, ctx: dict) -> str:
