@@ -248,7 +248,7 @@ TERMS: list[tuple[str, str, tuple[str, ...]]] = [
     ("the trained pronouncer", "发音模型", ("注音模型", "读音模型")),
     # an English word's pronunciation is its 发音; a Chinese character's
     # readings are its 读法 (多音字有几种读法): 读音 is neither
-    ("pronunciation", "发音", (r"读音(?!模型)",)),
+    ("pronunciation", "发音", (r"(?<![重弱])读音(?![模节])",)),
     # G2P, the glossary's headword; its long form 字素到音素转换 is given once,
     # in parentheses after it (字音转换（字素到音素转换，G2P）, ASIDES), and
     # is never the name alone
