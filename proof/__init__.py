@@ -24,6 +24,7 @@ figure shown is also checked and a failed check fails its cell.
 from __future__ import annotations
 
 import os
+import re
 
 import torch
 
@@ -65,6 +66,10 @@ def setup(seed: int = 0, language: str = "en") -> torch.device:
     return device
 
 
+# a glued range of two numbers, as the English writes it
+_RANGE = re.compile(r"^([-+]?[\d.,]+%?) to ([-+]?[\d.,]+%?)$")
+
+
 def glue(name: str, value, display: bool = False, zh=None) -> None:
     """Store ``value`` under ``name`` for the prose (MyST-NB's
     ``{glue:text}`name``` role).
@@ -81,13 +86,16 @@ def glue(name: str, value, display: bool = False, zh=None) -> None:
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty str, got {name!r}")
-    if zh is not None:
-        from . import labels
+    from . import labels
 
+    if zh is not None:
         if not isinstance(zh, str) or not zh:
             raise TypeError(f"zh must be a non-empty str, got {zh!r}")
         if labels.language() == "zh":
             value = zh
+    elif isinstance(value, str) and labels.language() == "zh":
+        # a range of two numbers ("0.29 to 0.30") reads 0.29 至 0.30
+        value = _RANGE.sub(r"\1 至 \2", value)
     try:
         from myst_nb import glue as myst_glue
     except ImportError:

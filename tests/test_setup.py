@@ -31,6 +31,23 @@ def test_glue_rejects_a_bad_name():
         proof.glue("", 1)
 
 
+def test_glue_writes_a_range_in_chinese(monkeypatch, capsys):
+    """In a Chinese notebook a glued range of numbers reads "a 至 b"; other
+    words are left alone (they need glue's zh=)."""
+    from proof import labels
+
+    monkeypatch.setitem(sys.modules, "myst_nb", None)
+    monkeypatch.setitem(labels._state, "language", "zh")
+    for value in ("0.29 to 0.30", "-1.2% to +3.4%", "4 of 5", "up to 3"):
+        proof.glue("v", value)
+    assert capsys.readouterr().out.splitlines() == [
+        "v = 0.29 至 0.30", "v = -1.2% 至 +3.4%", "v = 4 of 5", "v = up to 3"
+    ]
+    monkeypatch.setitem(labels._state, "language", "en")
+    proof.glue("v", "0.29 to 0.30")
+    assert capsys.readouterr().out == "v = 0.29 to 0.30\n"
+
+
 def test_course_seed_replaces_the_seed(monkeypatch):
     monkeypatch.setenv("COURSE_SEED", "1")
     proof.setup(seed=0)
