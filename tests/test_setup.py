@@ -41,7 +41,10 @@ def test_glue_writes_a_range_in_chinese(monkeypatch, capsys):
     for value in ("0.29 to 0.30", "-1.2% to +3.4%", "4 of 5", "up to 3"):
         proof.glue("v", value)
     assert capsys.readouterr().out.splitlines() == [
-        "v = 0.29 至 0.30", "v = -1.2% 至 +3.4%", "v = 4 of 5", "v = up to 3"
+        "v = 0.29 至 0.30",
+        "v = -1.2% 至 +3.4%",
+        "v = 4 of 5",
+        "v = up to 3",
     ]
     monkeypatch.setitem(labels._state, "language", "en")
     proof.glue("v", "0.29 to 0.30")
