@@ -145,24 +145,6 @@ def test_figure_labels_and_code_comments_use_one_word_per_concept():
     assert not found, "\n".join(found)
 
 
-def test_label_texts_reads_a_flat_or_a_nested_table():
-    flat = {"key position": "键位置", "robot": "robot"}
-    nested = {
-        "ch02-weights": {"key position": "键位置", "robot": "robot"},
-        "ch07": {"norms": {"LayerNorm": "层归一化"}, "list": ["前馈"]},
-    }
-    assert translations.label_texts(flat) == [
-        ("labels", "key position", "键位置"),
-        ("labels", "robot", "robot"),
-    ]
-    assert translations.label_texts(nested) == [
-        ("ch02-weights", "key position", "键位置"),
-        ("ch02-weights", "robot", "robot"),
-        ("ch07/norms", "LayerNorm", "层归一化"),
-        ("ch07/list", "0", "前馈"),
-    ]
-
-
 def test_the_new_terms_are_enforced():
     """Issue #48's decisions: each rejected form is found in a sentence, and
     the accepted one (or the other name in parentheses) passes."""

@@ -407,27 +407,6 @@ def aside_problems(chapters: list[pathlib.Path]) -> list[str]:
     return found
 
 
-def label_texts(tree=None, where: str = "") -> list[tuple[str, str, str]]:
-    """(where, English, Chinese) for every text of the figure labels
-    (locale/zh/figures/labels.yml), whether the table is one flat mapping
-    (English -> Chinese) or nested (figure -> its mapping, at any depth; a
-    list holds texts too)."""
-    if tree is None:
-        path = LOCALE / "figures" / "labels.yml"
-        if not path.is_file():
-            return []
-        tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    out: list[tuple[str, str, str]] = []
-    items = tree.items() if isinstance(tree, dict) else enumerate(tree)
-    for key, value in items:
-        place = f"{where}/{key}" if where else str(key)
-        if isinstance(value, str):
-            out.append((where or "labels", str(key), value))
-        elif isinstance(value, (dict, list)):
-            out += label_texts(value, place)
-    return out
-
-
 # In a comment, identifiers (token_ids, d_model, x1) and dotted names
 # (nn.LayerNorm) are code, not prose.
 _IDENTIFIER = re.compile(r"[\w.]*[_\d.][\w.]*\w|\w+\(")
@@ -438,6 +417,8 @@ def comment_and_label_problems() -> list[str]:
     texts. A figure text kept as it is (an English example word, a code name
     such as ``memory`` in ``decode(tgt, memory)``) is not Chinese, but a
     concept's English name drawn as it is (LayerNorm) is checked."""
+    from proof import labels
+
     from . import code_comments
 
     found = []
@@ -446,13 +427,11 @@ def comment_and_label_problems() -> list[str]:
         hits = rejected_forms(prose, TERMS)
         found += _said(f"comments.yml [{en[:40]!r}]", hits)
     names = ("LayerNorm", "BatchNorm")
-    for where, en, zh in label_texts():
+    for en, zh in labels.entries():  # by figure too
         if zh == en and not any(n in en for n in names):
             continue
         prose = NOT_PROSE.sub(" ", zh)
-        found += _said(
-            f"labels.yml [{where}: {en!r}]", rejected_forms(prose, TERMS)
-        )
+        found += _said(f"labels.yml [{en!r}]", rejected_forms(prose, TERMS))
     return found
 
 
