@@ -338,3 +338,122 @@ def test_the_stored_settings_are_the_sweeps():
     meta = json.loads(path.read_text().splitlines()[0])
     assert meta["run"] == "meta"
     assert meta["settings"] == json.loads(json.dumps(sw.settings()))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_span_corruption_hides_spans_and_keeps_the_rest(seed):
+    """T5's objective on letters: each sentinel in the source stands for
+    the letters the target lists after it; putting them back gives the word;
+    about 15% of the letters are hidden, in spans that never touch."""
+    import random
+
+    rng = random.Random(seed)
+    hidden = total = 0
+    for word in WORDS[:3000]:
+        if len(word) < 2:
+            continue
+        source, target = pt.span_corruption(word, rng)
+        spans, at = {}, None
+        for t in target:
+            if t in pt.SENTINELS:
+                at = spans.setdefault(t, [])
+            else:
+                at.append(t)
+        assert list(spans) == list(pt.SENTINELS[: len(spans)])
+        assert all(spans.values())  # no empty span
+        put_back = [
+            c for t in source for c in (spans[t] if t in spans else [t])
+        ]
+        assert "".join(put_back) == word
+        assert sum(t in pt.SENTINELS for t in source) == len(spans)
+        assert all(  # a letter always separates two spans
+            not (a in pt.SENTINELS and b in pt.SENTINELS)
+            for a, b in zip(source, source[1:])
+        )
+        hidden += sum(map(len, spans.values()))
+        total += len(word)
+    assert 0.13 < hidden / total < 0.17
+
+
+def test_span_corruption_bad_input_and_vocab():
+    import random
+
+    with pytest.raises(ValueError, match="'a'"):
+        pt.span_corruption("a", random.Random(0))
+    with pytest.raises(TypeError, match="rng"):
+        pt.span_corruption("cat", 0)
+    vocab = pt.span_vocab()
+    assert vocab.itos[: pt.MASK] == pr.letter_vocab().itos  # same letter ids
+    pairs = pt.span_pairs(["cat", "a", "dog"], seed=0, copies=2)
+    assert len(pairs) == 4  # one letter has no span to hide beside it
+    assert pairs == pt.span_pairs(["cat", "dog"], 0, 2)
+
+
+def test_seq2seq_state_moves_both_stacks_to_the_pronouncer():
+    """The span-corruption model hands over its encoder and decoder layers
+    and its letter rows; the phoneme side starts at random."""
+    cfg = PronouncerConfig(d_model=32, d_ff=64, num_layers=2, dropout=0.0)
+    vocab = pt.span_vocab()
+    torch.manual_seed(1)
+    t5 = build_pronouncer(cfg, vocab, vocab)
+    state = pt.seq2seq_state(t5)
+    assert not any(k.startswith(("tgt_embed", "generator")) for k in state)
+    assert any(k.startswith("decoder.") for k in state)
+    torch.manual_seed(2)
+    model = build_pronouncer(cfg, pr.letter_vocab(), pr.phoneme_vocab(False))
+    model.load_state_dict({**model.state_dict(), **state})
+    src = pr.encode_words(["cat", "pronounce"])
+    with torch.no_grad():
+        memory, _ = model.eval().encode(src)
+        want, _ = t5.eval().encode(src)  # the letters' ids are the same
+    torch.testing.assert_close(memory, want)
+
+
+def test_init_lr_slows_or_freezes_the_started_weights():
+    from utils.pronouncer import train_pronouncer
+
+    cfg = PronouncerConfig(
+        d_model=32, d_ff=64, steps=20, eval_every=20, min_size_share=0.0
+    )
+    split = pr.split_words(20, 20, 0)
+    data = {"train": split["train"][:200], "valid": split["valid"]}
+    splits, vocabs = pr.pronouncer_data(data, stress=False)
+    torch.manual_seed(3)
+    lm = pt.TinyLM(pt.LMConfig.like(cfg))
+    start = pt.encoder_state(lm)
+    moved = {}
+    for init_lr in (1.0, 0.1, 0.0):
+        model, history = train_pronouncer(
+            cfg, splits, vocabs=vocabs, progress=False, init=start,
+            init_lr=init_lr,
+        )  # fmt: skip
+        w = model.state_dict()
+        moved[init_lr] = max(
+            (w[k] - v).abs().max().item() for k, v in start.items()
+        )
+        assert all(p.requires_grad for p in model.parameters())
+        assert history["lr"][-1] > 0
+    assert moved[0.0] == 0.0 < moved[0.1] < moved[1.0]
+    with pytest.raises(ValueError, match="init_lr"):
+        train_pronouncer(cfg, splits, vocabs=vocabs, progress=False,
+                         init=start, init_lr=1.5)  # fmt: skip
+    with pytest.raises(ValueError, match="needs init"):
+        train_pronouncer(cfg, splits, vocabs=vocabs, progress=False,
+                         init_lr=0.5)  # fmt: skip
+
+
+def test_noam_scales_each_group():
+    from utils.training import noam_scheduler
+
+    a, b = (
+        torch.nn.Parameter(torch.zeros(1)),
+        torch.nn.Parameter(torch.zeros(1)),
+    )
+    opt = torch.optim.Adam([{"params": [a]}, {"params": [b]}], lr=1.0)
+    noam_scheduler(opt, 64, 10, scales=(1.0, 0.25))
+    lr_a, lr_b = (g["lr"] for g in opt.param_groups)
+    assert lr_b == pytest.approx(0.25 * lr_a) and lr_a > 0
+    with pytest.raises(ValueError, match="scales"):
+        noam_scheduler(opt, 64, 10, scales=(1.0,))
+    with pytest.raises(ValueError, match="scales"):
+        noam_scheduler(opt, 64, 10, scales=(1.0, 0.0))

@@ -59,13 +59,38 @@ LABELS = (500, 2000, 8000)
 TUNE_STEPS, LONG_STEPS = 600, 1800
 N_TEST = 2000
 # (start, steps) of each fine-tuning arm: the pre-trained encoder and a
-# random one, for the same steps and for three times as many
+# random one, for the same steps and for three times as many; then the
+# practitioners' choices at the same steps: the masked LM's encoder at a
+# tenth of the rate (GBERT's lower end) or frozen, and the causal and
+# prefix stacks as starts
 ARMS = (
     ("pretrained", TUNE_STEPS),
     ("scratch", TUNE_STEPS),
     ("scratch", LONG_STEPS),
     ("pretrained", LONG_STEPS),
+    ("lowlr", TUNE_STEPS),
+    ("frozen", TUNE_STEPS),
+    ("causal", TUNE_STEPS),
+    ("prefix", TUNE_STEPS),
+    ("bart", TUNE_STEPS),
+    ("bartlow", TUNE_STEPS),
 )
+# start -> (the objective whose stack starts the encoder, init_lr)
+STARTS = {
+    "pretrained": ("mlm", 1.0),
+    "lowlr": ("mlm", 0.1),
+    "frozen": ("mlm", 0.0),
+    "causal": ("clm", 1.0),
+    "prefix": ("plm", 1.0),
+    "bart": ("bart", 1.0),
+    "bartlow": ("bart", 0.1),
+}
+# the encoder-decoder family: the pronouncer's own shape pre-trained on the
+# same spellings, T5's spans hidden, the whole word written back (BART's
+# target: T5's own, the spans alone, did not train in a probe); as many
+# words seen as the masked LM sees (2,000 x 128), two corruptions of each
+ED_STEPS, ED_COPIES = 4000, 2
+KINDS = (*pt.OBJECTIVES, "bart")
 TUNE = dataclasses.replace(
     RECIPE,
     batch_size=64,
@@ -124,6 +149,9 @@ def settings() -> dict:
         "LONG_STEPS": LONG_STEPS,
         "N_TEST": N_TEST,
         "ARMS": [list(arm) for arm in ARMS],
+        "ED_STEPS": ED_STEPS,
+        "ED_COPIES": ED_COPIES,
+        "STARTS": {k: list(v) for k, v in STARTS.items()},
         "LM": vars(LM),
         "TUNE": dataclasses.asdict(TUNE),
     }
@@ -137,7 +165,36 @@ def r5(x: float) -> float:
     return round(float(x), 5)
 
 
+def pretrain_bart(seed: int, d: dict):
+    """The denoising encoder-decoder (the pronouncer's shape), rounded."""
+    start = time.perf_counter()
+    vocab = pt.span_vocab()
+    splits = {
+        "train": pt.span_pairs(d["train"], seed, ED_COPIES, whole=True),
+        "valid": pt.span_pairs(d["valid"], 123, whole=True),
+    }
+    cfg = dataclasses.replace(tune_config(ED_STEPS, seed), n_valid_exact=500)
+    model, history = train_pronouncer(
+        cfg, splits, progress=False, vocabs=(vocab, vocab)
+    )
+    pt.round_fp16(model)
+    row = {
+        "run": f"pre_bart_s{seed}",
+        "kind": "bart",
+        "seed": seed,
+        "steps": ED_STEPS,
+        "loss": r5(history["valid_loss"][-1]),
+        "words_exact": r5(history["valid_exact"][-1]),
+        "losses": [r5(x) for x in history["train_loss"][:REPLAY]],
+        "last_loss": r5(sum(history["train_loss"][-50:]) / 50),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    return model, row
+
+
 def pretrain(kind: str, seed: int, d: dict):
+    if kind == "bart":
+        return pretrain_bart(seed, d)
     start = time.perf_counter()
     model, losses = pt.train_lm(
         kind, d["train"], PRE_STEPS[kind], PRE_BATCH, seed, PRE_LR, LM
@@ -198,8 +255,9 @@ def scores(model, test) -> dict:
     }
 
 
-def tune(body, labels: int, init: str, steps: int, seed: int, d: dict):
+def tune(models, labels: int, init: str, steps: int, seed: int, d: dict):
     start = time.perf_counter()
+    kind, init_lr = STARTS.get(init, (None, 1.0))
     entries = label_order(d["split"]["train"], seed)[:labels]
     splits, vocabs = pr.pronouncer_data(
         {"train": entries, "valid": d["split"]["valid"]}, stress=STRESS
@@ -209,7 +267,8 @@ def tune(body, labels: int, init: str, steps: int, seed: int, d: dict):
         splits,
         progress=False,
         vocabs=vocabs,
-        init=pt.encoder_state(body) if init == "pretrained" else None,
+        init=start_state(models, kind),
+        init_lr=init_lr,
     )
     return {
         "run": f"tune_{labels}_{init}_{steps}_s{seed}",
@@ -222,6 +281,14 @@ def tune(body, labels: int, init: str, steps: int, seed: int, d: dict):
         "losses": [r5(x) for x in history["train_loss"][:REPLAY]],
         "seconds": round(time.perf_counter() - start, 1),
     }
+
+
+def start_state(models: dict, kind: str | None):
+    if kind is None:
+        return None
+    if kind == "bart":  # the whole encoder-decoder
+        return pt.seq2seq_state(models[kind])
+    return pt.encoder_state(models[kind])
 
 
 def tune_runs(seed: int) -> list[tuple[int, str, int]]:
@@ -250,38 +317,61 @@ def main() -> None:
     d = data()
     with threads(1):
         for seed in args.seeds:
-            done = done_runs()
-            models = {}
-            kinds = pt.OBJECTIVES if part != "tune" else ("mlm",)
-            need_tune = part != "pre" and any(
-                f"tune_{n}_{i}_{t}_s{seed}" not in done
-                and (not args.arm or args.arm == f"{i}:{t}")
-                for n, i, t in tune_runs(seed)
-            )
-            for kind in kinds:
-                run = f"pre_{kind}_s{seed}"
-                if run in done and not (kind == "mlm" and need_tune):
-                    continue
-                if run in done and seed != 0:
-                    models[kind], _ = pretrain(kind, seed, d)  # the body
-                    continue
-                models[kind], row = pretrain(kind, seed, d)
-                if run not in done:
-                    store(row)
-            if seed == 0 and len(models) == 3:
-                state = {
-                    k: {n: v.half() for n, v in m.state_dict().items()}
-                    for k, m in models.items()
-                }
-                torch.save({"config": vars(LM), "models": state}, MODELS)
-            if part == "pre":
-                continue
-            for n, init, steps in tune_runs(seed):
-                if f"tune_{n}_{init}_{steps}_s{seed}" in done:
-                    continue
-                if args.arm and args.arm != f"{init}:{steps}":
-                    continue
-                store(tune(models["mlm"], n, init, steps, seed, d))
+            run_seed(seed, part, args.arm, d)
+
+
+def stored_rows() -> dict:
+    return {r["run"]: r for r in map(json.loads, OUT.open()) if r}
+
+
+def stored_body(kind: str) -> pt.TinyLM:
+    """Seed 0's ``kind`` model as stored (fp16, as ``pretrain`` rounds it)."""
+    stored = torch.load(MODELS, weights_only=True)["models"][kind]
+    model = pt.TinyLM(LM).eval()
+    model.load_state_dict({k: v.float() for k, v in stored.items()})
+    return model
+
+
+def run_seed(seed: int, part: str, arm: str | None, d: dict) -> None:
+    done = stored_rows() if OUT.is_file() else {}
+    todo = [] if part == "pre" else [
+        (n, init, steps) for n, init, steps in tune_runs(seed)
+        if f"tune_{n}_{init}_{steps}_s{seed}" not in done
+        and (not arm or arm == f"{init}:{steps}")
+    ]  # fmt: skip
+    need = {STARTS[init][0] for _, init, _ in todo if init in STARTS}
+    if f"by_input_s{seed}" not in done and part != "tune":
+        need.add("mlm")
+    models, fresh = {}, 0
+    for kind in KINDS if part != "tune" else sorted(need):
+        run = f"pre_{kind}_s{seed}"
+        if run in done and kind not in need:
+            continue
+        if run in done and seed == 0 and kind != "bart" and MODELS.is_file():
+            models[kind] = stored_body(kind)
+            continue
+        models[kind], row = pretrain(kind, seed, d)
+        fresh += 1
+        if run not in done:
+            store(row)
+        elif row["losses"] != done[run]["losses"]:  # a re-run must replay
+            raise RuntimeError(f"{run} did not replay its stored losses")
+    if seed == 0 and fresh >= 3:
+        state = {
+            k: {n: v.half() for n, v in models[k].state_dict().items()}
+            for k in pt.OBJECTIVES
+        }
+        torch.save({"config": vars(LM), "models": state}, MODELS)
+    if "mlm" in models and f"by_input_s{seed}" not in done:
+        stats = pt.evaluate_lm("mlm", models["mlm"], d["valid"])
+        store({
+            "run": f"by_input_s{seed}",
+            "seed": seed,
+            "by_input": {k: r5(v) for k, v in stats["by_input"].items()},
+            "share": {k: r5(v) for k, v in stats["share"].items()},
+        })  # fmt: skip
+    for n, init, steps in todo:
+        store(tune(models, n, init, steps, seed, d))
 
 
 if __name__ == "__main__":

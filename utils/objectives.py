@@ -5,13 +5,16 @@ bidirectional; ``"clm"``: causal; ``"plm"``: prefix both ways, then causal.
 
 from __future__ import annotations
 
+import random
 from typing import Sequence
 
 import torch
 
+from .batches import Vocab
 from .checks import (
     check_at_most,
     check_choice,
+    check_instance,
     check_int,
     check_probability,
 )
@@ -28,6 +31,9 @@ __all__ = [
     "bert_mask",
     "attention_mask",
     "objective_batch",
+    "SENTINELS",
+    "span_vocab",
+    "span_corruption",
 ]
 
 OBJECTIVES = ("mlm", "clm", "plm")
@@ -158,3 +164,49 @@ def objective_batch(
         t = torch.arange(targets.size(1))
         loss_mask = loss_mask & (t[None, :] + 1 >= prefix[:, None])
     return inputs, attention_mask(kind, inputs, prefix), targets, loss_mask
+
+
+# T5's span corruption (Raffel et al. 2020), on letters: a word has room
+# for few spans, so a handful of sentinels is enough
+SENTINELS = ("<0>", "<1>", "<2>", "<3>")
+
+
+def span_vocab() -> Vocab:
+    """The letters (ids as ``letter_vocab``'s), then the sentinels."""
+    return Vocab(list(letter_vocab().itos[FIRST_LETTER:]) + list(SENTINELS))
+
+
+def span_corruption(
+    word: str, rng: random.Random
+) -> tuple[list[str], list[str]]:
+    """T5's objective on one word -> ``(source, target)`` token lists.
+
+    About 15% of the letters (at least one, never all) fall in spans of
+    mean length 3 at random places; the source shows a sentinel for each
+    span, the target lists each sentinel and then its letters.
+    """
+    check_words([word], "word")
+    check_instance(rng, "rng", random.Random)
+    n = len(word)
+    if n < 2:
+        raise ValueError(f"word needs 2 letters (one to hide), got {word!r}")
+    noise = min(n - 1, max(1, round(n * 0.15)))
+    spans = max(1, min(round(noise / 3), n - noise + 1, len(SENTINELS)))
+    lengths = _parts(noise, spans, rng, least=1)
+    gaps = _parts(n - noise - (spans - 1), spans + 1, rng, least=0)
+    gaps = [g + (0 < i < spans) for i, g in enumerate(gaps)]  # spans apart
+    source, target, at = [], [], 0
+    for i, length in enumerate(lengths):
+        source += list(word[at : at + gaps[i]])
+        at += gaps[i]
+        source.append(SENTINELS[i])
+        target += [SENTINELS[i], *word[at : at + length]]
+        at += length
+    return source + list(word[at:]), target
+
+
+def _parts(total: int, k: int, rng: random.Random, least: int) -> list[int]:
+    """``total`` split into ``k`` random parts of at least ``least``."""
+    free = total - k * least
+    cuts = sorted(rng.randint(0, free) for _ in range(k - 1))
+    return [least + b - a for a, b in zip([0, *cuts], [*cuts, free])]

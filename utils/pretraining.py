@@ -30,6 +30,9 @@ from .objectives import (
     decode,
     encode,
     objective_batch,
+    SENTINELS,
+    span_corruption,
+    span_vocab,
 )
 from .positional import PositionalEncoding
 from .training import adam, threads, train
@@ -51,6 +54,11 @@ __all__ = [
     "INPUT_KINDS",
     "input_kinds",
     "encoder_state",
+    "SENTINELS",
+    "span_vocab",
+    "span_corruption",
+    "span_pairs",
+    "seq2seq_state",
     "sample_words",
     "complete",
     "tune_config",
@@ -222,6 +230,35 @@ def encoder_state(lm: TinyLM) -> dict[str, torch.Tensor]:
     for name, value in lm.encoder.state_dict().items():
         state["encoder." + name] = value.detach()
     return {k: v.clone() for k, v in state.items()}
+
+
+def span_pairs(words, seed: int, copies: int = 1, whole: bool = False):
+    """``copies`` span corruptions of each word of 2 or more letters
+    (``span_corruption``; one letter hidden would leave nothing to read),
+    drawn in order from one seeded generator, as ``(source, target)`` for
+    ``train_pronouncer`` with ``span_vocab()`` on both sides. The target is
+    T5's (the spans), or with ``whole`` BART's: the whole word."""
+    words = [w for w in check_words(words, "words") if len(w) > 1]
+    check_int(copies, "copies", 1)
+    rng = random.Random(seed)
+    pairs = [span_corruption(w, rng) for _ in range(copies) for w in words]
+    if whole:
+        pairs = [(s, list(w)) for (s, _), w in zip(pairs, words * copies)]
+    return pairs
+
+
+def seq2seq_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A denoising model's weights for the pronouncer: all but the
+    target side's embedding and output layer (letters there, phonemes in
+    the pronouncer), the source embedding without the sentinels."""
+    state = {}
+    for name, value in model.state_dict().items():
+        if name.startswith(("tgt_embed.", "generator.")):
+            continue
+        if name == "src_embed.lut.weight":
+            value = value[:MASK]  # PAD, BOS, EOS, a-z: letter_vocab's ids
+        state[name] = value.detach().clone()
+    return state
 
 
 @torch.no_grad()

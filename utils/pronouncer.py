@@ -145,6 +145,7 @@ def train_pronouncer(
     max_seconds: float | None = None,
     init: dict[str, torch.Tensor] | None = None,
     stop_after: int | None = None,
+    init_lr: float = 1.0,
 ) -> tuple[Transformer, dict]:
     """Train ``cfg``'s pronouncer from scratch, deterministically ->
     ``(model in eval mode, history)``.
@@ -155,7 +156,8 @@ def train_pronouncer(
     ``"valid_exact"`` (greedy, any target right); ``"config"``,
     ``"seconds"``. ``checkpoint``: saved every ``checkpoint_every`` steps,
     continued if present (same result). ``max_seconds``: stop and save.
-    ``init``: name -> tensor over the random weights. ``stop_after``: only
+    ``init``: name -> tensor over the random weights; ``init_lr``: their
+    rate as a share of the others' (0 freezes them). ``stop_after``: only
     the first steps.
     """
     _check_config(cfg)
@@ -169,6 +171,11 @@ def train_pronouncer(
         check_number(max_seconds, "max_seconds", 0.0)
     if stop_after is not None:
         check_int(stop_after, "stop_after", 1)
+    check_number(init_lr, "init_lr", 0.0, 1.0)
+    if init_lr != 1.0 and init is None:
+        raise ValueError(
+            f"init_lr={init_lr!r} needs init (the weights it slows)"
+        )
     device = torch.device(device if device is not None else "cpu")
     vocab_src, vocab_tgt = vocabs
     valid = make_batches(
@@ -185,7 +192,8 @@ def train_pronouncer(
         model = build_pronouncer(cfg, vocab_src, vocab_tgt).to(device)
         if init is not None:
             _load_part(model, init)
-        optimizer = paper_adam(model.parameters())
+        groups, scales = _param_groups(model, init, init_lr)
+        optimizer = paper_adam(groups)
         scheduler = noam_scheduler(
             optimizer,
             cfg.d_model,
@@ -194,6 +202,7 @@ def train_pronouncer(
             cfg.warmup,
             cfg.steps,
             cfg.cooldown_steps,
+            scales,
         )
         history = {
             "train_loss": [],
@@ -271,8 +280,24 @@ def train_pronouncer(
             progress=progress,
         )
         history["seconds"] = before + time.perf_counter() - start
+    model.requires_grad_(True)  # a frozen part stays frozen only in training
     model.eval()
     return model, history
+
+
+def _param_groups(model: Transformer, init, init_lr: float):
+    """The optimiser's groups: the new weights at the full rate, ``init``'s
+    at ``init_lr`` of it (frozen at 0), as practitioners fine-tune."""
+    if init is None or init_lr == 1.0:
+        return model.parameters(), None
+    new, old = [], []
+    for name, p in model.named_parameters():
+        (old if name in init else new).append(p)
+    if init_lr == 0.0:
+        for p in old:
+            p.requires_grad_(False)
+        return new, None
+    return [{"params": new}, {"params": old}], (1.0, init_lr)
 
 
 def _load_part(model: Transformer, init) -> None:

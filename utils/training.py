@@ -135,10 +135,12 @@ def noam_scheduler(
     warmup: bool = True,
     steps: int | None = None,
     cooldown_steps: int = 0,
+    scales: tuple[float, ...] | None = None,
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """A ``LambdaLR`` setting every group's lr to ``noam_lr``;
     ``warmup=False``: the peak until ``warmup_steps``; ``cooldown_steps``
-    (needs ``steps``): a linear fall towards 0 at the end."""
+    (needs ``steps``): a linear fall towards 0 at the end; ``scales``: one
+    factor per group (a lower rate for pre-trained weights)."""
     noam_lr(1, d_model, warmup_steps, factor)  # validate now, not later
     check_bool(warmup, "warmup")
     check_int(cooldown_steps, "cooldown_steps", 0)
@@ -146,6 +148,10 @@ def noam_scheduler(
         if steps is None:
             raise ValueError("cooldown_steps needs steps, the run's length")
         check_int(steps, "steps", cooldown_steps + 1)
+    n = len(optimizer.param_groups)
+    scales = (1.0,) * n if scales is None else tuple(scales)
+    if len(scales) != n or not all(x > 0 for x in scales):
+        raise ValueError(f"scales must be {n} factors > 0, got {scales!r}")
     first = 1 if warmup else warmup_steps
     last = None if not cooldown_steps else steps - cooldown_steps
 
@@ -156,14 +162,14 @@ def noam_scheduler(
         return noam_lr(max(last, first), d_model, warmup_steps, factor) * left
 
     lambdas = []
-    for group in optimizer.param_groups:
+    for group, scale in zip(optimizer.param_groups, scales):
         base = group["lr"]
         if not base > 0:
             raise ValueError(
                 f"the optimizer's lr must be > 0 (it is divided out), "
                 f"got {base!r}"
             )
-        lambdas.append(lambda i, base=base: rate(i + 1) / base)
+        lambdas.append(lambda i, b=base, s=scale: rate(i + 1) * s / b)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
 
 

@@ -1,0 +1,39 @@
+"""utils.stats: Student-t quantiles against published tables, and the
+paired interval against a hand computation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from utils.stats import paired_interval, t_quantile
+
+
+@pytest.mark.parametrize(  # two-sided 95% and 99% critical values (tables)
+    "p, df, want",
+    [(0.975, 1, 12.706), (0.975, 4, 2.776), (0.975, 10, 2.228),
+     (0.995, 4, 4.604), (0.975, 1000, 1.962)],
+)  # fmt: skip
+def test_t_quantile_matches_the_tables(p, df, want):
+    assert t_quantile(p, df) == pytest.approx(want, abs=1e-3)
+
+
+def test_paired_interval_by_hand():
+    a, b = [3.0, 5.0, 4.0, 6.0, 7.0], [1.0, 2.0, 2.0, 3.0, 2.0]
+    d = [2, 3, 2, 3, 5]  # mean 3, sd sqrt(1.5)
+    mean, lo, hi = paired_interval(a, b)
+    half = 2.7764 * math.sqrt(1.5) / math.sqrt(5)
+    assert mean == pytest.approx(sum(d) / 5)
+    assert (lo, hi) == pytest.approx((3 - half, 3 + half), abs=1e-3)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="pair up"):
+        paired_interval([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="finite"):
+        paired_interval([1.0, float("nan")], [1.0, 2.0])
+    with pytest.raises(ValueError, match="p"):
+        t_quantile(0.3, 4)
+    with pytest.raises(TypeError, match="df"):
+        t_quantile(0.9, 2.5)
