@@ -180,15 +180,21 @@ def test_masked_lm_becomes_the_pronouncer_encoder():
         pt.encoder_state(model)
 
 
+def _tiny(steps: int, n_train: int):
+    """A 32-wide pronouncer's config and a few real words to train it on."""
+    cfg = PronouncerConfig(
+        d_model=32, d_ff=64, steps=steps, eval_every=steps, min_size_share=0.0
+    )
+    split = pr.split_words(20, 20, 0)
+    data = {"train": split["train"][:n_train], "valid": split["valid"]}
+    splits, vocabs = pr.pronouncer_data(data, stress=False)
+    return cfg, splits, vocabs
+
+
 def test_train_pronouncer_init_is_checked():
     from utils.pronouncer import train_pronouncer
 
-    cfg = PronouncerConfig(
-        d_model=32, d_ff=64, steps=2, eval_every=2, min_size_share=0.0
-    )
-    split = pr.split_words(20, 20, 0)
-    data = {"train": split["train"][:40], "valid": split["valid"]}
-    splits, vocabs = pr.pronouncer_data(data, stress=False)
+    cfg, splits, vocabs = _tiny(steps=2, n_train=40)
     bad = {"encoder.nothing": torch.zeros(1)}
     with pytest.raises(ValueError, match="encoder.nothing"):
         train_pronouncer(cfg, splits, vocabs=vocabs, progress=False, init=bad)
@@ -412,12 +418,7 @@ def test_seq2seq_state_moves_both_stacks_to_the_pronouncer():
 def test_init_lr_slows_or_freezes_the_started_weights():
     from utils.pronouncer import train_pronouncer
 
-    cfg = PronouncerConfig(
-        d_model=32, d_ff=64, steps=20, eval_every=20, min_size_share=0.0
-    )
-    split = pr.split_words(20, 20, 0)
-    data = {"train": split["train"][:200], "valid": split["valid"]}
-    splits, vocabs = pr.pronouncer_data(data, stress=False)
+    cfg, splits, vocabs = _tiny(steps=20, n_train=200)
     torch.manual_seed(3)
     lm = pt.TinyLM(pt.LMConfig.like(cfg))
     start = pt.encoder_state(lm)
