@@ -33,7 +33,5 @@ def test_bad_input():
         paired_interval([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="finite"):
         paired_interval([1.0, float("nan")], [1.0, 2.0])
-    with pytest.raises(ValueError, match="p"):
-        t_quantile(0.3, 4)
-    with pytest.raises(TypeError, match="df"):
-        t_quantile(0.9, 2.5)
+    with pytest.raises(ValueError, match="level"):
+        paired_interval([1.0, 2.0], [1.0, 3.0], level=1.5)

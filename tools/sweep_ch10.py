@@ -39,6 +39,7 @@ import torch  # noqa: E402
 
 from tools import ROOT  # noqa: E402
 from tools.sweep_pronouncer import RECIPE  # noqa: E402
+from utils import ngram  # noqa: E402
 from utils import pretraining as pt  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
 from proof.runtime import numeric_stamp  # noqa: E402
@@ -192,6 +193,27 @@ def pretrain_bart(seed: int, d: dict):
     return model, row
 
 
+def restore_counts(d: dict) -> dict:
+    """The count models on the denoising objective: on the 500 validation
+    sources the encoder-decoder is scored on (``train_pronouncer``'s first
+    500), the word each n-gram finds likeliest, right if any of its words."""
+    targets = {}
+    for source, word in pt.span_pairs(d["valid"], 123, whole=True):
+        if tuple(source) in targets or len(targets) < 500:
+            targets.setdefault(tuple(source), set()).add("".join(word))
+    exact, first = {}, {}
+    for n in range(1, 6):
+        counts = ngram.LetterCounts("clm", d["train"], n)
+        got = counts.restore([list(s) for s in targets])
+        hits = [g in t for g, t in zip(got, targets.values())]
+        exact[n], first[n] = (
+            r5(sum(hits) / len(hits)),
+            r5(sum(hits[:100]) / 100),
+        )
+    return {"run": "restore_counts", "n": len(targets), "exact": exact,
+            "exact_first_100": first}  # fmt: skip
+
+
 def pretrain(kind: str, seed: int, d: dict):
     if kind == "bart":
         return pretrain_bart(seed, d)
@@ -315,6 +337,8 @@ def main() -> None:
         meta = {"numeric_mode": numeric_mode_row(), "settings": settings()}
         store({"run": "meta", **meta})
     d = data()
+    if "restore_counts" not in done_runs() and part != "tune":
+        store(restore_counts(d))
     with threads(1):
         for seed in args.seeds:
             run_seed(seed, part, args.arm, d)
