@@ -20,9 +20,12 @@ from tools.visible_code import visible
 
 UTILS = ROOT / "utils"
 # Budgets of the library (issue #49): the chapters 1-10 modules at most 5,000
-# lines, no module over 380. A new chapter's modules are counted apart, each
-# within the same per-module limit.
-TOTAL_LINES = 5000
+# lines, no module over 380; raised to 5,150 by issue #45, which gave chapter
+# 10 an encoder-decoder family (span corruption, the hand-over), lower rates
+# or frozen weights for fine-tuning, and paired intervals (utils.stats): 135
+# lines of new lesson. A new chapter's modules are counted apart, each within
+# the same per-module limit.
+TOTAL_LINES = 5150
 MODULE_LINES = 380
 NEW_CHAPTER_MODULES = {
     "shakespeare.py",

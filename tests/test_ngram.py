@@ -197,26 +197,3 @@ def test_stored_rows_recomputed():
     )
     assert got["unknown"] == word["valid"]["unknown"]
     assert len(model.words) == word["vocab"]
-
-
-def test_word_log2probs_and_restore_on_the_denoising_task():
-    """A word's probability is the product of the causal model's next-token
-    probabilities (as ``logits`` gives them); restore fills one sentinel
-    with the word the counts make likeliest, of one to three letters."""
-    import math
-
-    from utils import objectives as obj
-
-    words = ["cat"] * 10 + ["cart", "chart"] * 2 + ["dog"] * 5
-    counts = ngram.LetterCounts("clm", words, 3)
-    ids = obj.encode(["cart"], bos=True)  # BOS c a r t EOS
-    logp = counts.logits(ids[:, :-1])[0]  # the next token after each
-    by_hand = sum(logp[i, ids[0, i + 1]].item() for i in range(5))
-    got = counts.word_log2probs(["cart"])[0]
-    assert math.isclose(got * math.log(2), by_hand, rel_tol=1e-5)
-    filled = counts.restore([["c", "<0>", "t"], ["c", "<0>"], ["<0>", "g"]])
-    assert filled == ["cat", "cat", "dog"]
-    with pytest.raises(ValueError, match="one sentinel"):
-        counts.restore([["c", "a", "t"]])
-    with pytest.raises(ValueError, match="clm"):
-        ngram.LetterCounts("mlm", words, 3).word_log2probs(["cat"])

@@ -458,3 +458,41 @@ def test_noam_scales_each_group():
         noam_scheduler(opt, 64, 10, scales=(1.0,))
     with pytest.raises(ValueError, match="scales"):
         noam_scheduler(opt, 64, 10, scales=(1.0, 0.0))
+
+
+def test_counting_on_the_denoising_task():
+    """tools/sweep_ch10.py's count baseline: a word's probability is the
+    product of the causal counts' next-token probabilities (as ``logits``
+    gives them); ``restore`` fills one sentinel with the likeliest word; the
+    stored 5-gram score on the first 100 sources replays."""
+    import math
+
+    from tools import sweep_ch10 as sw
+
+    words = ["cat"] * 10 + ["cart", "chart"] * 2 + ["dog"] * 5
+    counts = ngram.LetterCounts("clm", words, 3)
+    ids = pt.encode(["cart"], bos=True)  # BOS c a r t EOS
+    logp = counts.logits(ids[:, :-1])[0]  # the next token after each
+    by_hand = sum(logp[i, ids[0, i + 1]].item() for i in range(5))
+    got = sw.word_log2probs(counts, ["cart"])[0]
+    assert math.isclose(got * math.log(2), by_hand, rel_tol=1e-5)
+    filled = sw.restore(
+        counts, [["c", "<0>", "t"], ["c", "<0>"], ["<0>", "g"]]
+    )
+    assert filled == ["cat", "cat", "dog"]
+    with pytest.raises(ValueError, match="one sentinel"):
+        sw.restore(counts, [["c", "a", "t"]])
+    with pytest.raises(ValueError, match="causal"):
+        sw.restore(ngram.LetterCounts("mlm", words, 3), [["c", "<0>"]])
+    d = sw.data()
+    targets = {}
+    for source, word in pt.span_pairs(d["valid"], 123, whole=True):
+        if tuple(source) in targets or len(targets) < 100:
+            targets.setdefault(tuple(source), set()).add("".join(word))
+    five = ngram.LetterCounts("clm", d["train"], 5)
+    got = sw.restore(five, [list(s) for s in targets])
+    hits = sum(g in t for g, t in zip(got, targets.values())) / 100
+    rows = {
+        r["run"]: r for r in map(json.loads, sw.OUT.read_text().splitlines())
+    }
+    assert round(hits, 5) == rows["restore_counts"]["exact_first_100"]["5"]

@@ -374,40 +374,6 @@ class LetterCounts:
         probs = self.counts.probs(self._contexts(ids, rows, cols))
         return torch.from_numpy(np.log(probs)).float().view(b, size, -1)
 
-    def word_log2probs(self, words) -> np.ndarray:
-        """``log2 P(word)`` of each word, start tokens to EOS (causal)."""
-        if self.kind != "clm":
-            raise ValueError(f"needs kind='clm', got {self.kind!r}")
-        rows = [[obj.BOS] * 4 + obj.encode([w])[0, : len(w) + 1].tolist()
-                for w in obj.check_words(words)]  # fmt: skip
-        logp = self.counts.log2probs(np.concatenate(rows))
-        ends = np.cumsum([len(r) for r in rows])
-        total = np.concatenate([[0.0], np.cumsum(logp)])
-        return total[ends] - total[ends - [len(r) - 4 for r in rows]]
-
-    def restore(self, sources) -> list[str]:
-        """The likeliest word for each source with one sentinel (the
-        denoising objective): fills of 1 or 2 letters, and of 3 after the
-        20 best of 2, scored as whole words."""
-        abc = [chr(c) for c in range(ord("a"), ord("z") + 1)]
-        short = abc + [a + b for a in abc for b in abc]
-        out = []
-        for source in sources:
-            at = [i for i, t in enumerate(source) if t in obj.SENTINELS]
-            if len(at) != 1:
-                raise ValueError(f"sources need one sentinel each: {source}")
-            left, right = (
-                "".join(source[: at[0]]),
-                "".join(source[at[0] + 1 :]),
-            )
-            score = self.word_log2probs([left + f + right for f in short])
-            best = np.argsort(-score[26:], kind="stable")[:20]
-            fills = short + [short[26 + i] + c for i in best for c in abc]
-            score = np.concatenate([score, self.word_log2probs(
-                [left + f + right for f in fills[len(short) :]])])  # fmt: skip
-            out.append(left + fills[int(np.argmax(score))] + right)
-        return out
-
 
 @functools.lru_cache(maxsize=2)
 def _encoded(words: tuple[str, ...], bos: bool) -> torch.Tensor:
