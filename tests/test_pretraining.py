@@ -485,14 +485,9 @@ def test_counting_on_the_denoising_task():
     with pytest.raises(ValueError, match="causal"):
         sw.restore(ngram.LetterCounts("mlm", words, 3), [["c", "<0>"]])
     d = sw.data()
-    targets = {}
-    for source, word in pt.span_pairs(d["valid"], 123, whole=True):
-        if tuple(source) in targets or len(targets) < 100:
-            targets.setdefault(tuple(source), set()).add("".join(word))
+    targets = sw.denoising_targets(d, 100)
     five = ngram.LetterCounts("clm", d["train"], 5)
     got = sw.restore(five, [list(s) for s in targets])
     hits = sum(g in t for g, t in zip(got, targets.values())) / 100
-    rows = {
-        r["run"]: r for r in map(json.loads, sw.OUT.read_text().splitlines())
-    }
-    assert round(hits, 5) == rows["restore_counts"]["exact_first_100"]["5"]
+    stored = sw.stored_rows()["restore_counts"]
+    assert round(hits, 5) == stored["exact_first_100"]["5"]

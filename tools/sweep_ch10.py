@@ -113,10 +113,16 @@ def data() -> dict:
     }
 
 
-def done_runs() -> set[str]:
+def stored_rows() -> dict:
+    """The finished runs, by name (none before the first is stored)."""
     if not OUT.is_file():
-        return set()
-    return {json.loads(line)["run"] for line in OUT.open() if line.strip()}
+        return {}
+    rows = map(json.loads, filter(str.strip, OUT.open()))
+    return {r["run"]: r for r in rows}
+
+
+def done_runs() -> set[str]:
+    return set(stored_rows())
 
 
 def store(row: dict) -> None:
@@ -231,14 +237,21 @@ def restore(counts, sources) -> list[str]:
     return out
 
 
+def denoising_targets(d: dict, n: int) -> dict[tuple, set[str]]:
+    """The first ``n`` validation sources of the denoising objective, each
+    with its words (as ``train_pronouncer`` scores exact matches)."""
+    targets = {}
+    for source, word in pt.span_pairs(d["valid"], 123, whole=True):
+        if tuple(source) in targets or len(targets) < n:
+            targets.setdefault(tuple(source), set()).add("".join(word))
+    return targets
+
+
 def restore_counts(d: dict) -> dict:
     """The count models on the denoising objective: on the 500 validation
     sources the encoder-decoder is scored on (``train_pronouncer``'s first
     500), the word each n-gram finds likeliest, right if any of its words."""
-    targets = {}
-    for source, word in pt.span_pairs(d["valid"], 123, whole=True):
-        if tuple(source) in targets or len(targets) < 500:
-            targets.setdefault(tuple(source), set()).add("".join(word))
+    targets = denoising_targets(d, 500)
     exact, first = {}, {}
     for n in range(1, 6):
         counts = ngram.LetterCounts("clm", d["train"], n)
@@ -382,10 +395,6 @@ def main() -> None:
             run_seed(seed, part, args.arm, d)
 
 
-def stored_rows() -> dict:
-    return {r["run"]: r for r in map(json.loads, OUT.open()) if r}
-
-
 def stored_body(kind: str) -> pt.TinyLM:
     """Seed 0's ``kind`` model as stored (fp16, as ``pretrain`` rounds it)."""
     stored = torch.load(MODELS, weights_only=True)["models"][kind]
@@ -395,7 +404,7 @@ def stored_body(kind: str) -> pt.TinyLM:
 
 
 def run_seed(seed: int, part: str, arm: str | None, d: dict) -> None:
-    done = stored_rows() if OUT.is_file() else {}
+    done = stored_rows()
     todo = [] if part == "pre" else [
         (n, init, steps) for n, init, steps in tune_runs(seed)
         if f"tune_{n}_{init}_{steps}_s{seed}" not in done
