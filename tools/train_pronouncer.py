@@ -6,6 +6,7 @@ stress digits, as the published CMUdict benchmarks score it).
     python -m tools.train_pronouncer --minutes 20    # stop after 20 min...
     python -m tools.train_pronouncer --minutes 20    # ...and go on
     python -m tools.train_pronouncer --steps 300 --out /tmp/p   # a test run
+    python -m tools.train_pronouncer --seed 3   # the recipe on seed 3
 
 It restarts itself in the portable numeric mode and trains on one thread,
 deterministically: the same command gives the same loss at every step.
@@ -96,9 +97,23 @@ def fp16_model(model, cfg, vocabs):
     return copy.eval(), half
 
 
-def main(args) -> None:
-    cfg = dataclasses.replace(CONFIG, steps=args.steps or CONFIG.steps)
+def paths(args) -> tuple[pathlib.Path, pathlib.Path]:
+    """Where the run of ``args.seed`` is written and checkpointed: seed 0
+    is the stored run, other seeds (the ensemble's members) go to
+    ``OUT/pronouncer_seeds/s{seed}`` and their own checkpoints."""
     out, checkpoint = pathlib.Path(args.out), pathlib.Path(args.checkpoint)
+    if args.seed and args.out == str(OUT):
+        out = OUT / "pronouncer_seeds" / f"s{args.seed}"
+    if args.seed and args.checkpoint == str(CHECKPOINT):
+        checkpoint = CHECKPOINT.with_name(f"checkpoint_s{args.seed}.pt")
+    return out, checkpoint
+
+
+def main(args) -> None:
+    cfg = dataclasses.replace(
+        CONFIG, steps=args.steps or CONFIG.steps, seed=args.seed
+    )
+    out, checkpoint = paths(args)
     out.mkdir(parents=True, exist_ok=True)
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
     if args.fresh and checkpoint.is_file():
@@ -155,4 +170,5 @@ if __name__ == "__main__":
     parser.add_argument("--checkpoint", default=str(CHECKPOINT))
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--fresh", action="store_true", help="start over")
+    parser.add_argument("--seed", type=int, default=0, help="0: the stored")
     main(parser.parse_args())
