@@ -1,10 +1,8 @@
 """The course library: each idea of the Transformer written once, one module
 per topic, imported by the chapters (``utils.setup`` starts each one). Bool
-masks mean **True = may attend / is a real token** and broadcast to
-``(batch, heads, query_len, key_len)``; bad arguments raise a ``TypeError``
-(wrong kind) or ``ValueError`` (wrong value) naming the argument
-(``utils.checks``).
-"""
+masks mean **True = may attend / is a real token** and broadcast to ``(batch,
+heads, query_len, key_len)``; bad arguments raise a ``TypeError`` (wrong kind)
+or ``ValueError`` (wrong value) naming the argument (``utils.checks``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Scaled dot-product and multi-head attention from the formulas (chapter
 2). Batch-first; bool masks, True = may attend. The module takes a rank-4
 ``mask`` and a separate ``key_padding_mask (B, Lk)``: a ``(B, Lk)`` mask
-would silently broadcast as ``(Lq, Lk)`` when ``B == Lq``.
-"""
+would silently broadcast as ``(Lq, Lk)`` when ``B == Lq``."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ def _masked_softmax(scores, mask):
     if mask is None:
         return torch.softmax(scores, dim=-1)
     weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-    # Rows with every key masked are NaN after softmax; they attend to
-    # nothing: zeros.
+    # all-masked rows are NaN after softmax: they attend to nothing, zeros
     return weights.masked_fill(~mask, 0.0)
 
 
@@ -108,14 +106,12 @@ def _scores(q, k, v) -> torch.Tensor:
 
 
 class MultiHeadAttention(nn.Module):
-    """Project, split into heads, attend per head, concatenate, W^O.
-
+    """Project, split into heads, attend per head, concatenate, W^O:
     ``forward(q (B, Lq, d_model), k, v (B, Lk, d_model), mask=None,
     key_padding_mask=None)`` -> ``out (B, Lq, d_model)``, ``weights (B, h,
     Lq, Lk)``. ``mask``: bool ``(B|1, h|1, Lq, Lk)``. ``key_padding_mask``:
     bool ``(B, Lk)``, True = real token (``nn.MultiheadAttention``'s means
-    ignore: ``utils.masks.to_key_padding_mask``).
-    """
+    ignore: ``utils.masks.to_key_padding_mask``)."""
 
     def __init__(
         self,
@@ -147,8 +143,7 @@ class MultiHeadAttention(nn.Module):
         b, _, n, _ = out.shape
         return self.w_o(out.transpose(1, 2).reshape(b, n, self.d_model))
 
-    def _dropout_p(self) -> float:
-        """The weights' dropout probability now (0 in eval)."""
+    def _dropout_p(self) -> float:  # the weights' dropout now (0 in eval)
         return self.dropout.p if self.training else 0.0
 
     def _combined_mask(

@@ -1,6 +1,5 @@
 """Token lists as padded id batches (chapter 8). Ids: 0 PAD, 1 BOS, 2 EOS,
-then the tokens; source = tokens + EOS, target = BOS + tokens + EOS.
-"""
+then the tokens; source = tokens + EOS, target = BOS + tokens + EOS."""
 
 from __future__ import annotations
 

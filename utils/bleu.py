@@ -1,7 +1,6 @@
 """BLEU (Papineni et al., 2002) on token lists (chapter 9): ``BP *
 exp(sum_n w_n log p_n)``, ``BP = 1 if c > r else exp(1 - r/c)``, ``p_n``
-clipped n-gram precision, ``w_n = 1/N`` (no extra ``1/N`` exponent).
-"""
+clipped n-gram precision, ``w_n = 1/N`` (no extra ``1/N`` exponent)."""
 
 from __future__ import annotations
 
@@ -87,11 +86,8 @@ def _weights(max_n: int, weights) -> list[float]:
     if weights is None:
         return [1.0 / max_n] * max_n
     weights = list(weights)
-    if (
-        len(weights) != max_n
-        or any(w < 0 for w in weights)
-        or not math.isclose(sum(weights), 1.0)
-    ):
+    bad = len(weights) != max_n or any(w < 0 for w in weights)
+    if bad or not math.isclose(sum(weights), 1.0):
         raise ValueError(
             f"weights must be {max_n} non-negative numbers summing to 1, "
             f"got {weights}"

@@ -1,7 +1,6 @@
 """The decoder's key/value cache (chapter 9): a step costs O(t), not
 O(t^2). It only stores; ``Transformer.decode(..., cache=cache)`` computes
-with the same layers (``tests/test_cache.py``: equal to recomputing).
-"""
+with the same layers (``tests/test_cache.py``: equal to recomputing)."""
 
 from __future__ import annotations
 

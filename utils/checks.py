@@ -2,8 +2,7 @@
 (``np.int64(8) -> 8``) or raises, naming the argument and what it got.
 ``TypeError``: wrong kind (not a tensor, wrong dtype, ``8.0`` or ``True``
 for an int). ``ValueError``: wrong value (shape, range, NaN, ids outside the
-vocabulary, device). NumPy scalars count as Python numbers.
-"""
+vocabulary, device). NumPy scalars count as Python numbers."""
 
 from __future__ import annotations
 

@@ -1,24 +1,22 @@
 """Cost, counted and measured (chapter 6): FLOPs, time, peak tensor memory,
 power-law fits. ``time_fn`` can read the thread's CPU time, which other
-processes do not inflate.
-"""
+processes do not inflate."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import statistics
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import torch
 
-# Private PyTorch API, used by `peak_memory` only (PyTorch has no public hook
-# that sees every operator's outputs). Proven on torch 2.13 (the pinned
-# version; the course's floor is 2.11) by
+# Private PyTorch API, for `peak_memory` only (no public hook sees every
+# operator's outputs); proven on torch 2.13 (pinned; the floor is 2.11) by
 # tests/test_complexity.py::test_private_dispatch_mode_api.
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
@@ -71,8 +69,7 @@ def time_fn(
     """Median seconds of ``fn(*args, **kwargs)`` over >= ``repeats`` runs
     (until ``min_time``, at most 10,000) after ``warmup``, no_grad, with
     ``num_threads`` threads (restored). ``clock="wall"``: what a user waits;
-    ``"cpu"``: the thread's CPU time, which a busy core does not add to (one
-    thread)."""
+    ``"cpu"``: one thread's CPU time, which busy cores do not inflate."""
     check_instance(fn, "fn", Callable, "callable")
     check_int(repeats, "repeats", 1)
     check_int(warmup, "warmup", 0)
@@ -85,11 +82,7 @@ def time_fn(
         num_threads = 1
     now = time.perf_counter if clock == "wall" else time.thread_time
     times: list[float] = []
-    fixed = (
-        contextlib.nullcontext()
-        if num_threads is None
-        else threads(num_threads)
-    )
+    fixed = nullcontext() if num_threads is None else threads(num_threads)
     with fixed:
         with torch.no_grad():
             for _ in range(warmup):
@@ -145,8 +138,7 @@ class _LiveTensorBytes(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        # an output sharing storage with an input is a view or an in-place
-        # result: nothing new was allocated
+        # an output on an input's storage (a view, in place): nothing new
         inputs = {
             t.untyped_storage().data_ptr() for t in _tensors((args, kwargs))
         }

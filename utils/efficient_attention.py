@@ -1,6 +1,5 @@
 """Cheaper attention (chapter 6): windowed attention two ways, exact
-attention by blocks with an online softmax. Masks: True = may attend.
-"""
+attention by blocks with an online softmax. Masks: True = may attend."""
 
 from __future__ import annotations
 

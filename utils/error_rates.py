@@ -1,7 +1,6 @@
 """The grapheme-to-phoneme scores (chapter 8), multi-reference (Yao & Zweig
 2015): a word is right if it equals ANY of its pronunciations. Importable
-from ``utils.pronunciation``.
-"""
+from ``utils.pronunciation``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The Transformer's layers (chapter 7), assembled by ``utils.model``. Masks
-are rank 4 ``(B|1, 1, Lq, Lk)``, True = may attend.
-"""
+are rank 4 ``(B|1, 1, Lq, Lk)``, True = may attend."""
 
 from __future__ import annotations
 
@@ -79,7 +78,6 @@ class LayerNorm(nn.Module):
         self.eps = check_number(
             eps, "eps", 0, min_inclusive=False, finite=True
         )
-        # gamma starts as the identity scale, beta at zero
         self.weight = nn.Parameter(torch.ones(self.d_model))
         self.bias = nn.Parameter(torch.zeros(self.d_model))
 

@@ -1,7 +1,6 @@
 """Cross-entropy over padded sequences (chapter 5), over real tokens only
 (mask True = real token). The mask selects them *before* the log-softmax,
-so padding, even inf or NaN logits, touches neither value nor gradient.
-"""
+so padding, even inf or NaN logits, touches neither value nor gradient."""
 
 from __future__ import annotations
 
@@ -82,14 +81,12 @@ def masked_cross_entropy(
     mask: torch.Tensor,
     label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Mean token cross-entropy where ``mask (B, T)`` is True: logits ``(B,
-    T, V)``, targets ``(B, T)``. Equals ``F.cross_entropy`` with
-    ``ignore_index`` for finite logits; no real token gives 0.0 with zero
-    gradient, not NaN."""
+    """Mean token cross-entropy where ``mask (B, T)`` is True: logits ``(B, T,
+    V)``, targets ``(B, T)``. Equals ``F.cross_entropy`` with ``ignore_index``
+    for finite logits; no real token gives 0.0 with zero gradient, not NaN."""
     eps = _check(logits, targets, mask, label_smoothing)
     if not mask.any():
-        # sum of an empty selection: exactly 0, connected to logits,
-        # gradient exactly 0
+        # an empty sum: exactly 0, connected to logits, gradient exactly 0
         return logits[mask].sum() * 0.0
     return _real_token_losses(logits, targets, mask, eps).mean()
 

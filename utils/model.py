@@ -1,8 +1,7 @@
 """The encoder-decoder Transformer of Vaswani et al. (2017) from
 ``utils.layers`` (chapter 7): source ids ``(B, S)`` and shifted-right target
 ids ``(B, T)`` -> logits ``(B, T, tgt_vocab)``, masks built from ``pad_id``;
-``decode(..., cache=model.start_cache())`` generates step by step.
-"""
+``decode(..., cache=model.start_cache())`` generates step by step."""
 
 from __future__ import annotations
 

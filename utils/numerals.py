@@ -1,7 +1,6 @@
 """Chapter 9's reader of Chinese numerals 1..99,999, everyday (二千零二十六)
 or financial (贰仟零贰拾陆), never mixed; its tables are written out, apart
-from the writers in ``tools/numbers_task.py``.
-"""
+from the writers in ``tools/numbers_task.py``."""
 
 from __future__ import annotations
 
@@ -18,13 +17,9 @@ def convention_of(chars) -> str | None:
     """ "everyday", "financial", "mixed", or None (only 零 and 万)."""
     chars = set(chars)
     a, b = bool(chars & _EVERYDAY), bool(chars & _FINANCIAL)
-    return (
-        "mixed"
-        if a and b
-        else "everyday"
-        if a
-        else ("financial" if b else None)
-    )
+    if a and b:
+        return "mixed"
+    return "everyday" if a else ("financial" if b else None)
 
 
 def mixes_conventions(chars) -> bool:

@@ -1,7 +1,6 @@
 """Chapter 10's pre-training objectives as data: letters
 (``letter_vocab``) and ``MASK`` (29). ``"mlm"``: corrupted letters,
-bidirectional; ``"clm"``: causal; ``"plm"``: prefix both ways, then causal.
-"""
+bidirectional; ``"clm"``: causal; ``"plm"``: prefix both ways, then causal."""
 
 from __future__ import annotations
 
@@ -179,12 +178,10 @@ def span_vocab() -> Vocab:
 def span_corruption(
     word: str, rng: random.Random
 ) -> tuple[list[str], list[str]]:
-    """T5's objective on one word -> ``(source, target)`` token lists.
-
-    About 15% of the letters (at least one, never all) fall in spans of
+    """T5's objective on one word -> ``(source, target)`` token lists:
+    about 15% of the letters (at least one, never all) fall in spans of
     mean length 3 at random places; the source shows a sentinel for each
-    span, the target lists each sentinel and then its letters.
-    """
+    span, the target lists each sentinel and then its letters."""
     check_words([word], "word")
     check_instance(rng, "rng", random.Random)
     n = len(word)

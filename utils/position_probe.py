@@ -1,6 +1,5 @@
 """Chapter 4's experiment: which position scheme lets one attention layer
-find the previous token, also at twice the trained length?
-"""
+find the previous token, also at twice the trained length?"""
 
 from __future__ import annotations
 
@@ -112,9 +111,8 @@ def train_position_probe(
 ) -> dict:
     """Train at ``length``; accuracy there (``acc_train_len``), at ``2 *
     length`` on seen and new positions (``acc_double_seen``, ``_new``), and
-    at ``2 * length`` with every key more than ``length - 1`` places away
-    hidden, so that no query meets an offset unseen in training
-    (``acc_double_window``, positions 1 to ``2 * length - 1``)."""
+    at ``2 * length`` with keys over ``length - 1`` places away hidden: no
+    offset unseen in training (``acc_double_window``, from position 1)."""
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = PositionProbe(vocab, position, max_len=2 * length)

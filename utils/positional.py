@@ -1,19 +1,13 @@
 """Position information (chapter 4): the sinusoidal encoding ``PE[pos, 2i]
 = sin(pos w_i)``, ``PE[pos, 2i+1] = cos(pos w_i)``, ``w_i = 10000^(-2i /
-d_model)``; its shift matrix, rotary embedding, a learned table.
-"""
+d_model)``; its shift matrix, rotary embedding, a learned table."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from .checks import (
-    check_int,
-    check_number,
-    check_probability,
-    check_tensor,
-)
+from .checks import check_int, check_number, check_probability, check_tensor
 
 __all__ = [
     "sinusoidal_encoding",
@@ -143,7 +137,6 @@ class LearnedPositionalEmbedding(nn.Module):
         d_model = check_int(d_model, "d_model", 1)
         dropout = check_probability(dropout, "dropout")
         self.d_model, self.max_len = d_model, max_len
-        # a parameter: trained with the model
         self.table = nn.Embedding(max_len, d_model)
         self.dropout = nn.Dropout(dropout)
 

@@ -1,7 +1,6 @@
 """One stack, three pre-training objectives on English words (chapter 10):
 training, evaluation, sampling; re-exports ``utils.objectives``. Its count
-baselines are ``utils.ngram.LetterCounts``.
-"""
+baselines are ``utils.ngram.LetterCounts``."""
 
 from __future__ import annotations
 

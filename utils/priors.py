@@ -1,10 +1,9 @@
 """Chapter 1's data-versus-prior experiment: a convolution, a tiny
-Transformer, a count model, and a deterministic train/evaluate helper.
-"""
+Transformer, a count model, and a deterministic train/evaluate helper."""
 
 from __future__ import annotations
 
-import contextlib
+from contextlib import nullcontext
 from typing import Callable
 
 import torch
@@ -101,8 +100,7 @@ class TinyTransformer(nn.Module):
         self.use_positions, self.window = use_positions, window
         self.max_len = max_len
         self.embed = nn.Embedding(vocab_size, d_model)
-        # Fixed sinusoidal table (no parameters): both models spend their
-        # parameter budget on learning.
+        # a fixed sinusoidal table: no parameters spent on positions
         pe = sinusoidal_encoding(max_len, d_model + d_model % 2)[:, :d_model]
         self.register_buffer("pe", pe, persistent=False)
         layer = nn.TransformerEncoderLayer(
@@ -125,8 +123,7 @@ class TinyTransformer(nn.Module):
             # nn.TransformerEncoder's bool mask means True = may NOT attend.
             mask = ~band_mask(x.size(1), self.window, device=x.device)
         h = self.encoder(h, mask=mask)  # (B, L, d_model)
-        # The same read-out as MotifCNN: the two differ only in how they mix
-        # positions (a local filter there, attention here).
+        # as in MotifCNN: only how positions mix differs (conv vs attention)
         return self.head(h.amax(dim=1))  # (B, num_classes)
 
 
@@ -213,11 +210,8 @@ def train_and_evaluate(
 ) -> float:
     """Seed, build, train -> test accuracy, the same on any machine
     (``num_threads``, default 1, fixes the order of float sums)."""
-    fixed = (  # threads() checks num_threads
-        contextlib.nullcontext()
-        if num_threads is None
-        else threads(num_threads)
-    )
+    # threads() checks num_threads
+    fixed = nullcontext() if num_threads is None else threads(num_threads)
     with fixed:
         torch.manual_seed(seed)  # fixes the initial weights
         model = make_model()

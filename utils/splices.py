@@ -1,5 +1,4 @@
-"""Mixes of two right answers, and what the model thinks of the right ones
-(chapter 9).
+"""Chapter 9: mixes of two right answers; the model's scores of right ones.
 
 A **splice** is a wrong output made of the start of one right answer and the
 end of another, joined where the two answers line up: ``out == a[:i] +
@@ -7,8 +6,7 @@ b[j:]`` for two different references ``a`` and ``b``, with ``a[:i]`` and
 ``b[j:]`` not empty and the cut ``(i, j)`` *aligned*: editing ``a[:i]`` into
 ``b[:j]`` and ``a[i:]`` into ``b[j:]`` costs no more edits than editing
 ``a`` into ``b`` (the cut lies on a cheapest alignment of the two). For
-*exit* (EH G Z IH T or EH K S AH T), EH K S IH T is a splice at (3, 3).
-"""
+*exit* (EH G Z IH T or EH K S AH T), EH K S IH T is a splice at (3, 3)."""
 
 from __future__ import annotations
 

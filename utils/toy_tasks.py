@@ -1,7 +1,6 @@
 """Chapter 1's toy tasks. Motif: 1 when the motif (default ``0 1 2``) is a
 contiguous run; negatives hold a reordering, so only order tells (local
-structure). Ends: 1 when the first and last symbols match (long-range).
-"""
+structure). Ends: 1 when the first and last symbols match (long-range)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The course's one training loop, ``train`` (nanoGPT's, with hooks), and
 around it: CPU-portable Adam, the warm-up schedule of Vaswani et al.,
-losses, held-out scores, checkpoints, a progress bar.
-"""
+losses, held-out scores, checkpoints, a progress bar."""
 
 from __future__ import annotations
 
@@ -117,8 +116,7 @@ def evaluating(model):
 def noam_lr(
     step: int, d_model: int, warmup_steps: int, factor: float = 1.0
 ) -> float:
-    """Learning rate at ``step`` (from 1): ``factor * d_model**-0.5 *
-    min(step**-0.5, step * warmup_steps**-1.5)``, peaking at
+    """The paper's learning rate at ``step`` (from 1), peaking at
     ``warmup_steps``."""
     check_int(step, "step", 1)
     check_int(d_model, "d_model", 1)
