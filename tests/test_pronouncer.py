@@ -133,3 +133,58 @@ def test_bad_settings_name_the_field():
     balanced = dataclasses.replace(TINY, min_size_share=0.1)
     with pytest.raises(ValueError, match="min_size_share must be 0"):
         _train(balanced)
+
+
+def _members():
+    torch.manual_seed(0)
+    wide = build_pronouncer(dataclasses.replace(TINY, d_model=32), *VOCABS)
+    return [build_pronouncer(TINY, *VOCABS).eval(), wide.eval()]
+
+
+def test_ensemble_is_the_mean_of_its_members_probabilities():
+    from utils.pronouncer import Ensemble
+
+    members = _members()  # d_model 16 and 32: the states are split by width
+    src = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])
+    tgt = torch.tensor([[1, 4, 5], [1, 6, 0]])
+    ens = Ensemble(members)
+    memory, mask = ens.encode(src)
+    log_p = ens.generator(ens.decode(tgt, memory, mask))
+    mean = sum(m(src, tgt).softmax(-1) for m in members) / 2
+    assert torch.allclose(log_p.exp(), mean, atol=1e-6)
+    one = torch.stack([m(src, tgt).softmax(-1) for m in members])
+    assert (one - mean).abs().max() > 1e-3  # the members do differ
+
+
+def test_an_ensemble_decodes_as_its_models_do():
+    from utils.decoding import beam_search, greedy_decode
+    from utils.pronouncer import Ensemble
+
+    member = _members()[0]
+    src = torch.tensor([[5, 6, 7, 0], [8, 9, 3, 4]])
+    args = (src, 8, VOCABS[1].bos_id, VOCABS[1].eos_id)
+    cached = greedy_decode(member, *args)  # with the member's KV cache
+    assert torch.equal(greedy_decode(Ensemble([member]), *args), cached)
+    two = Ensemble(_members())  # its caches give what recomputing gives
+    plain = greedy_decode(two, *args, use_cache=False)
+    assert torch.equal(greedy_decode(two, *args), plain)
+    kw = dict(beam_size=3, num_return=3)
+    plain = beam_search(two, *args, use_cache=False, **kw)
+    for row, row_plain in zip(beam_search(two, *args, **kw), plain):
+        assert [ids.tolist() for ids, _ in row] == [
+            ids.tolist() for ids, _ in row_plain
+        ]
+        scores = [score for _, score in row]
+        assert scores == pytest.approx([score for _, score in row_plain])
+
+
+def test_ensemble_checks_its_members():
+    from utils.pronouncer import Ensemble
+
+    with pytest.raises(TypeError, match="members must be a list"):
+        Ensemble(_members()[0])
+    with pytest.raises(TypeError, match="members must be a list"):
+        Ensemble([])
+    other = build_pronouncer(TINY, VOCABS[0], source_vocab())
+    with pytest.raises(ValueError, match="share the output vocabulary"):
+        Ensemble([_members()[0], other])

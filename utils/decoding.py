@@ -13,7 +13,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import check_at_most, check_ids, check_int, check_number
-from .model import Transformer
 from .training import evaluating
 from .sampling import sample
 
@@ -75,10 +74,11 @@ class _Stepper:
             memory = memory.repeat_interleave(repeat, dim=0)
             src_mask = src_mask.repeat_interleave(repeat, dim=0)
         self.memory, self.src_mask = memory, src_mask
-        # only the course's Transformer has a decoder cache (not BigramModel)
+        # the course's Transformer (and an Ensemble of them) has a decoder
+        # cache, BigramModel none
         self.cache = (
             model.start_cache()
-            if use_cache and isinstance(model, Transformer)
+            if use_cache and hasattr(model, "start_cache")
             else None
         )
         self.calls = 0
