@@ -15,6 +15,7 @@ import pytest
 
 from tools import pronouncer_ensemble as pe
 from tools import pronouncer_split, train_pronouncer
+from tools.decode_pronouncer import model_hash
 from tools.g2p_baseline import OUT as BASELINE
 
 
@@ -23,20 +24,25 @@ def study() -> dict:
     return json.loads(pe.OUT.read_text())
 
 
+def _log(seed: int) -> dict:
+    """The training log stored beside a member's weights."""
+    return json.loads(
+        pe.member_path(seed).with_name("pronouncer.json").read_text()
+    )
+
+
 def test_the_study_is_of_todays_split_and_members(study):
     assert study["split"] == pronouncer_split.fingerprint()
     assert study["seeds"] == list(range(len(study["seeds"])))
     for seed in study["seeds"]:
-        assert study["member_sha256"][str(seed)] == pe.sha256(
+        assert study["member_sha256"][str(seed)] == model_hash(
             pe.member_path(seed)
         )
 
 
 def test_each_member_is_a_complete_run_of_the_stored_recipe(study):
     for seed in study["seeds"][1:]:
-        log = json.loads(
-            pe.member_path(seed).with_name("pronouncer.json").read_text()
-        )
+        log = _log(seed)
         cfg = dataclasses.replace(train_pronouncer.CONFIG, seed=seed)
         assert log["complete"] and log["meta"]["config"] == (
             dataclasses.asdict(cfg)
@@ -73,18 +79,14 @@ def test_the_last_member_replays_bit_for_bit(study):
     from tests.test_pronouncer_runs import STEPS, _replay
 
     seed = study["seeds"][-1]
-    log = json.loads(
-        pe.member_path(seed).with_name("pronouncer.json").read_text()
-    )
+    log = _log(seed)
     cfg = dataclasses.replace(train_pronouncer.CONFIG, seed=seed)
     stored = np.array(log["train_loss"][:STEPS], dtype=np.float32)
     assert np.array_equal(_replay(cfg, STEPS), stored)
 
 
 def test_seed_0_is_the_stored_pronouncer(study):
-    stored = json.loads(
-        train_pronouncer.OUT.joinpath("pronouncer.json").read_text()
-    )
+    stored = _log(0)
     assert study["rows"][0]["seeds"] == [0]
     # decoded in blocks here, in one call there: the same words right
     assert study["rows"][0]["test"]["wer"] == stored["test"]["wer"]

@@ -21,7 +21,6 @@ compares with today's files.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import time
 
@@ -32,13 +31,14 @@ if __name__ == "__main__":  # before torch is imported
 
 from tools import ROOT  # noqa: E402
 from tools import pronouncer_split  # noqa: E402
+from tools.decode_pronouncer import model_hash, references  # noqa: E402
+from tools.train_pronouncer import SEEDS_DIR  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
 from utils.pronouncer import Ensemble  # noqa: E402
 from utils.training import threads  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "pronouncer_ensemble.json"
-SEEDS_DIR = ROOT / "book" / "data" / "pronouncer_seeds"
-STRESS, BLOCK = False, 500
+STRESS, BLOCK = False, 500  # as chapter 9's decoding study
 
 
 def member_path(seed: int):
@@ -51,17 +51,6 @@ def member_path(seed: int):
 def members(seeds) -> list:
     """The stored runs of ``seeds``, loaded (eval mode)."""
     return [pr.load_pronouncer(member_path(s))[0] for s in seeds]
-
-
-def sha256(path) -> str:
-    return hashlib.sha256(open(path, "rb").read()).hexdigest()
-
-
-def references(entries) -> list[list[tuple]]:
-    """Every distinct pronunciation of each entry, without stress."""
-    return [
-        [tuple(p) for _, p in pr.to_pairs([e], stress=STRESS)] for e in entries
-    ]
 
 
 def pronounce(model, entries) -> list[tuple]:
@@ -130,7 +119,7 @@ def main(argv=None) -> None:
         "split": pronouncer_split.fingerprint(),
         "numeric_mode": numeric_mode.stamp(),
         "seeds": seeds,
-        "member_sha256": {str(s): sha256(member_path(s)) for s in seeds},
+        "member_sha256": {str(s): model_hash(member_path(s)) for s in seeds},
         "block": BLOCK,
         "rows": rows,
     }

@@ -68,6 +68,7 @@ CONFIG = dataclasses.replace(
 N_VALID, N_TEST, SPLIT_SEED = 2000, 12000, 0
 STRESS = False  # the 39 phonemes the benchmarks score
 OUT = ROOT / "book" / "data"
+SEEDS_DIR = OUT / "pronouncer_seeds"  # the other seeds' runs: s1, s2, ...
 CHECKPOINT = ROOT / "_build" / "pronouncer" / "checkpoint.pt"
 
 
@@ -100,10 +101,10 @@ def fp16_model(model, cfg, vocabs):
 def paths(args) -> tuple[pathlib.Path, pathlib.Path]:
     """Where the run of ``args.seed`` is written and checkpointed: seed 0
     is the stored run, other seeds (the ensemble's members) go to
-    ``OUT/pronouncer_seeds/s{seed}`` and their own checkpoints."""
+    ``SEEDS_DIR/s{seed}`` and their own checkpoints."""
     out, checkpoint = pathlib.Path(args.out), pathlib.Path(args.checkpoint)
     if args.seed and args.out == str(OUT):
-        out = OUT / "pronouncer_seeds" / f"s{args.seed}"
+        out = SEEDS_DIR / f"s{args.seed}"
     if args.seed and args.checkpoint == str(CHECKPOINT):
         checkpoint = CHECKPOINT.with_name(f"checkpoint_s{args.seed}.pt")
     return out, checkpoint
