@@ -65,3 +65,18 @@ def test_the_examples_are_the_first_test_words_in_order(stored):
         refs = {pr.strip_stress(p) for p in split["test"][i][1]}
         wrong = tuple(pron.split()) not in refs
         assert stored["test"]["wrong"][i] == "01"[wrong], word
+
+
+def test_published_results_name_their_source_and_version():
+    # chapter 8's literature table: book/data/g2p_published.json
+    root = g2p_baseline.ROOT
+    data = json.loads((root / "book/data/g2p_published.json").read_text())
+    bib = (root / "book/references.bib").read_text()
+    for r in data["rows"]:
+        assert r["split"] in ("PRONALSYL", "other"), r
+        assert f"{{{r['source']},\n" in bib, r["source"]
+        assert 15 < r["wer"] < 40 and (r["per"] is None or r["per"] < r["wer"])
+    # numbers from READMEs and results pages change: each names its version
+    software = {r["source"] for r in data["rows"] if r["per"] is None}
+    assert set(data["versions"]) <= software
+    assert {"g2pseq2seq", "balacoon2022learn"} <= set(data["versions"])
