@@ -406,6 +406,10 @@ def test_every_adam_is_fused():
     assert calls >= 4  # training.adam and three notebooks: the scan works
 
 
+# stored data that nothing here computed (numbers copied from the sources)
+NOT_COMPUTED = {"g2p_published.json"}
+
+
 @pytest.mark.exact
 def test_every_stored_sweep_was_made_in_the_portable_mode():
     """A sweep records the numeric mode it ran in; one stored in an older
@@ -424,6 +428,7 @@ def test_every_stored_sweep_was_made_in_the_portable_mode():
     stale = {
         p.name: recorded(json.loads(p.read_text()))
         for p in sorted((ROOT / "book" / "data").glob("*.json"))
+        if p.name not in NOT_COMPUTED
     }
     assert len(stale) >= 6
     assert {k: v for k, v in stale.items() if v != now} == {}
