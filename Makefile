@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-requirements
 NB     ?= book/*.ipynb
 
-.PHONY: help venv book serve test unit notebooks browser robust baseline refresh zh-notebooks colab link-terms translations torch-matrix freeze clean
+.PHONY: help venv book serve test unit notebooks browser robust baseline rescore refresh zh-notebooks colab link-terms translations torch-matrix freeze clean
 
 help:
 	@echo "make book     build both editions: English into _build/html, Chinese into _build/html/zh (strict)"
@@ -15,6 +15,7 @@ help:
 	@echo "make browser  build the site and check every page in headless Chromium (screenshots in _build/screenshots)"
 	@echo "make robust   run every chapter natively (every core, its own ISA) with another seed; fail on any error"
 	@echo "make baseline install phonetisaurus and train it on the pronouncer's split: book/data/g2p_baseline.json (minutes)"
+	@echo "make rescore  its 10-best lists rescored by the pronouncer: book/data/g2p_rescored.json (about 25 min)"
 	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
 	@echo "make zh-notebooks  regenerate the Chinese notebooks zh/book/*.ipynb (after refresh or translations)"
 	@echo "make colab    regenerate the Colab notebooks colab/book/*.ipynb and colab/zh/book/*.ipynb (after zh-notebooks)"
@@ -116,6 +117,14 @@ PHONETISAURUS := phonetisaurus==0.3.0
 baseline: $(STAMP)
 	$(PIP_Q) $(PHONETISAURUS)
 	$(BIN)/python -m tools.g2p_baseline
+
+# Chapter 9's second opinion: the same Phonetisaurus lists its 10 best pronunciations of each
+# validation and test word, the pronouncer (every stored seed, and their ensemble) rescores
+# them: book/data/g2p_rescored.json (about 25 min of one core; tools/g2p_rescore.py). Not
+# part of `make test`: the chapter replays its live words, tests/test_g2p_rescored.py the rest.
+rescore: $(STAMP)
+	$(PIP_Q) $(PHONETISAURUS)
+	$(BIN)/python -m tools.g2p_rescore
 
 # Every notebook of both editions alone, as Colab runs it (copied into an empty folder, the
 # course cloned by its setup cell from a snapshot of this tree), on TORCH (a version such as

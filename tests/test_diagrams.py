@@ -159,3 +159,24 @@ def test_architecture_checks_its_chapters():
         D.transformer_architecture(shapes, 2, chapters={"decoder": 7})
     with pytest.raises(TypeError, match="chapters\\['loss'\\] must be"):
         D.transformer_architecture(shapes, 2, chapters={"loss": 5.0})
+
+
+def test_teacher_forcing_marks_wrong_predictions():
+    from proof.diagrams.rows import teacher_forcing
+
+    fig = teacher_forcing(
+        "T", ["<bos>", "A", "B"], ["A", "X", "<eos>"], ["A", "B", "<eos>"]
+    )
+    ax = fig.axes[0]
+    texts = _texts(ax)
+    # every token drawn once per row, angle brackets dropped
+    assert texts.count("A") == 3 and "X" in texts and "bos" in texts
+    red = [
+        p
+        for p in ax.patches
+        if p.get_facecolor()[:3] == matplotlib.colors.to_rgb(D.COLORS["mask"])
+    ]
+    assert len(red) == 1  # the one wrong prediction
+    with pytest.raises(ValueError, match="same length"):
+        teacher_forcing("T", ["<bos>"], ["A", "B"], ["A"])
+    plt.close(fig)

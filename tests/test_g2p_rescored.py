@@ -1,0 +1,89 @@
+"""Chapter 9's rescoring (book/data/g2p_rescored.json, made by
+tools/g2p_rescore.py: Phonetisaurus's n-best lists rescored by the
+pronouncer) belongs to today's files: today's split and members, the same
+tool and version as the classic baseline; each run's lambda is the best on
+its validation words; the stored test totals are what the per-word record
+says; the live words' lists are the first test words'; and the rule the
+chapter applies picks, from the stored scores, what the record says.
+Nothing here runs Phonetisaurus: ``make rescore`` does."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from tools import g2p_rescore as rs
+from tools import pronouncer_ensemble as pe
+from tools.decode_pronouncer import model_hash, references
+from tools.g2p_baseline import OUT as BASELINE
+from tools.pronouncer_split import fingerprint
+from utils import pronunciation as pr
+
+
+@pytest.fixture(scope="module")
+def stored() -> dict:
+    return json.loads(rs.OUT.read_text())
+
+
+def test_it_is_of_todays_split_members_and_tool(stored):
+    assert stored["split"] == fingerprint()
+    for seed in rs.SEEDS:
+        path = pe.member_path(seed)
+        assert stored["member_sha256"][str(seed)] == model_hash(path)
+    base = json.loads(BASELINE.read_text())
+    for key in ("tool", "version"):  # the baseline's Phonetisaurus
+        assert stored[key] == base[key]
+    assert stored["decode"]["nbest"] == rs.NBEST > 1
+    assert stored["numeric_mode"]["mode"] == "portable"
+
+
+def test_every_run_is_stored_with_its_validation_choice(stored):
+    assert [r["run"] for r in stored["rows"]] == rs.RUNS
+    for r in stored["rows"]:
+        grid = r["valid_wer"]
+        assert list(map(float, grid)) == stored["grid"]
+        assert r["lam"] == float(min(grid, key=grid.get)), r["run"]
+        assert 0.1 < r["test"]["wer"] < 0.35
+        assert 0.01 < r["test"]["per"] < r["test"]["wer"] / 2
+
+
+def test_the_totals_match_the_per_word_record(stored):
+    for r in stored["rows"]:
+        if "test_right" in r:
+            right = r["test_right"]
+            assert len(right) == 12000 and set(right) <= {"0", "1"}
+            assert math.isclose(1 - right.count("1") / 12000, r["test"]["wer"])
+    assert {r["run"] for r in stored["rows"] if "test_right" in r} == {
+        "s0",
+        "e7",
+    }
+
+
+def test_the_live_lists_rescore_to_the_record(stored):
+    live = stored["live"]
+    n = live["n"]
+    test = pr.split_words()["test"][:n]
+    refs = references(test)
+    assert len(live["nbest"]) == len(live["log_p"]) == n
+    greedy = pr.pronounce(pr.load_pronouncer()[0], [w for w, _ in test], False)
+    s0 = stored["rows"][0]
+    picked = rs.outputs(live["nbest"], live["log_p"], s0["lam"], greedy)
+    right = "".join("1" if h in r else "0" for h, r in zip(picked, refs))
+    assert right == s0["test_right"][:n]
+    for cands, lp in zip(live["nbest"], live["log_p"]):
+        assert len(cands) == len(lp) <= rs.NBEST
+        # distinct pronunciations (--accumulate), each a cost -log p > 0
+        assert len({tuple(p) for p, _ in cands}) == len(cands)
+        assert all(c > 0 for _, c in cands)
+        assert all(x < 0 for x in lp)  # log-probabilities
+
+
+def test_pick_takes_the_best_combined_score():
+    cands = [[["A"], 1.0], [["B"], 2.0]]
+    assert rs.pick(cands, [-3.0, -1.0], 0.0) == 1  # the Transformer alone
+    assert rs.pick(cands, [-3.0, -1.0], 3.0) == 0  # Phonetisaurus weighs more
+    assert rs.pick([], [], 1.0) is None
+    fallback = [("G",)]
+    assert rs.outputs([[]], [[]], 1.0, fallback) == [("G",)]
