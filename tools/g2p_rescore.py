@@ -54,6 +54,7 @@ from tools import ROOT  # noqa: E402
 from tools import pronouncer_split  # noqa: E402
 from tools.decode_pronouncer import model_hash, references  # noqa: E402
 from tools.g2p_baseline import lexicon, settings  # noqa: E402
+from tools import pronouncer_ensemble as pe  # noqa: E402
 from tools.pronouncer_ensemble import member_path, members  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
 from utils.pronouncer import Ensemble  # noqa: E402
@@ -188,16 +189,7 @@ def assemble(data: dict) -> dict:
     split = pr.split_words()
     refs = {part: references(split[part]) for part in ("valid", "test")}
     stored = pr.load_pronouncer()[0]
-    greedy = {
-        part: [
-            h
-            for s in range(0, len(split[part]), BLOCK)
-            for h in pr.pronounce(
-                stored, [w for w, _ in split[part][s : s + BLOCK]], STRESS
-            )
-        ]
-        for part in ("valid", "test")
-    }
+    greedy = {part: pe.pronounce(stored, split[part]) for part in refs}
     rows = []
     for run in RUNS:
         lps = json.loads((cache_dir() / f"{run}.json").read_text())
