@@ -56,7 +56,7 @@ def test_train_pronouncer_is_deterministic_and_restores_threads():
     assert h["train_loss"] != c[1]["train_loss"]
     w, f = TINY.warmup_steps, TINY.factor
     assert h["lr"] == [noam_lr(s, 16, w, f) for s in range(1, 7)]
-    assert h["config"] == dataclasses.asdict(TINY)
+    assert h["config"] == TINY.as_dict()
     # greedy exact match on the validation set at every check: a share
     assert len(h["valid_exact"]) == len(h["valid_step"])
     assert all(0 <= x <= 1 for x in h["valid_exact"])
@@ -142,7 +142,7 @@ def _members():
 
 
 def test_ensemble_is_the_mean_of_its_members_probabilities():
-    from utils.pronouncer import Ensemble
+    from utils.ensemble import Ensemble
 
     members = _members()  # d_model 16 and 32: the states are split by width
     src = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])
@@ -158,7 +158,7 @@ def test_ensemble_is_the_mean_of_its_members_probabilities():
 
 def test_an_ensemble_decodes_as_its_models_do():
     from utils.decoding import beam_search, greedy_decode
-    from utils.pronouncer import Ensemble
+    from utils.ensemble import Ensemble
 
     member = _members()[0]
     src = torch.tensor([[5, 6, 7, 0], [8, 9, 3, 4]])
@@ -179,7 +179,7 @@ def test_an_ensemble_decodes_as_its_models_do():
 
 
 def test_ensemble_checks_its_members():
-    from utils.pronouncer import Ensemble
+    from utils.ensemble import Ensemble
 
     with pytest.raises(TypeError, match="members must be a list"):
         Ensemble(_members()[0])

@@ -44,9 +44,7 @@ def test_each_member_is_a_complete_run_of_the_stored_recipe(study):
     for seed in study["seeds"][1:]:
         log = _log(seed)
         cfg = dataclasses.replace(train_pronouncer.CONFIG, seed=seed)
-        assert log["complete"] and log["meta"]["config"] == (
-            dataclasses.asdict(cfg)
-        )
+        assert log["complete"] and log["meta"]["config"] == (cfg.as_dict())
         assert log["seconds"] < 60 * 60
         assert log["numeric_mode"]["mode"] == "portable"
 

@@ -31,7 +31,7 @@ def sweep():
 
 
 def test_the_stored_run_is_complete_and_meets_the_target(log):
-    cfg = dataclasses.asdict(train_pronouncer.CONFIG)
+    cfg = train_pronouncer.CONFIG.as_dict()
     assert log["complete"] and log["meta"]["config"] == cfg
     assert len(log["train_loss"]) == cfg["steps"] == log["steps_done"]
     assert log["meta"]["stress"] is train_pronouncer.STRESS is False
@@ -55,9 +55,7 @@ def test_the_stored_weights_are_fp16_small_and_load():
 def test_the_sweep_has_every_run_in_the_portable_mode(sweep):
     names = [r["name"] for r in sweep["rows"]]
     assert names == sweep_pronouncer.RUNS
-    assert sweep["meta"]["recipe"] == dataclasses.asdict(
-        sweep_pronouncer.RECIPE
-    )
+    assert sweep["meta"]["recipe"] == sweep_pronouncer.RECIPE.as_dict()
     for r in sweep["rows"]:
         assert r["valid_step"][-1] == sweep_pronouncer.RECIPE.steps
         assert 0 < r["valid"]["per"] < r["valid"]["wer"] <= 1

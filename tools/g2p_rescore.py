@@ -9,7 +9,8 @@ by the pronouncer, on all the validation and test words.
 Phonetisaurus, trained as ``tools/g2p_baseline.py`` trains it, lists its
 ``NBEST`` best pronunciations of each word (distinct ones, ranked by their
 best alignment) with their costs (-log p; ``--accumulate`` sums the
-probabilities of every alignment of one pronunciation). The
+probabilities of the alignments of one pronunciation that the search met
+before it had ``NBEST`` distinct pronunciations, not of every one). The
 pronouncer scores every listed pronunciation by teacher forcing (log p,
 ``utils.pronunciation.log_prob``), and a word's answer is the one with the
 highest ``log p - lam * cost``. ``lam`` is chosen for each run on its
@@ -17,7 +18,7 @@ validation words (``GRID``), then the test words are scored once.
 
 Runs: ``s0`` the stored pronouncer, ``s1``..``s6`` the other seeds of its
 recipe (chapter 8's ensemble members), ``e7`` all seven averaged
-(``utils.pronouncer.Ensemble``). Each run's scores are kept in a folder
+(``utils.ensemble.Ensemble``). Each run's scores are kept in a folder
 of ``CACHE`` named by what they depend on (the split, the members' weights,
 ``NBEST``), so a changed model starts afresh; the JSON is written when every
 run is there. It restarts itself in the
@@ -57,7 +58,7 @@ from tools.g2p_baseline import lexicon, settings  # noqa: E402
 from tools import pronouncer_ensemble as pe  # noqa: E402
 from tools.pronouncer_ensemble import member_path, members  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
-from utils.pronouncer import Ensemble  # noqa: E402
+from utils.ensemble import Ensemble  # noqa: E402
 from utils.training import threads  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "g2p_rescored.json"

@@ -124,7 +124,7 @@ def main(names) -> None:
         "timing": "seconds and ms_per_step (the periodic validation "
         "included) on one thread of a 2-core machine shared with other "
         "work (load average 1-5): compare within a factor of about 1.4",
-        "base": dataclasses.asdict(BASE),
+        "base": BASE.as_dict(),
     }
     mode = numeric_mode.stamp()
     out = {"numeric_mode": mode, "meta": meta, "rows": rows}

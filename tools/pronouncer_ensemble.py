@@ -34,7 +34,7 @@ from tools import pronouncer_split  # noqa: E402
 from tools.decode_pronouncer import model_hash, references  # noqa: E402
 from tools.train_pronouncer import SEEDS_DIR  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
-from utils.pronouncer import Ensemble  # noqa: E402
+from utils.ensemble import Ensemble  # noqa: E402
 from utils.training import threads  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "pronouncer_ensemble.json"

@@ -162,7 +162,7 @@ def settings() -> dict:
         "ED_COPIES": ED_COPIES,
         "STARTS": {k: list(v) for k, v in STARTS.items()},
         "LM": vars(LM),
-        "TUNE": dataclasses.asdict(TUNE),
+        "TUNE": TUNE.as_dict(),
     }
 
 

@@ -195,7 +195,7 @@ def main(names, out=OUT) -> None:
             "meta": {
                 "what": "tools/sweep_pronouncer.py: seeds of the pronouncer "
                 "recipe and its ablations",
-                "recipe": dataclasses.asdict(RECIPE),
+                "recipe": RECIPE.as_dict(),
                 "variants": VARIANTS,
                 "stress": STRESS,
                 "beam": BEAM,

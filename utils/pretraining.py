@@ -62,6 +62,8 @@ __all__ = [
     "complete",
     "tune_config",
     "label_order",
+    "param_groups",
+    "load_part",
 ]
 
 
@@ -342,3 +344,34 @@ def label_order(entries: list, seed: int) -> list:
     order = list(entries)
     random.Random(1000 + seed).shuffle(order)
     return order
+
+
+def param_groups(model: nn.Module, init, init_lr: float):
+    """The optimiser's groups: the new weights at the full rate, ``init``'s
+    at ``init_lr`` of it (frozen at 0), as practitioners fine-tune."""
+    if init is None or init_lr == 1.0:
+        return model.parameters(), None
+    new, old = [], []
+    for name, p in model.named_parameters():
+        (old if name in init else new).append(p)
+    if init_lr == 0.0:
+        for p in old:
+            p.requires_grad_(False)
+        return new, None
+    return [{"params": new}, {"params": old}], (1.0, init_lr)
+
+
+def load_part(model: nn.Module, init) -> None:
+    """Copy ``init``'s tensors into ``model`` (names, shapes must match)."""
+    check_instance(init, "init", dict)
+    state = model.state_dict()
+    unknown = sorted(set(init) - set(state))
+    if unknown:
+        raise ValueError(f"init has names the model lacks: {unknown[:3]}")
+    for name, value in init.items():
+        if tuple(value.shape) != tuple(state[name].shape):
+            raise ValueError(
+                f"init[{name!r}] has shape {tuple(value.shape)}, "
+                f"the model's is {tuple(state[name].shape)}"
+            )
+    model.load_state_dict({**state, **init})

@@ -6,21 +6,21 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import pathlib
 import time
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from .batches import Vocab, encode_batch, group_pairs, make_batches
 from .checks import check_bool, check_instance, check_int, check_number
 from .checks import check_probability
 from .decoding import greedy_decode
 from .model import Transformer
+from .parallel import DataParallel, World, split_parts
+from .pretraining import load_part, param_groups
 from .training import (
     evaluate_loss,
+    linear_scheduler,
     load_checkpoint,
     noam_scheduler,
     paper_adam,
@@ -34,7 +34,6 @@ __all__ = [
     "PronouncerConfig",
     "build_pronouncer",
     "train_pronouncer",
-    "Ensemble",
 ]
 
 
@@ -70,14 +69,25 @@ class PronouncerConfig:
     # the first n_valid_exact validation pairs
     eval_every: int = 50
     n_valid_exact: int = 200
+    # the public recipes' schedule instead of the paper's: peak_lr > 0
+    # rises linearly over warmup_steps, then falls linearly to 0 at steps
+    peak_lr: float = dataclasses.field(default=0.0, repr=False)
+    # clip > 0: the gradient's norm clipped to it before each step
+    clip: float = dataclasses.field(default=0.0, repr=False)
+    # each batch computed in parts, the step taken on their mean gradient
+    # (utils.parallel: what `parts` data-parallel processes compute)
+    parts: int = dataclasses.field(default=1, repr=False)
+    # n_train_exact > 0: greedy exact match on that many training words too
+    n_train_exact: int = dataclasses.field(default=0, repr=False)
 
     def __post_init__(self):
         sizes = ("d_model", "num_heads", "num_layers", "d_ff", "max_len")
         sizes += ("max_train_words", "warmup_steps", "batch_size", "steps")
-        for name in (*sizes, "eval_every", "n_valid_exact"):
+        for name in (*sizes, "eval_every", "n_valid_exact", "parts"):
             check_int(getattr(self, name), name, 1)
         check_int(self.seed, "seed", 0)
         check_int(self.cooldown_steps, "cooldown_steps", 0)
+        check_int(self.n_train_exact, "n_train_exact", 0)
         if self.cooldown_steps >= self.steps:
             raise ValueError(
                 f"cooldown_steps must be < steps ({self.steps}), "
@@ -89,6 +99,24 @@ class PronouncerConfig:
         check_probability(self.label_smoothing, "label_smoothing")
         check_number(self.min_size_share, "min_size_share", 0.0, 0.25)
         check_number(self.factor, "factor", 0.0, min_inclusive=False)
+        check_number(self.peak_lr, "peak_lr", 0.0)
+        check_number(self.clip, "clip", 0.0)
+        if self.peak_lr and self.cooldown_steps:
+            raise ValueError(
+                "peak_lr's schedule decays over the whole run: "
+                f"cooldown_steps must be 0, got {self.cooldown_steps}"
+            )
+        check_int(self.batch_size, "batch_size (at least parts)", self.parts)
+
+    def as_dict(self) -> dict:
+        """The settings as stored runs record them: the public recipe's
+        fields (``peak_lr`` to ``n_train_exact``) are left out while at their
+        defaults, so the records of runs older than them still match."""
+        out = dataclasses.asdict(self)
+        for f in dataclasses.fields(self)[-4:]:
+            if out[f.name] == f.default:
+                del out[f.name]
+        return out
 
 
 def _check_config(cfg) -> None:
@@ -114,8 +142,20 @@ def build_pronouncer(
     )
 
 
-def _exact_match(model, src, refs, vocab_tgt: Vocab) -> float:
-    """Share of greedy outputs for ``src`` equal to any of their ``refs``."""
+def _blocks(pairs, n: int, size: int | None, vocabs, device) -> list:
+    """The first ``n`` distinct sources of ``pairs`` and all their targets,
+    ``[(src, refs), ...]`` in blocks of ``size`` sources (None: one)."""
+    sources, refs = _first_sources(pairs, n)
+    size = size or len(sources)
+    return [
+        (encode_batch(sources[i : i + size], *vocabs, device)[0],
+         refs[i : i + size])
+        for i in range(0, len(sources), size)
+    ]  # fmt: skip
+
+
+def _right(model, src, refs, vocab_tgt: Vocab) -> int:
+    """How many greedy outputs for ``src`` equal one of their ``refs``."""
     longest = max(len(t) for targets in refs for t in targets)
     out = greedy_decode(
         model,
@@ -125,11 +165,10 @@ def _exact_match(model, src, refs, vocab_tgt: Vocab) -> float:
         vocab_tgt.eos_id,
         pad_id=vocab_tgt.pad_id,
     )
-    right = sum(
+    return sum(
         vocab_tgt.decode(row) in targets
         for row, targets in zip(out.cpu(), refs)
     )
-    return right / len(refs)
 
 
 def _first_sources(pairs, n: int) -> tuple[list, list]:
@@ -154,6 +193,7 @@ def train_pronouncer(
     init: dict[str, torch.Tensor] | None = None,
     stop_after: int | None = None,
     init_lr: float = 1.0,
+    world: World | None = None,
 ) -> tuple[Transformer, dict]:
     """Train ``cfg``'s pronouncer from scratch, deterministically ->
     ``(model in eval mode, history)``.
@@ -166,7 +206,9 @@ def train_pronouncer(
     continued if present (same result). ``max_seconds``: stop and save.
     ``init``: name -> tensor over the random weights; ``init_lr``: their
     rate as a share of the others' (0 freezes them). ``stop_after``: only
-    the first steps.
+    the first steps. ``world``: this process's place among ``cfg.parts``
+    data-parallel processes (``utils.parallel``; process 0 validates and
+    saves); alone, a process computes every part in turn, to the same bits.
     """
     _check_config(cfg)
     if cfg.min_size_share != 0:
@@ -184,41 +226,42 @@ def train_pronouncer(
         raise ValueError(
             f"init_lr={init_lr!r} needs init (the weights it slows)"
         )
+    world = World() if world is None else check_instance(world, "world", World)
+    world.mine(cfg.parts)  # the parts must fit the processes
     device = torch.device(device if device is not None else "cpu")
     vocab_src, vocab_tgt = vocabs
     valid = make_batches(
         splits["valid"], 500, vocab_src, vocab_tgt, seed=None, device=device
     )
-    exact_pairs, exact_refs = _first_sources(
-        splits["valid"], cfg.n_valid_exact
-    )
-    exact_src, _ = encode_batch(exact_pairs, vocab_src, vocab_tgt, device)
+    block = 250 if cfg.parts > 1 else None  # the processes share blocks
+    exact = {  # greedy exact match on the first distinct sources
+        key: _blocks(splits[part], n, block, vocabs, device)
+        for key, part, n in (
+            ("valid_exact", "valid", cfg.n_valid_exact),
+            ("train_exact", "train", cfg.n_train_exact),
+        )
+        if n
+    }
     pad = vocab_tgt.pad_id
 
     with threads(1) if device.type == "cpu" else contextlib.nullcontext():
         torch.manual_seed(cfg.seed)
         model = build_pronouncer(cfg, vocab_src, vocab_tgt).to(device)
         if init is not None:
-            _load_part(model, init)
-        groups, scales = _param_groups(model, init, init_lr)
-        optimizer = paper_adam(groups)
-        scheduler = noam_scheduler(
-            optimizer,
-            cfg.d_model,
-            cfg.warmup_steps,
-            cfg.factor,
-            cfg.warmup,
-            cfg.steps,
-            cfg.cooldown_steps,
-            scales,
-        )
+            load_part(model, init)
+        groups, scales = param_groups(model, init, init_lr)
+        optimizer, scheduler = _optimizer(cfg, groups, scales)
+        parallel = None
+        if cfg.parts > 1:
+            parallel = DataParallel(cfg.parts, cfg.seed * cfg.parts, world)
+        world.broadcast(model)  # every process starts from process 0's
         history = {
             "train_loss": [],
             "lr": [],
             "valid_step": [],
             "valid_loss": [],
             "valid_exact": [],
-            "config": dataclasses.asdict(cfg),
+            "config": cfg.as_dict(),
         }
         place = {"epoch": 0, "batches": []}  # the epoch, its batches left
         if checkpoint is not None and pathlib.Path(checkpoint).is_file():
@@ -226,6 +269,9 @@ def train_pronouncer(
             if saved["history"]["config"] != history["config"]:
                 raise ValueError(f"checkpoint {checkpoint} is of another cfg")
             history, place["epoch"] = saved["history"], saved["epoch"]
+            if parallel is not None:
+                for i in parallel.streams.states:
+                    parallel.streams.states[i] = saved["streams"][i]
             if place["epoch"]:  # the batches of this epoch not trained on yet
                 seed = cfg.seed * 1000 + place["epoch"] - 1
                 batches = group_pairs(splits["train"], cfg.batch_size, seed)
@@ -240,10 +286,17 @@ def train_pronouncer(
                     place["batches"] = groups[::-1]
                     place["epoch"] += 1
                 pairs = place["batches"].pop()
-                yield encode_batch(pairs, vocab_src, vocab_tgt, device)
+                history["lr"].append(optimizer.param_groups[0]["lr"])
+                if parallel is None:
+                    yield encode_batch(pairs, vocab_src, vocab_tgt, device)
+                    continue
+                parts = split_parts(pairs, cfg.parts)
+                yield {
+                    i: encode_batch(parts[i], vocab_src, vocab_tgt, device)
+                    for i in world.mine(cfg.parts)
+                }
 
-        def loss_fn(model, batch):  # and the rate this step is taken at
-            history["lr"].append(optimizer.param_groups[0]["lr"])
+        def loss_fn(model, batch):
             return teacher_forced_loss(model, batch, cfg.label_smoothing, pad)
 
         def evaluate(step: int, loss: float) -> None:
@@ -253,27 +306,35 @@ def train_pronouncer(
                 history["valid_loss"].append(
                     evaluate_loss(model, valid, cfg.label_smoothing, pad)
                 )
-                history["valid_exact"].append(
-                    _exact_match(model, exact_src, exact_refs, vocab_tgt)
-                )
+                for key, blocks in exact.items():
+                    right = world.map(
+                        lambda b: _right(model, *b, vocab_tgt), blocks
+                    )
+                    words = sum(len(refs) for _, refs in blocks)
+                    history.setdefault(key, []).append(sum(right) / words)
 
         def save_or_stop(step: int, loss: float) -> bool:
             late = max_seconds is not None and (
                 time.perf_counter() - start > max_seconds
             )
+            late = world.any(late)  # the processes stop together
             if checkpoint is not None and (
                 step % checkpoint_every == 0 or step == cfg.steps or late
             ):
                 seconds = time.perf_counter() - start
-                save_checkpoint(
-                    checkpoint,
-                    model,
-                    optimizer,
-                    scheduler,
-                    epoch=place["epoch"],
-                    left=len(place["batches"]),
-                    history={**history, "seconds": before + seconds},
-                )
+                streams = None if parallel is None else parallel.states()
+                if world.rank == 0:
+                    save_checkpoint(
+                        checkpoint,
+                        model,
+                        optimizer,
+                        scheduler,
+                        epoch=place["epoch"],
+                        left=len(place["batches"]),
+                        history={**history, "seconds": before + seconds},
+                        streams=streams,
+                    )
+                world.barrier()  # written before anyone reads it
             return late or (stop_after is not None and step >= stop_after)
 
         train(
@@ -283,9 +344,11 @@ def train_pronouncer(
             loss_fn,
             cfg.steps,
             scheduler=scheduler,
+            clip=cfg.clip or None,
             start=len(history["train_loss"]),
             hooks=(evaluate, save_or_stop),
-            progress=progress,
+            progress=progress and world.rank == 0,
+            parallel=parallel,
         )
         history["seconds"] = before + time.perf_counter() - start
     model.requires_grad_(True)  # a frozen part stays frozen only in training
@@ -293,87 +356,14 @@ def train_pronouncer(
     return model, history
 
 
-def _param_groups(model: Transformer, init, init_lr: float):
-    """The optimiser's groups: the new weights at the full rate, ``init``'s
-    at ``init_lr`` of it (frozen at 0), as practitioners fine-tune."""
-    if init is None or init_lr == 1.0:
-        return model.parameters(), None
-    new, old = [], []
-    for name, p in model.named_parameters():
-        (old if name in init else new).append(p)
-    if init_lr == 0.0:
-        for p in old:
-            p.requires_grad_(False)
-        return new, None
-    return [{"params": new}, {"params": old}], (1.0, init_lr)
-
-
-def _load_part(model: Transformer, init) -> None:
-    """Copy ``init``'s tensors into ``model`` (names, shapes must match)."""
-    check_instance(init, "init", dict)
-    state = model.state_dict()
-    unknown = sorted(set(init) - set(state))
-    if unknown:
-        raise ValueError(f"init has names the model lacks: {unknown[:3]}")
-    for name, value in init.items():
-        if tuple(value.shape) != tuple(state[name].shape):
-            raise ValueError(
-                f"init[{name!r}] has shape {tuple(value.shape)}, "
-                f"the model's is {tuple(state[name].shape)}"
-            )
-    model.load_state_dict({**state, **init})
-
-
-class _Caches(list):
-    """The members' key/value caches, grown and reordered together."""
-
-    @property
-    def length(self) -> int:
-        return self[0].length
-
-    def reorder(self, rows: torch.Tensor) -> None:
-        for cache in self:
-            cache.reorder(rows)
-
-
-class Ensemble(nn.Module):
-    """Trained Transformers as one model: the mean of their next-token
-    probabilities. The members' states sit side by side on the last axis,
-    so ``utils.decoding`` (greedy, beam) decodes it unchanged."""
-
-    def __init__(self, members) -> None:
-        super().__init__()
-        ok = isinstance(members, (list, tuple)) and len(members) > 0
-        if not ok or not all(isinstance(m, Transformer) for m in members):
-            kinds = [type(m).__name__ for m in members] if ok else members
-            raise TypeError(f"members must be a list of Transformers: {kinds}")
-        sizes = {(m.generator.out_features, m.pad_id) for m in members}
-        if len(sizes) > 1:
-            raise ValueError(
-                f"members must share the output vocabulary "
-                f"and PAD, got (size, pad) {sorted(sizes)}"
-            )
-        self.members = nn.ModuleList(members)
-        self.widths = [m.d_model for m in members]
-
-    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """src ``(B, S)`` -> memories ``(B, S, sum of d_model)``, mask."""
-        out = [m.encode(src) for m in self.members]
-        return torch.cat([memory for memory, _ in out], dim=-1), out[0][1]
-
-    def decode(self, tgt, memory, src_mask, cache=None) -> torch.Tensor:
-        """-> each member's states, side by side ``(B, T, sum of d_model)``;
-        ``cache``: ``start_cache()``'s, one per member."""
-        caches = cache if cache is not None else [None] * len(self.members)
-        parts = zip(self.members, memory.split(self.widths, dim=-1), caches)
-        states = [m.decode(tgt, x, src_mask, cache=c) for m, x, c in parts]
-        return torch.cat(states, dim=-1)
-
-    def start_cache(self) -> _Caches:
-        return _Caches(m.start_cache() for m in self.members)
-
-    def generator(self, states: torch.Tensor) -> torch.Tensor:
-        """-> log of the members' mean probability ``(..., V)``."""
-        parts = zip(self.members, states.split(self.widths, dim=-1))
-        logs = [F.log_softmax(m.generator(x).float(), -1) for m, x in parts]
-        return torch.logsumexp(torch.stack(logs), dim=0) - math.log(len(logs))
+def _optimizer(cfg: PronouncerConfig, groups, scales):
+    """The paper's Adam with the paper's schedule, or with the public
+    recipes' (``cfg.peak_lr > 0``: up, then linearly down to 0)."""
+    optimizer = paper_adam(groups, lr=cfg.peak_lr or 1.0)
+    if cfg.peak_lr:
+        steps = (cfg.warmup_steps, cfg.steps)
+        return optimizer, linear_scheduler(optimizer, *steps, scales)
+    return optimizer, noam_scheduler(
+        optimizer, cfg.d_model, cfg.warmup_steps, cfg.factor, cfg.warmup,
+        cfg.steps, cfg.cooldown_steps, scales,
+    )  # fmt: skip

@@ -24,6 +24,7 @@ __all__ = [
     "evaluating",
     "noam_lr",
     "noam_scheduler",
+    "linear_scheduler",
     "paper_adam",
     "teacher_forced_loss",
     "evaluate_loss",
@@ -47,6 +48,7 @@ def train(
     hooks: Sequence[Callable[[int, float], bool | None]] = (),
     progress: bool = True,
     desc: str = "training",
+    parallel=None,
 ) -> list[float]:
     """Steps ``start + 1`` to ``steps``: each takes ``next(batches)``,
     computes ``loss_fn(model, batch)`` (a scalar), backpropagates, clips the
@@ -54,7 +56,10 @@ def train(
     scheduler. Then every ``hook(step, loss)`` is called (all of them; one
     returning True stops the loop after this step). The model is in train
     mode (dropout on); a hook that evaluates uses ``evaluating``, which
-    gives it back. Returns the loss of every step taken."""
+    gives it back. ``parallel`` (``utils.parallel.DataParallel``): each
+    batch is ``{part: batch}``, and the step is taken on the parts' mean
+    gradient, as data-parallel processes take it. Returns the loss of
+    every step taken."""
     check_int(steps, "steps", 1)
     check_int(start, "start", 0)
     if clip is not None:
@@ -64,9 +69,13 @@ def train(
     model.train()
     losses = []
     for step in range(start + 1, steps + 1):
-        loss = loss_fn(model, next(batches))
+        batch = next(batches)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        if parallel is None:
+            loss = loss_fn(model, batch)
+            loss.backward()
+        else:
+            loss = parallel.backward(model, loss_fn, batch)
         if clip is not None:
             nn.utils.clip_grad_norm_(model.parameters(), clip)
         optimizer.step()
@@ -168,6 +177,32 @@ def noam_scheduler(
                 f"got {base!r}"
             )
         lambdas.append(lambda i, b=base, s=scale: rate(i + 1) * s / b)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
+
+
+def linear_scheduler(
+    optimizer: torch.optim.Optimizer,
+    warmup_steps: int,
+    steps: int,
+    scales: tuple[float, ...] | None = None,
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """The schedule of the public recipes (nanoGPT, fairseq's, BERT's):
+    the rate rises linearly to the optimiser's ``lr`` over
+    ``warmup_steps``, then falls linearly, reaching 0 just after ``steps``;
+    ``scales``: one factor per group."""
+    check_int(warmup_steps, "warmup_steps", 1)
+    check_int(steps, "steps", warmup_steps)
+    n = len(optimizer.param_groups)
+    scales = (1.0,) * n if scales is None else tuple(scales)
+    if len(scales) != n or not all(x > 0 for x in scales):
+        raise ValueError(f"scales must be {n} factors > 0, got {scales!r}")
+
+    def rate(step: int) -> float:  # step from 1
+        if step <= warmup_steps:
+            return step / warmup_steps
+        return (steps - step + 1) / (steps - warmup_steps + 1)
+
+    lambdas = [lambda i, s=scale: rate(i + 1) * s for scale in scales]
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
 
 

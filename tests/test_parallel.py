@@ -1,0 +1,131 @@
+"""utils.parallel in one process: a step whose batch comes in parts (each
+with its own dropout stream) is the mean of the parts' gradients, the
+parts' streams are kept apart, the cut is even; and the public recipes'
+linear schedule. tests/test_ddp.py runs the same code in two processes."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from tools.numbers_task import source_vocab, target_vocab
+from utils.batches import encode_batch
+from utils.model import Transformer
+from utils.parallel import DataParallel, Streams, World, split_parts
+from utils.training import linear_scheduler, teacher_forced_loss, train
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _model(dropout=0.3):
+    torch.manual_seed(0)
+    return Transformer(
+        len(source_vocab()), len(target_vocab()), d_model=16, num_heads=2,
+        num_layers=1, d_ff=32, dropout=dropout,
+    )  # fmt: skip
+
+
+def _pairs():
+    pairs = [([i % 10, (i * 7) % 10], [(i * 3) % 10] * 3) for i in range(8)]
+    src, tgt = source_vocab(), target_vocab()
+    pairs = [([src.itos[4 + a] for a in s], [tgt.itos[4 + b] for b in t])
+             for s, t in pairs]  # fmt: skip
+    return pairs, src, tgt
+
+
+def test_split_parts_is_even_and_keeps_the_order():
+    assert split_parts(list(range(7)), 2) == [[0, 1, 2], [3, 4, 5, 6]]
+    assert split_parts(list(range(4)), 1) == [[0, 1, 2, 3]]
+    with pytest.raises(ValueError, match="does not split into 3"):
+        split_parts([1, 2], 3)
+
+
+def test_world_checks_and_which_parts_are_mine():
+    assert list(World().mine(2)) == [0, 1]  # alone: every part
+    assert list(World(1, 2).mine(2)) == [1]
+    with pytest.raises(ValueError, match="parts must equal"):
+        World(0, 2).mine(4)
+    with pytest.raises(ValueError, match="rank must be < size"):
+        World(2, 2)
+    with pytest.raises(TypeError):
+        World(0, 2.0)
+
+
+def test_streams_are_apart_and_leave_the_global_one_alone():
+    streams = Streams(5, range(2))
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    with streams.part(0):
+        a = torch.rand(3)
+    with streams.part(1):
+        b = torch.rand(3)
+    with streams.part(0):
+        a2 = torch.rand(3)  # part 0's stream goes on
+    assert torch.equal(torch.get_rng_state(), before)
+    torch.manual_seed(5)
+    assert torch.equal(a, torch.rand(3)) and torch.equal(a2, torch.rand(3))
+    torch.manual_seed(6)
+    assert torch.equal(b, torch.rand(3))
+
+
+def test_a_step_in_parts_is_the_mean_of_the_parts_gradients():
+    pairs, src, tgt = _pairs()
+    halves = [encode_batch(h, src, tgt) for h in split_parts(pairs, 2)]
+    model = _model(dropout=0.0)  # no dropout: plain averaging
+    parallel = DataParallel(2, seed=0)
+    loss = parallel.backward(
+        model, teacher_forced_loss, dict(enumerate(halves))
+    )
+    got = [p.grad.clone() for p in model.parameters()]
+    parts, losses = [], []
+    for half in halves:
+        model.zero_grad()
+        losses.append(teacher_forced_loss(model, half))
+        losses[-1].backward()
+        parts.append([p.grad.clone() for p in model.parameters()])
+    for g, g0, g1 in zip(got, *parts):
+        assert torch.equal(g, (g0 + g1) / 2)
+    assert loss.item() == ((losses[0] + losses[1]) / 2).item()
+    with pytest.raises(ValueError, match="must hold parts"):
+        parallel.backward(model, teacher_forced_loss, {0: parts[0]})
+
+
+def test_each_part_draws_its_dropout_from_its_own_stream():
+    """Part i's dropout is ``manual_seed(seed + i)``'s, step after step, so
+    the two parts drop different units, as two processes would."""
+    pairs, src, tgt = _pairs()
+    halves = [encode_batch(h, src, tgt) for h in split_parts(pairs, 2)]
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)  # the weights stay
+    parallel = DataParallel(2, seed=10)
+    batches = itertools.repeat(dict(enumerate(halves)))
+    losses = train(model, opt, batches, teacher_forced_loss, 2,
+                   progress=False, parallel=parallel)  # fmt: skip
+    gens = [torch.Generator().manual_seed(10 + i) for i in range(2)]
+    mine = []
+    for _ in range(2):
+        step = []
+        for half, gen in zip(halves, gens):
+            torch.set_rng_state(gen.get_state())
+            step.append(teacher_forced_loss(model, half))
+            gen.set_state(torch.get_rng_state())
+        mine.append(((step[0] + step[1]) / 2).item())
+    assert losses == mine
+    assert losses[0] != losses[1]  # the streams went on: new units dropped
+
+
+def test_linear_schedule_rises_then_falls_to_zero():
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=2.0)
+    sched = linear_scheduler(opt, warmup_steps=4, steps=10)
+    seen = []
+    for _ in range(10):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert seen[:4] == [0.5, 1.0, 1.5, 2.0]  # up to the peak at step 4
+    assert seen[4:] == pytest.approx([2.0 * k / 7 for k in range(6, 0, -1)])
+    assert seen[-1] > 0 and opt.param_groups[0]["lr"] == 0.0  # then zero
+    with pytest.raises(ValueError, match="steps"):
+        linear_scheduler(opt, warmup_steps=4, steps=3)
