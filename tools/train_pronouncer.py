@@ -95,9 +95,13 @@ PUBLIC = dataclasses.replace(
     n_train_exact=N_VALID,
 )
 PILOT = dict(steps=2880)  # 13.3 epochs
+D192 = dict(d_model=192, d_ff=768)
 RECIPES = {
     "p128": dataclasses.replace(PUBLIC, **PILOT),
-    "p192": dataclasses.replace(PUBLIC, d_model=192, d_ff=768, **PILOT),
+    "p192": dataclasses.replace(PUBLIC, **D192, **PILOT),
+    # the full runs: 40 epochs, validated every second epoch
+    "r128": dataclasses.replace(PUBLIC, eval_every=432),
+    "r192": dataclasses.replace(PUBLIC, **D192, eval_every=432),
 }
 RECIPE_ROWS = OUT / "pronouncer_recipe.jsonl"  # one row per finished run
 
@@ -140,19 +144,17 @@ def paths(args) -> tuple[pathlib.Path, pathlib.Path]:
     return out, checkpoint
 
 
-def run_recipe(args, world) -> None:
-    """One run of ``RECIPES[args.recipe]`` on ``args.seed``, resumable; once
-    complete, its row (validation scores of the fp16 weights, the curves)
-    joins ``RECIPE_ROWS``."""
-    from tools.pronouncer_split import fingerprint
-
-    cfg = dataclasses.replace(RECIPES[args.recipe], seed=args.seed)
-    name = f"{args.recipe}_s{args.seed}"
-    work = CHECKPOINT.parent
-    work.mkdir(parents=True, exist_ok=True)
-    checkpoint = work / f"{name}.pt"
-    if args.fresh and checkpoint.is_file() and world.rank == 0:
+def run(cfg, checkpoint: pathlib.Path, args, world=None):
+    """Train ``cfg`` (continuing ``checkpoint`` unless ``args.fresh``) ->
+    the split, the vocabularies, the model and its history."""
+    if (
+        args.fresh
+        and checkpoint.is_file()
+        and (world is None or not world.rank)
+    ):
         checkpoint.unlink()
+    if world is not None:
+        world.barrier()  # no process reads a checkpoint being removed
     split, splits, vocabs = data()
     model, h = train_pronouncer(
         cfg,
@@ -163,6 +165,20 @@ def run_recipe(args, world) -> None:
         max_seconds=None if args.minutes is None else 60 * args.minutes,
         world=world,
     )
+    return split, vocabs, model, h
+
+
+def run_recipe(args, world) -> None:
+    """One run of ``RECIPES[args.recipe]`` on ``args.seed``, resumable; once
+    complete, its row (validation scores of the fp16 weights, the curves)
+    joins ``RECIPE_ROWS``."""
+    from tools.pronouncer_split import fingerprint
+
+    cfg = dataclasses.replace(RECIPES[args.recipe], seed=args.seed)
+    name = f"{args.recipe}_s{args.seed}"
+    work = pathlib.Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    split, vocabs, model, h = run(cfg, work / f"{name}.pt", args, world)
     done = len(h["train_loss"])
     if world.rank != 0:
         return
@@ -212,18 +228,8 @@ def main(args) -> None:
     out, checkpoint = paths(args)
     out.mkdir(parents=True, exist_ok=True)
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    if args.fresh and checkpoint.is_file():
-        checkpoint.unlink()
-    split, splits, vocabs = data()
     with threads(1):
-        model, h = train_pronouncer(
-            cfg,
-            splits,
-            vocabs=vocabs,
-            checkpoint=checkpoint,
-            checkpoint_every=args.every,
-            max_seconds=None if args.minutes is None else 60 * args.minutes,
-        )
+        split, vocabs, model, h = run(cfg, checkpoint, args)
         done = len(h["train_loss"])
         log = {
             "numeric_mode": numeric_mode.stamp(),
@@ -269,6 +275,11 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=0, help="0: the stored")
     parser.add_argument("--recipe", choices=sorted(RECIPES))
     parser.add_argument("--procs", type=int, default=1, help="processes")
+    parser.add_argument(
+        "--work",
+        default=str(CHECKPOINT.parent),
+        help="--recipe: where its checkpoint, log and weights go",
+    )
     args = parser.parse_args()
     if args.recipe is None:
         main(args)
