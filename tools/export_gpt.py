@@ -99,7 +99,10 @@ def architecture(model) -> dict:
     layers = list(model.stack.layers)
     if not layers or not all(type(x) is GPTBlock for x in layers):
         raise unsupported("a block is not utils.gpt.GPTBlock")
-    if not all(type(x.ffn) is FeedForward for x in layers):
+    ffns = [x.ffn for x in layers]  # the page has ReLU, not GPT-2's GELU
+    if not all(
+        type(f) is FeedForward and f.activation == "relu" for f in ffns
+    ):
         raise unsupported("an FFN is not utils.layers.FeedForward (ReLU)")
     subs = [m for m in model.modules() if isinstance(m, Residual)]
     if not all(m.norm_first for m in subs):

@@ -61,11 +61,13 @@ PATTERN = re.compile(
 )
 
 
-def pretokenize(text: str) -> list[str]:
-    """``text`` cut into chunks by :data:`PATTERN`; they join back to it."""
+def pretokenize(text: str, pattern=PATTERN) -> list[str]:
+    """``text`` cut into chunks by :data:`PATTERN` (or another compiled
+    ``pattern``: ``utils.gpt2.GPT2BPE`` passes GPT-2's); they join back to
+    it."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return PATTERN.findall(text)
+    return pattern.findall(text)
 
 
 def merge(ids: list[int], pair: Pair, new: int) -> list[int]:
@@ -167,13 +169,14 @@ def _encode_chunk(chunk: bytes, ranks: dict[Pair, int]) -> list[int]:
     return ids
 
 
-def encode(text: str, merges: dict[Pair, int]) -> list[int]:
-    """Token ids of ``text``: its UTF-8 bytes, chunk by chunk, merged in the
-    order the merges were learned (a chunk seen before is looked up)."""
+def encode(text: str, merges: dict[Pair, int], pattern=PATTERN) -> list[int]:
+    """Token ids of ``text``: its UTF-8 bytes, chunk by chunk (cut by
+    ``pattern``), merged in the order the merges were learned (a chunk seen
+    before is looked up)."""
     _check_merges(merges)
     done: dict[str, list[int]] = {}
     ids: list[int] = []
-    for chunk in pretokenize(text):
+    for chunk in pretokenize(text, pattern):
         if chunk not in done:
             done[chunk] = _encode_chunk(chunk.encode("utf-8"), merges)
         ids.extend(done[chunk])

@@ -2,17 +2,16 @@
 
 One stack of ``num_layers`` Pre-Norm blocks (masked self-attention, then the
 FFN, each ``x + F(LN(x))``), learned position embeddings, a final LayerNorm
-and an output layer that reuses the token embedding matrix (tied weights).
-Every position sees itself and the positions before it (the causal mask), so
-one forward pass scores every next token of a sequence at once.
+and an output layer that reuses the token embedding matrix (tied weights):
+GPT-2's design (``utils.gpt2`` loads its weights). Each position sees itself
+and those before it (the causal mask): one pass scores every next token.
 
 - ``GPTConfig``: the sizes; ``GPT(config)``; ``forward(ids) -> logits``.
 - ``GPT.generate``: sampling one token at a time through a key/value cache
   (``utils.attention.AttentionCache`` in every block); ``use_cache=False``
   recomputes every visible position instead and draws the same tokens.
 - ``num_parameters(config)``: the parameter count, from the formula.
-- ``load_gpt(path)``: a stored model (``tools/train_gpt.py``'s fp16 file)
-  and its BPE merges.
+- ``load_gpt(path)``: the stored model (tools/train_gpt.py) and its merges.
 - ``stream_nats``: the total cross-entropy of a long token stream, read in
   overlapping windows (bits per character = nats / ln 2 / characters).
 - ``torch_reference`` / ``load_torch_gpt_weights``: the same blocks built
@@ -24,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from functools import partial
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -32,13 +33,15 @@ from torch.nn import functional as F
 from .attention import AttentionCache
 from .checks import (
     check_bool,
+    check_choice,
     check_heads,
     check_ids,
     check_instance,
     check_int,
     check_probability,
 )
-from .layers import EncoderLayer, Stack, load_torch_encoder_layer_weights
+from .layers import ACTIVATIONS, EncoderLayer, Stack
+from .layers import load_torch_encoder_layer_weights
 from .rng import Mulberry32, draw_token
 from .sampling import sample
 
@@ -67,12 +70,15 @@ class GPTConfig:
     num_layers: int = 4
     d_ff: int = 512
     dropout: float = 0.0
+    # the FFN's; not a field: stored configs stay as they were (utils.gpt2)
+    activation: ClassVar[str] = "relu"
 
     def __post_init__(self):
         for name in ("vocab_size", "context", "d_model", "d_ff", "num_layers"):
             check_int(getattr(self, name), name, 1)
         check_heads(self.d_model, self.num_heads)
         check_probability(self.dropout, "dropout")
+        check_choice(self.activation, "activation", [*ACTIVATIONS])
 
 
 def num_parameters(config: GPTConfig) -> int:
@@ -94,9 +100,9 @@ class GPTBlock(EncoderLayer):
     covers all ``t`` cached and new keys (as ``DecoderLayer`` does)."""
 
     def __init__(
-        self, d_model: int, num_heads: int, d_ff: int, dropout: float
+        self, d_model, num_heads, d_ff, dropout, activation: str = "relu"
     ):
-        super().__init__(d_model, num_heads, d_ff, dropout, norm_first=True)
+        super().__init__(d_model, num_heads, d_ff, dropout, True, activation)
 
     def forward(
         self,
@@ -130,10 +136,8 @@ class GPT(nn.Module):
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
         self.pos_emb = nn.Embedding(c.context, c.d_model)
         self.drop = nn.Dropout(c.dropout)
-
-        def block():
-            return GPTBlock(c.d_model, c.num_heads, c.d_ff, c.dropout)
-
+        args = c.d_model, c.num_heads, c.d_ff, c.dropout, c.activation
+        block = partial(GPTBlock, *args)  # a new block at each call
         # Pre-Norm: the Stack ends with the final LayerNorm
         self.stack = Stack(block, c.num_layers, c.d_model, norm_first=True)
         self.reset_parameters()
@@ -309,11 +313,8 @@ def load_gpt(path) -> tuple[GPT, dict[tuple[int, int], int]]:
     "state_dict"}``, weights in fp16) in eval mode, computing in fp32, and
     its BPE merges as ``utils.bpe`` takes them: ``{(left, right): id}``."""
     stored = torch.load(path, map_location="cpu", weights_only=True)
-    if not isinstance(stored, dict) or set(stored) != {
-        "config",
-        "merges",
-        "state_dict",
-    }:
+    keys = {"config", "merges", "state_dict"}
+    if not isinstance(stored, dict) or set(stored) != keys:
         raise ValueError(f"{path} is not a stored GPT (tools/train_gpt.py)")
     model = GPT(GPTConfig(**stored["config"]))
     weights = {k: v.float() for k, v in stored["state_dict"].items()}
@@ -324,14 +325,15 @@ def load_gpt(path) -> tuple[GPT, dict[tuple[int, int], int]]:
 
 def torch_reference(config: GPTConfig) -> nn.TransformerEncoder:
     """PyTorch's own layers at ``config``'s sizes: ``num_layers``
-    ``nn.TransformerEncoderLayer(norm_first=True)`` (ReLU FFN, as ours)
-    and a final ``nn.LayerNorm``. Run it with a causal mask."""
+    ``nn.TransformerEncoderLayer(norm_first=True)`` (the FFN's activation
+    as ours) and a final ``nn.LayerNorm``. Run it with a causal mask."""
     check_instance(config, "config", GPTConfig)
     layer = nn.TransformerEncoderLayer(
         config.d_model,
         config.num_heads,
         config.d_ff,
         config.dropout,
+        ACTIVATIONS[config.activation],
         batch_first=True,
         norm_first=True,
     )

@@ -4,9 +4,11 @@ are rank 4 ``(B|1, 1, Lq, Lk)``, True = may attend."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 from torch import nn
+from torch.nn.functional import gelu, relu
 
 from .attention import (
     AttentionCache,
@@ -15,6 +17,7 @@ from .attention import (
 )
 from .checks import (
     check_bool,
+    check_choice,
     check_ids,
     check_instance,
     check_int,
@@ -24,6 +27,7 @@ from .checks import (
 )
 
 __all__ = [
+    "ACTIVATIONS",
     "FeedForward",
     "Embeddings",
     "LayerNorm",
@@ -35,20 +39,29 @@ __all__ = [
     "load_torch_decoder_layer_weights",
 ]
 
+# the FFN's: the paper's ReLU, or the tanh form of GELU GPT-2 was trained with
+ACTIVATIONS = {"relu": relu, "gelu_tanh": partial(gelu, approximate="tanh")}
+
 
 class FeedForward(nn.Module):
-    """``w_2(dropout(relu(w_1 x)))``, the same MLP at every position."""
+    """``w_2(dropout(act(w_1 x)))``, the same MLP at every position;
+    ``act`` is ``ACTIVATIONS[activation]``."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+    def __init__(
+        self, d_model: int, d_ff: int, dropout: float = 0.0, activation="relu"
+    ):
         super().__init__()
         d_model = check_int(d_model, "d_model", 1)
         d_ff = check_int(d_ff, "d_ff", 1)
         self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(check_probability(dropout, "dropout"))
+        check_choice(activation, "activation", [*ACTIVATIONS])
+        self.activation = activation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # (B, T, d_model) -> (B, T, d_ff) -> (B, T, d_model)
-        return self.w_2(self.dropout(torch.relu(self.w_1(x))))
+        act = ACTIVATIONS[self.activation]
+        return self.w_2(self.dropout(act(self.w_1(x))))
 
 
 class Embeddings(nn.Module):
@@ -123,10 +136,11 @@ class EncoderLayer(nn.Module):
         d_ff: int,
         dropout: float = 0.1,
         norm_first: bool = False,
+        activation: str = "relu",
     ):
         super().__init__()  # Residual checks norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout)
+        self.ffn = FeedForward(d_model, d_ff, dropout, activation)
         self.sub1 = Residual(d_model, dropout, norm_first)
         self.sub2 = Residual(d_model, dropout, norm_first)
         self.attn_weights: torch.Tensor | None = None  # last (B, h, S, S)
