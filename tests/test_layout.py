@@ -23,13 +23,13 @@ UTILS = ROOT / "utils"
 # lines, no module over 380; raised to 5,150 by issue #45, which gave chapter
 # 10 an encoder-decoder family (span corruption, the hand-over), lower rates
 # or frozen weights for fine-tuning, and paired intervals (utils.stats): 135
-# lines of new lesson; raised to 5,440 by issue #58: data-parallel training
-# (utils.parallel, 176 lines: a batch in parts, each part's random stream, the
-# all-reduce), the public recipes' linear schedule and clipping in the
-# pronouncer's config, validation shared by the processes, and ensembles in a
-# module of their own. A new chapter's modules are counted apart, each within
-# the same per-module limit.
-TOTAL_LINES = 5440
+# lines of new lesson; raised to 5,450 by issues #58 and #61: data-parallel
+# training (utils.parallel, 176 lines: a batch in parts, each part's random
+# stream, the all-reduce), the public recipes' linear schedule and clipping in
+# the pronouncer's config, validation shared by the processes, ensembles in a
+# module of their own, and GPT-2's activation in the feed-forward layer. A new
+# chapter's modules are counted apart, each within the same per-module limit.
+TOTAL_LINES = 5450
 MODULE_LINES = 380
 NEW_CHAPTER_MODULES = {
     "shakespeare.py",
