@@ -151,9 +151,11 @@ def test_every_entry_scores_every_word_and_matches_its_record(best, name, n):
         assert set(s["wrong"]) <= {"0", "1"}, key
         assert math.isclose(s["wrong"].count("1") / n, s["wer"]), key
         assert s["no_output"] < 0.01 * n, key
-        # joint-sequence models: between 18% and 60% of words wrong (a
-        # low order is weak), PER far below WER
-        assert 0.18 < s["wer"] < 0.6 and 0.03 < s["per"] < s["wer"] / 2
+        assert 0 < s["per"] < s["wer"] < 1, key
+        if e["tool"] == "phonetisaurus" or key == best["baseline"]:
+            # a joint-sequence n-gram on CMUdict, as above (a low
+            # Sequitur order is far weaker)
+            assert 0.18 < s["wer"] < 0.35 and 0.03 < s["per"] < s["wer"] / 2
         for i, (word, pron) in enumerate(s["examples"]):
             assert word == split[name][i][0], key
             refs = {pr.strip_stress(p) for p in split[name][i][1]}
