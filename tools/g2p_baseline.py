@@ -93,11 +93,12 @@ def settings() -> dict:
     }
 
 
-def lexicon(entries) -> dict[str, list[list[str]]]:
-    """``{word: [phonemes, ...]}``: every pronunciation, stress removed,
-    each once (``to_pairs`` drops the duplicates stress removal makes)."""
+def lexicon(entries, stress: bool = False) -> dict[str, list[list[str]]]:
+    """``{word: [phonemes, ...]}``: every pronunciation, stress removed
+    unless ``stress``, each once (``to_pairs`` drops the duplicates stress
+    removal makes)."""
     out: dict[str, list[list[str]]] = {}
-    for letters, phonemes in pr.to_pairs(entries, stress=False):
+    for letters, phonemes in pr.to_pairs(entries, stress=stress):
         out.setdefault("".join(letters), []).append(phonemes)
     return out
 
@@ -109,8 +110,15 @@ def score(model_path: Path, entries) -> dict:
     words = [w for w, _ in entries]
     start = time.perf_counter()
     got = dict(phonetisaurus.predict(words, model_path, nbest=1))
-    seconds = time.perf_counter() - start
-    hyps = [tuple(got.get(w, ())) for w in words]  # none: all wrong
+    return scored(entries, got, time.perf_counter() - start)
+
+
+def scored(entries, got: dict, seconds: float) -> dict:
+    """Score ``got`` (``{word: phonemes}``, one pronunciation per word; a
+    word missing from it is wrong, every phoneme missing) against all of
+    ``entries``' pronunciations, stress removed from both."""
+    words = [w for w, _ in entries]
+    hyps = [pr.strip_stress(got.get(w, ())) for w in words]
     refs = [prons for _, prons in entries]
     ok = [{pr.strip_stress(p) for p in r} for r in refs]
     return {
