@@ -94,3 +94,41 @@ def test_a_sweep_run_replays_bit_for_bit(sweep):
     live = _replay(cfg, STEPS)
     stored = np.array(row["train_loss_first"][:STEPS], dtype=np.float32)
     assert np.array_equal(live, stored), (live, stored)
+
+
+@pytest.fixture(scope="module")
+def recipe_rows():
+    lines = train_pronouncer.RECIPE_ROWS.read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_the_recipe_rows_are_complete_and_consistent(recipe_rows):
+    from tools.pronouncer_split import fingerprint
+
+    assert recipe_rows and fingerprint() == recipe_rows[0]["split"]
+    for row in recipe_rows:
+        cfg = dataclasses.replace(
+            train_pronouncer.RECIPES[row["recipe"]], seed=row["seed"]
+        )
+        assert row["config"] == cfg.as_dict() and row["processes"] == 2
+        assert row["steps_done"] == cfg.steps == row["valid_step"][-1]
+        assert row["numeric_mode"]["mode"] == "portable"
+        # the fp16 weights' WER against the last check's exact match (in
+        # fp32, the same 2,000 words): rounding flips a few words at most
+        assert abs(row["valid"]["wer"] - (1 - row["valid_exact"][-1])) < 0.005
+
+
+@pytest.mark.exact
+def test_a_run_on_both_cores_replays_in_one_process(recipe_rows):
+    """The pilots trained in two processes, one half of each batch each
+    (tools/ddp.py); one process computing both halves in turn gives their
+    first losses bit for bit."""
+    row = recipe_rows[0]
+    cfg = dataclasses.replace(
+        train_pronouncer.RECIPES[row["recipe"]], seed=row["seed"]
+    )
+    _, splits, vocabs = train_pronouncer.data()
+    _, h = train_run(cfg, splits, vocabs, progress=False, stop_after=2)
+    live = np.array(h["train_loss"], dtype=np.float32)
+    stored = np.array(row["train_loss_head"][:2], dtype=np.float32)
+    assert np.array_equal(live, stored), (live, stored)
