@@ -135,22 +135,17 @@ def scored(entries, got: dict, seconds: float) -> dict:
     }
 
 
-def main() -> None:
+def train_and_score(lex: dict, split: dict) -> dict:
+    """Phonetisaurus trained on ``lex`` (``lexicon``'s form), then
+    ``split``'s validation and test words scored: ``{"train": {words,
+    pronunciations, seconds, model_bytes}, "valid": ..., "test": ...}``."""
     import phonetisaurus
 
-    split = pr.split_words(N_VALID, N_TEST, SEED)
-    lex = lexicon(split["train"])
     out = {
-        "numeric_mode": numeric_mode.stamp(),
-        "what": "tools/g2p_baseline.py: Phonetisaurus on the course's split",
-        "tool": "phonetisaurus",
-        "version": importlib.metadata.version("phonetisaurus"),
-        "settings": settings(),
-        "split": fingerprint(),
         "train": {
             "words": len(lex),
             "pronunciations": sum(map(len, lex.values())),
-        },
+        }
     }
     with tempfile.TemporaryDirectory() as tmp:
         model_path = Path(tmp) / "model.fst"
@@ -165,6 +160,21 @@ def main() -> None:
                 f"PER {out[name]['per']:.2%}",
                 flush=True,
             )
+    return out
+
+
+def main() -> None:
+    split = pr.split_words(N_VALID, N_TEST, SEED)
+    lex = lexicon(split["train"])
+    out = {
+        "numeric_mode": numeric_mode.stamp(),
+        "what": "tools/g2p_baseline.py: Phonetisaurus on the course's split",
+        "tool": "phonetisaurus",
+        "version": importlib.metadata.version("phonetisaurus"),
+        "settings": settings(),
+        "split": fingerprint(),
+        **train_and_score(lex, split),
+    }
     OUT.write_text(json.dumps(out, indent=1) + "\n")
     print(f"trained in {out['train']['seconds']:.0f} s; wrote {OUT}")
 

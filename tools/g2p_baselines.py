@@ -40,9 +40,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import tempfile
-import time
-from pathlib import Path
 
 from tools import numeric_mode
 
@@ -122,8 +119,6 @@ def phonetisaurus_entry(sort: bool, stress: bool) -> dict:
     """Train Phonetisaurus as Balacoon does (``phonetisaurus.train``'s
     settings; the training file sorted by word if ``sort``, with stress if
     ``stress``), score the validation and test words."""
-    import phonetisaurus
-
     split = pr.split_words(N_VALID, N_TEST, SEED)
     lex = g2p_baseline.lexicon(split["train"], stress=stress)
     if sort:
@@ -138,19 +133,8 @@ def phonetisaurus_entry(sort: bool, stress: bool) -> dict:
         "settings": settings,
         "source": BALACOON,
         "split": fingerprint(),
-        "train": {
-            "words": len(lex),
-            "pronunciations": sum(map(len, lex.values())),
-        },
+        **g2p_baseline.train_and_score(lex, split),
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        model_path = Path(tmp) / "model.fst"
-        start = time.perf_counter()
-        phonetisaurus.train(lex, model_path)
-        entry["train"]["seconds"] = round(time.perf_counter() - start, 1)
-        entry["train"]["model_bytes"] = model_path.stat().st_size
-        for part in ("valid", "test"):
-            entry[part] = g2p_baseline.score(model_path, split[part])
     return entry
 
 
