@@ -207,8 +207,9 @@ def train_pronouncer(
     ``init``: name -> tensor over the random weights; ``init_lr``: their
     rate as a share of the others' (0 freezes them). ``stop_after``: only
     the first steps. ``world``: this process's place among ``cfg.parts``
-    data-parallel processes (``utils.parallel``; process 0 validates and
-    saves); alone, a process computes every part in turn, to the same bits.
+    data-parallel processes (``utils.parallel``; they share the
+    validation, process 0 saves); alone, a process computes every part in
+    turn, to the same bits.
     """
     _check_config(cfg)
     if cfg.min_size_share != 0:

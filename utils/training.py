@@ -155,10 +155,7 @@ def noam_scheduler(
         if steps is None:
             raise ValueError("cooldown_steps needs steps, the run's length")
         check_int(steps, "steps", cooldown_steps + 1)
-    n = len(optimizer.param_groups)
-    scales = (1.0,) * n if scales is None else tuple(scales)
-    if len(scales) != n or not all(x > 0 for x in scales):
-        raise ValueError(f"scales must be {n} factors > 0, got {scales!r}")
+    scales = _group_scales(optimizer, scales)
     first = 1 if warmup else warmup_steps
     last = None if not cooldown_steps else steps - cooldown_steps
 
@@ -180,6 +177,15 @@ def noam_scheduler(
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
 
 
+def _group_scales(optimizer, scales) -> tuple[float, ...]:
+    """One rate factor per parameter group (all 1.0 if ``scales`` is None)."""
+    n = len(optimizer.param_groups)
+    scales = (1.0,) * n if scales is None else tuple(scales)
+    if len(scales) != n or not all(x > 0 for x in scales):
+        raise ValueError(f"scales must be {n} factors > 0, got {scales!r}")
+    return scales
+
+
 def linear_scheduler(
     optimizer: torch.optim.Optimizer,
     warmup_steps: int,
@@ -192,10 +198,7 @@ def linear_scheduler(
     ``scales``: one factor per group."""
     check_int(warmup_steps, "warmup_steps", 1)
     check_int(steps, "steps", warmup_steps)
-    n = len(optimizer.param_groups)
-    scales = (1.0,) * n if scales is None else tuple(scales)
-    if len(scales) != n or not all(x > 0 for x in scales):
-        raise ValueError(f"scales must be {n} factors > 0, got {scales!r}")
+    scales = _group_scales(optimizer, scales)
 
     def rate(step: int) -> float:  # step from 1
         if step <= warmup_steps:
