@@ -1,7 +1,8 @@
 """utils.parallel in one process: a step whose batch comes in parts (each
 with its own dropout stream) is the mean of the parts' gradients, the
-parts' streams are kept apart, the cut is even; and the public recipes'
-linear schedule. tests/test_ddp.py runs the same code in two processes."""
+parts' streams are kept apart, the cut is even, a run stopped and
+continued (Resumable) is the same run; and the public recipes' linear
+schedule. tests/test_ddp.py runs the same code in two processes."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import torch
 from tools.numbers_task import source_vocab, target_vocab
 from utils.batches import encode_batch
 from utils.model import Transformer
-from utils.parallel import DataParallel, Streams, World, split_parts
+from utils.parallel import DataParallel, Resumable, Streams, World
+from utils.parallel import split_parts
 from utils.training import linear_scheduler, teacher_forced_loss, train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -127,3 +129,40 @@ def test_linear_schedule_rises_then_falls_to_zero():
     assert seen[-1] > 0 and opt.param_groups[0]["lr"] == 0.0  # then zero
     with pytest.raises(ValueError, match="steps"):
         linear_scheduler(opt, warmup_steps=4, steps=3)
+
+
+def _resumable_run(path, steps=6, **resume):
+    """A run in two parts with dropout, Adam and a schedule; ``path``:
+    its checkpoint (continued if there)."""
+    pairs, src, tgt = _pairs()
+    halves = dict(enumerate(encode_batch(h, src, tgt)
+                            for h in split_parts(pairs, 2)))  # fmt: skip
+    model = _model()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    sched = linear_scheduler(opt, 2, steps)
+    parallel = DataParallel(2, seed=3)
+    run = Resumable(path, model, opt, sched, steps=steps, every=4,
+                    parallel=parallel, **resume)  # fmt: skip
+    losses = (run.resume() or {"losses": []})["losses"]
+    save = run.hook(lambda: {"losses": losses})
+    train(model, opt, itertools.repeat(halves), teacher_forced_loss, steps,
+          scheduler=sched, start=len(losses), progress=False,
+          parallel=parallel,
+          hooks=[lambda s, x: losses.append(x), save])  # fmt: skip
+    return losses, model
+
+
+def test_a_resumable_run_stopped_and_continued_is_the_same_run(tmp_path):
+    whole, model = _resumable_run(None)
+    path = tmp_path / "run.pt"
+    first, _ = _resumable_run(path, stop_at=3)
+    assert first == whole[:3]  # stopped after step 3, and saved it
+    again, resumed = _resumable_run(path)  # steps 4-6: the streams restored
+    assert again == whole
+    for a, b in zip(model.parameters(), resumed.parameters()):
+        assert torch.equal(a, b)
+    late, _ = _resumable_run(tmp_path / "late.pt", max_seconds=0.0)
+    assert late == whole[:1]  # out of time: stopped after one step
+    assert (tmp_path / "late.pt").is_file()
+    with pytest.raises(ValueError, match="stop_at"):
+        _resumable_run(None, stop_at=0)

@@ -18,14 +18,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import pathlib
+import time
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
-from .checks import check_int
+from .checks import check_int, check_number
+from .training import load_checkpoint, save_checkpoint
 
-__all__ = ["World", "Streams", "DataParallel", "split_parts"]
+__all__ = ["World", "Streams", "DataParallel", "split_parts", "Resumable"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,3 +170,90 @@ class DataParallel:
     def states(self) -> dict:
         """Every part's random state, gathered from every process."""
         return self.world.merge(self.streams.states)
+
+
+class Resumable:
+    """What lets a run stop and continue bit for bit, alone or as one of
+    a ``world``'s processes: ``resume()`` restores a saved state (weights,
+    optimiser, schedule, random states, every part's stream) and returns
+    what else was saved; ``hook(extra)``, one of ``train``'s hooks, saves
+    every ``every`` steps, at step ``steps`` and when ``max_seconds`` have
+    passed (then the processes stop together; process 0 writes), with
+    ``extra()`` (the data's place, the history) beside the state; and at
+    step ``stop_at``, where it stops the run too."""
+
+    def __init__(
+        self,
+        path,
+        model: nn.Module,
+        optimizer,
+        scheduler=None,
+        *,
+        steps: int,
+        every: int = 500,
+        max_seconds: float | None = None,
+        stop_at: int | None = None,
+        world: World | None = None,
+        parallel: DataParallel | None = None,
+    ):
+        self.path = None if path is None else pathlib.Path(path)
+        self.model, self.optimizer = model, optimizer
+        self.scheduler = scheduler
+        self.steps = check_int(steps, "steps", 1)
+        self.every = check_int(every, "every", 1)
+        if max_seconds is not None:
+            check_number(max_seconds, "max_seconds", 0.0)
+        self.max_seconds = max_seconds
+        if stop_at is not None:
+            check_int(stop_at, "stop_at", 1)
+        self.stop_at = stop_at
+        self.world = World() if world is None else world
+        self.parallel = parallel
+        self.begun = time.perf_counter()
+
+    @property
+    def seconds(self) -> float:
+        """Seconds since the hook was made (the training's time)."""
+        return time.perf_counter() - self.begun
+
+    def resume(self) -> dict | None:
+        """The saved ``extra`` (the model and the rest restored), or None
+        when there is nothing to continue."""
+        if self.path is None or not self.path.is_file():
+            return None
+        saved = load_checkpoint(
+            self.path, self.model, self.optimizer, self.scheduler
+        )
+        if self.parallel is not None:
+            for i in self.parallel.streams.states:
+                self.parallel.streams.states[i] = saved["streams"][i]
+        return saved
+
+    def hook(self, extra):
+        """``hook(step, loss) -> stop?`` for ``train``."""
+        self.begun = time.perf_counter()
+
+        def save_or_stop(step: int, loss: float) -> bool:
+            late = self.max_seconds is not None and (
+                self.seconds > self.max_seconds
+            )
+            late = self.world.any(late)  # the processes stop together
+            late = late or step == self.stop_at
+            due = step % self.every == 0 or step == self.steps or late
+            if self.path is not None and due:
+                streams = None
+                if self.parallel is not None:
+                    streams = self.parallel.states()
+                if self.world.rank == 0:
+                    save_checkpoint(
+                        self.path,
+                        self.model,
+                        self.optimizer,
+                        self.scheduler,
+                        **extra(),
+                        streams=streams,
+                    )
+                self.world.barrier()  # written before anyone reads it
+            return late
+
+        return save_or_stop

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import pathlib
-import time
 
 import torch
 
@@ -16,15 +15,13 @@ from .checks import check_bool, check_instance, check_int, check_number
 from .checks import check_probability
 from .decoding import greedy_decode
 from .model import Transformer
-from .parallel import DataParallel, World, split_parts
+from .parallel import DataParallel, Resumable, World, split_parts
 from .pretraining import load_part, param_groups
 from .training import (
     evaluate_loss,
     linear_scheduler,
-    load_checkpoint,
     noam_scheduler,
     paper_adam,
-    save_checkpoint,
     teacher_forced_loss,
     threads,
     train,
@@ -265,19 +262,27 @@ def train_pronouncer(
             "config": cfg.as_dict(),
         }
         place = {"epoch": 0, "batches": []}  # the epoch, its batches left
-        if checkpoint is not None and pathlib.Path(checkpoint).is_file():
-            saved = load_checkpoint(checkpoint, model, optimizer, scheduler)
+        run = Resumable(
+            checkpoint,
+            model,
+            optimizer,
+            scheduler,
+            steps=cfg.steps,
+            every=checkpoint_every,
+            max_seconds=max_seconds,
+            world=world,
+            parallel=parallel,
+        )
+        saved = run.resume()
+        if saved is not None:
             if saved["history"]["config"] != history["config"]:
                 raise ValueError(f"checkpoint {checkpoint} is of another cfg")
             history, place["epoch"] = saved["history"], saved["epoch"]
-            if parallel is not None:
-                for i in parallel.streams.states:
-                    parallel.streams.states[i] = saved["streams"][i]
             if place["epoch"]:  # the batches of this epoch not trained on yet
                 seed = cfg.seed * 1000 + place["epoch"] - 1
                 batches = group_pairs(splits["train"], cfg.batch_size, seed)
                 place["batches"] = batches[::-1][: saved["left"]]
-        before, start = history.pop("seconds", 0.0), time.perf_counter()
+        before = history.pop("seconds", 0.0)
 
         def batches():  # epoch after epoch, each in a new order
             while True:
@@ -314,29 +319,16 @@ def train_pronouncer(
                     words = sum(len(refs) for _, refs in blocks)
                     history.setdefault(key, []).append(sum(right) / words)
 
-        def save_or_stop(step: int, loss: float) -> bool:
-            late = max_seconds is not None and (
-                time.perf_counter() - start > max_seconds
-            )
-            late = world.any(late)  # the processes stop together
-            if checkpoint is not None and (
-                step % checkpoint_every == 0 or step == cfg.steps or late
-            ):
-                seconds = time.perf_counter() - start
-                streams = None if parallel is None else parallel.states()
-                if world.rank == 0:
-                    save_checkpoint(
-                        checkpoint,
-                        model,
-                        optimizer,
-                        scheduler,
-                        epoch=place["epoch"],
-                        left=len(place["batches"]),
-                        history={**history, "seconds": before + seconds},
-                        streams=streams,
-                    )
-                world.barrier()  # written before anyone reads it
-            return late or (stop_after is not None and step >= stop_after)
+        save = run.hook(
+            lambda: {
+                "epoch": place["epoch"],
+                "left": len(place["batches"]),
+                "history": {**history, "seconds": before + run.seconds},
+            }
+        )
+
+        def stop(step: int, loss: float) -> bool:
+            return stop_after is not None and step >= stop_after
 
         train(
             model,
@@ -347,11 +339,11 @@ def train_pronouncer(
             scheduler=scheduler,
             clip=cfg.clip or None,
             start=len(history["train_loss"]),
-            hooks=(evaluate, save_or_stop),
+            hooks=(evaluate, save, stop),
             progress=progress and world.rank == 0,
             parallel=parallel,
         )
-        history["seconds"] = before + time.perf_counter() - start
+        history["seconds"] = before + run.seconds
     model.requires_grad_(True)  # a frozen part stays frozen only in training
     model.eval()
     return model, history
