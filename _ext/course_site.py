@@ -20,8 +20,10 @@
    HTML writer and sphinx-togglebutton's JavaScript write in English, is replaced in the
    page by a small script.
 5. The live pages' scripts (_static/pronouncer/, _static/gpt/: the models and their
-   weights) load only on their own pages, which ask for them: Jupyter Book adds every .js
-   file under _static to every page, and these are taken out of that list again.
+   weights; _static/engine/: the engine, the widgets' helpers and, in the Chinese
+   edition, their texts) load only on their own pages, which ask for them: Jupyter Book
+   adds every .js file under _static to every page, and these are taken out of that list
+   again.
 6. Pages that moved keep their old address: for each entry of ``MOVED`` the build writes
    a small page at the old address that sends the reader on to the new one (an HTML
    refresh, and a plain link for readers without it), so old links and bookmarks work.
@@ -211,7 +213,7 @@ def _add_templates(app, config):
 
 
 # Scripts under _static that a page loads itself, not every page.
-OWN_SCRIPTS = ("pronouncer/", "gpt/")
+OWN_SCRIPTS = ("pronouncer/", "gpt/", "engine/")
 
 
 def _drop_own_scripts(app, config):

@@ -2,7 +2,8 @@
 Chromium).
 
 The site is built once per run (the `built_site` fixture in conftest.py) and
-served on 127.0.0.1. Every page is opened at a desktop (1280x800) and a phone
+served on 127.0.0.1 (the `site_url` fixture in tests/conftest.py, with the
+browser). Every page is opened at a desktop (1280x800) and a phone
 (390x844) viewport with every request outside 127.0.0.1 blocked, and must show:
 no failed or external request, no console error, all maths typeset, every image
 loaded, no code, output or equation block wider than its column (at 1280 px),
@@ -31,18 +32,14 @@ person to look at.
 
 Chromium comes from the system (Debian: `apt-get install chromium`); Playwright
 drives it (`executable_path`), so `playwright install` is never needed. Without
-Chromium the test skips, except under CI=true, where it fails.
+Chromium the test skips, except under CI=true, where it fails
+(tests/conftest.py).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
-import os
 import pathlib
 import shutil
-import threading
 import urllib.parse
 
 import pytest
@@ -52,26 +49,10 @@ from tools.notebooks import ROOT, config, toc_files
 
 pytestmark = pytest.mark.slow
 
-HTML = ROOT / "_build" / "html"
-SHOTS = ROOT / "_build" / "screenshots"
 VIEWPORTS = {"desktop": (1280, 800), "phone": (390, 844)}
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    # Without these Chromium phones home at start; blocked here, they fail.
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # index.html only redirects to the root page. "zh/...": the Chinese edition.
 EN_PAGES = [*toc_files(), "search"]
 PAGES = [*EN_PAGES, *(f"zh/{page}" for page in EN_PAGES)]
-INSTALL_HINT = (
-    "no Chromium found: install it (Debian/Ubuntu: `sudo apt-get install "
-    "chromium`; .ci/run does this) or set CHROMIUM=/path/to/chromium"
-)
 
 
 def _localised_english() -> list[str]:
@@ -113,71 +94,6 @@ UI_KEEP = {
 }
 
 
-def _chromium() -> str | None:
-    if path := os.environ.get("CHROMIUM"):
-        return path
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if found := shutil.which(name):
-            return found
-    return None
-
-
-def _skip_or_fail(reason: str):
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI=true, so this may not skip: {reason}")
-    pytest.skip(reason)
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def site_url(request):
-    # Asked for here, not as an argument: a run without Chromium skips before
-    # building.
-    built_site = request.getfixturevalue("built_site")
-    if built_site.returncode != 0:
-        pytest.fail("the site did not build (see test_book.py)")
-    handler = functools.partial(_QuietHandler, directory=str(HTML))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    thread.join()
-    server.server_close()
-
-
-@contextlib.contextmanager
-def launched_chromium():
-    """Headless Chromium for a module's tests; skips (fails under CI=true)
-    where there is no Chromium or no Playwright."""
-    executable = _chromium()
-    if executable is None:
-        _skip_or_fail(INSTALL_HINT)
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _skip_or_fail("playwright is not installed: make venv")
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=executable, args=CHROMIUM_FLAGS
-        )
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with launched_chromium() as chromium:
-        # no stale pictures of old pages
-        shutil.rmtree(SHOTS, ignore_errors=True)
-        SHOTS.mkdir(parents=True)
-        yield chromium
-
-
 # Runs in the page (tests/inspect_page.js): what a reader would see wrong.
 INSPECT = (pathlib.Path(__file__).parent / "inspect_page.js").read_text()
 
@@ -212,28 +128,16 @@ def _language_problems(site_url: str, page: str, found: list[dict]) -> list:
 
 
 @pytest.fixture(scope="module")
-def contexts(browser, site_url):
+def contexts(new_context, screenshot):
     """One browser context per viewport, shared by the pages (so the HTTP
     cache is too); `blocked` collects the requests its route refused, per
     page."""
+    # no stale pictures of old pages
+    shutil.rmtree(screenshot.folder, ignore_errors=True)
     made = {}
     for name, (width, height) in VIEWPORTS.items():
-        context = browser.new_context(
-            viewport={"width": width, "height": height},
-            device_scale_factor=1,
-            service_workers="block",
-        )
         blocked: list[str] = []
-
-        def route(r, blocked=blocked):
-            if r.request.url.startswith(site_url + "/"):
-                r.continue_()
-            else:
-                blocked.append(f"external request blocked: {r.request.url}")
-                r.abort()
-
-        context.route("**/*", route)
-        made[name] = (context, blocked)
+        made[name] = (new_context(width, height, blocked), blocked)
     yield made
     for context, _ in made.values():
         context.close()
@@ -241,7 +145,9 @@ def contexts(browser, site_url):
 
 @pytest.mark.parametrize("viewport", VIEWPORTS)
 @pytest.mark.parametrize("page", PAGES)
-def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
+def test_page_as_a_reader_sees_it(
+    contexts, site_url, screenshot, page, viewport
+):
     width, height = VIEWPORTS[viewport]
     context, bad_requests = contexts[viewport]
     bad_requests.clear()
@@ -278,14 +184,7 @@ def test_page_as_a_reader_sees_it(contexts, site_url, page, viewport):
                 "keep": sorted(UI_KEEP),
             },
         )
-        name = page.replace("/", "_")
-        # JPEG: encoding a 1280 x 30000 px page as PNG takes seconds longer.
-        browser_page.screenshot(
-            path=SHOTS / f"{name}-{width}.jpeg",
-            full_page=True,
-            type="jpeg",
-            quality=80,
-        )
+        screenshot(browser_page, f"{page.replace('/', '_')}-{width}")
     finally:
         browser_page.close()
 

@@ -2,7 +2,7 @@
 browser.
 
 The site is built once (the `built_site` fixture) and served on 127.0.0.1
-as tests/test_browser.py does, every request outside it blocked. In both
+(tests/conftest.py), every request outside it blocked. In both
 editions (English at a phone's 390 px, Chinese at 1280 px) the test presses
 the widget's button, types prompts and settings into the page, presses
 "write", and asserts, against chapter 11's checkpoint in PyTorch:
@@ -20,8 +20,9 @@ the widget's button, types prompts and settings into the page, presses
   ``PROB_TOL``), and every head's attention of that query equals PyTorch's
   ``attn_weights`` within ``ATTENTION_TOL``.
 
-Also: neither the engine nor the weights are requested before the button
-is pressed, and the page with its own files stays under ``PAGE_BYTES``;
+Also: neither the engine (the shared one and the GPT's) nor the weights
+are requested before the button is pressed, and the page with its own
+files and the shared widget script stays under ``PAGE_BYTES``;
 the weights file is under ``WEIGHTS_BYTES``; the page writes at least
 ``MIN_TOKENS_PER_S`` tokens per second (measured in the page, printed);
 bad settings give a message and no run, without a console error; nothing
@@ -31,25 +32,16 @@ computes with exactly the model's fp32 weights; an export of an unknown
 format version is refused with the reason on the page. Screenshots at 390
 and 1280 px go to _build/screenshots/live_gpt-*.jpeg.
 tests/test_gpt_export.py (fast, under Node) checks the engine on random
-models and tampered exports.
+models and tampered exports; tests/live_pages.py holds what these tests
+share with the pronouncer's.
 """
 
 from __future__ import annotations
 
-import base64
-import json
-import urllib.parse
-
-import numpy as np
 import pytest
 import torch
-from tests.test_browser import (  # noqa: F401 (site_url: a fixture)
-    HTML,
-    SHOTS,
-    launched_chromium,
-    site_url,
-)
 
+from tests import live_pages as lp
 from tools import export_gpt as ex
 from utils import bpe
 from utils import shakespeare as sh
@@ -58,11 +50,11 @@ from utils.rng import Mulberry32
 
 pytestmark = pytest.mark.slow
 
-PAGE = "book/gpt_live"
-ENGINE = "_static/gpt/gpt.js"
-WEIGHTS = "_static/gpt/weights.js"
-PROB_TOL = 1e-5  # probabilities in [0, 1]; seen: below 1e-6
-ATTENTION_TOL = 1e-5  # softmax weights in [0, 1]; seen: below 1e-6
+LIVE = lp.LivePage("gpt", "gl", ".gl-write", "GPTLive", ex.VERSION, 60_000)
+# the GPT's and the shared one, loaded with the weights
+ENGINES = ("_static/gpt/gpt.js", "_static/engine/engine.js")
+PROB_TOL = 1e-5  # probabilities in [0, 1]; seen: 8.9e-7
+ATTENTION_TOL = 1e-5  # softmax weights in [0, 1]; seen: 1.3e-6
 PAGE_BYTES = 60_000  # the page's HTML and its own files before the click
 WEIGHTS_BYTES = 4_000_000
 MIN_TOKENS_PER_S = 30
@@ -170,56 +162,6 @@ def expected():
     return out
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    with launched_chromium() as browser:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        yield browser
-
-
-def _open(chromium, base: str, url: str, width: int, height: int):
-    """A page at ``url`` with every request outside ``base`` blocked; the
-    lists of problems and of the site's files it fetched."""
-    context = chromium.new_context(
-        viewport={"width": width, "height": height},
-        device_scale_factor=1,
-        service_workers="block",
-    )
-    problems: list[str] = []
-    fetched: list[str] = []
-
-    def route(r):
-        if r.request.url.startswith(base):
-            fetched.append(r.request.url)
-            r.continue_()
-        else:
-            problems.append(f"external request blocked: {r.request.url}")
-            r.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on("requestfailed", lambda q: problems.append(f"failed: {q.url}"))
-    page.on(
-        "console",
-        lambda m: m.type == "error" and problems.append(f"console: {m.text}"),
-    )
-    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
-    page.goto(url, wait_until="load")
-    return context, page, problems, fetched
-
-
-def _size(url: str) -> int:
-    path = urllib.parse.unquote(urllib.parse.urlparse(url).path)
-    path = path.split("/html/", 1)[-1] if "/html/" in path else path
-    file = HTML / path.lstrip("/")
-    return file.stat().st_size if file.is_file() else 0
-
-
-def _load(page) -> None:
-    page.click(".gpt-live .gl-load")
-    page.wait_for_selector(".gpt-live .gl-write", timeout=60_000)
-
-
 def _write(page, text: str, settings, tokens: int) -> dict:
     """Fill the prompt and the settings, press write, wait for the run to
     end; the run as the page keeps it, and what the page shows."""
@@ -309,35 +251,33 @@ def _mismatches(
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_live_gpt_equals_pytorch(
-    chromium,
-    site_url,  # noqa: F811 (the fixture imported above)
-    expected,
-    edition,
-):
+def test_live_gpt_equals_pytorch(open_page, site_url, expected, edition):
     width, height = EDITIONS[edition]
-    prefix = "zh/" if edition == "zh" else ""
-    url = f"{site_url}/{prefix}{PAGE}.html"
-    context, page, problems, fetched = _open(
-        chromium, site_url + "/", url, width, height
-    )
+    url = LIVE.url(site_url, edition)
+    context, page, problems, fetched = open_page(url, width, height)
     try:
         before = list(fetched)
-        assert not any(ENGINE in u or WEIGHTS in u for u in before), (
+        lazy = (*ENGINES, LIVE.weights)
+        assert not any(f in u for f in lazy for u in before), (
             "loaded before the click"
         )
         button = page.inner_text(".gpt-live .gl-load")
         assert button == (
             "加载 GPT 模型" if edition == "zh" else "Load the GPT"
         )
-        own = sum(
-            _size(u)
-            for u in set(before)
-            if u.split("?")[0].endswith(".html") or "/_static/gpt/" in u
+        own = lp.site_bytes(
+            u
+            for u in before
+            if u.split("?")[0].endswith(".html")
+            or "/_static/gpt/" in u
+            or "/_static/engine/" in u
         )
-        _load(page)
-        weights = sum(_size(u) for u in set(fetched) if WEIGHTS in u)
-        engine = sum(_size(u) for u in set(fetched) if ENGINE in u)
+        lp.load(page, LIVE)
+        weights = lp.site_bytes(u for u in fetched if LIVE.weights in u)
+        engine = lp.site_bytes(
+            u for u in fetched if any(e in u for e in ENGINES)
+        )
+        assert all(any(e in u for u in fetched) for e in ENGINES)
         print(
             f"\n{edition}: the page and its own files {own / 1e3:.1f} kB "
             "before the "
@@ -408,126 +348,47 @@ def test_live_gpt_equals_pytorch(
 @pytest.mark.parametrize("width", [390, 1280])
 @pytest.mark.parametrize("edition", EDITIONS)
 def test_live_gpt_at_both_widths(
-    chromium,
-    site_url,  # noqa: F811 (the fixture imported above)
-    edition,
-    width,
+    open_page, site_url, screenshot, edition, width
 ):
     """A sample written at a phone's and a desktop's width: nothing wider
     than the window; a screenshot of each."""
-    prefix = "zh/" if edition == "zh" else ""
-    url = f"{site_url}/{prefix}{PAGE}.html"
-    context, page, problems, _ = _open(
-        chromium, site_url + "/", url, width, 844
-    )
+    url = LIVE.url(site_url, edition)
+    context, page, problems, _ = open_page(url, width, 844)
     try:
-        _load(page)
+        lp.load(page, LIVE)
         got = _write(page, "KING.\n", (0.8, None, 0.9, 5), 150)
         assert got["state"] == "done", got["message"]
-        if page.evaluate(
-            "document.documentElement.scrollWidth > window.innerWidth"
-        ):
+        if lp.wider_than_window(page):
             problems.append(f"page wider than the window at {width} px")
-        page.screenshot(
-            path=SHOTS / f"live_gpt-{edition}-{width}.jpeg",
-            full_page=True,
-            type="jpeg",
-            quality=80,
-        )
+        screenshot(page, f"live_gpt-{edition}-{width}")
     finally:
         context.close()
     assert not problems, "\n".join(problems)
 
 
-def test_live_gpt_works_from_a_file(chromium, built_site, expected):
+def test_live_gpt_works_from_a_file(open_page, built_site, expected):
     """Opened from file:// (no server): the engine and the weights load by
     <script> tags, and the weights are the model's fp32 weights exactly."""
-    if built_site.returncode != 0:
-        pytest.fail("the site did not build (see test_book.py)")
-    base = (HTML / PAGE).with_suffix(".html").as_uri()
-    context, page, problems, _ = _open(
-        chromium, HTML.as_uri() + "/", base, 390, 844
-    )
-    try:
-        _load(page)
-        weights = page.evaluate(
-            """() => Object.fromEntries(
-               Object.entries(window.GPTLive.model.W).map(
-                 ([k, v]) => {
-                   const b = new Uint8Array(v.buffer);
-                   let s = '';
-                   for (let i = 0; i < b.length; i += 8192) {
-                     s += String.fromCharCode(...b.subarray(i, i + 8192));
-                   }
-                   return [k, btoa(s)];
-                 }))"""
-        )
-        model, _ = load_gpt(ex.CHECKPOINT)
-        for name, tensor in model.state_dict().items():
-            raw = np.frombuffer(
-                base64.b64decode(weights.pop(name)), dtype="<f4"
-            )
-            got = torch.from_numpy(raw.copy()).view(tensor.shape)
-            if not torch.equal(got, tensor):
-                problems.append(
-                    f"weight {name} differs by "
-                    f"{(got - tensor).abs().max():.2e}"
-                )
-        assert not weights, f"tensors the model lacks: {sorted(weights)}"
+    model, _ = load_gpt(ex.CHECKPOINT)
+    state = model.state_dict()
+    opened = lp.opened_from_a_file(open_page, built_site, LIVE, state)
+    with opened as (page, problems):
         for name in ("greedy, test 1", "top-p 0.9"):
             want = expected[name]
-            got = _write(
-                page,
-                want["text"],
-                want["settings"],
-                len(want["ids"]) - len(want["prompt"]),
-            )
+            tokens = len(want["ids"]) - len(want["prompt"])
+            got = _write(page, want["text"], want["settings"], tokens)
             problems += _mismatches(name, got, want)[0]
-    finally:
-        context.close()
-    assert not problems, "\n".join(problems)
 
 
-def test_live_gpt_refuses_an_unknown_export(
-    chromium,
-    site_url,  # noqa: F811 (the fixture imported above)
-):
-    """weights.js of another format version: the page says why it cannot
-    run it, and offers no prompt."""
-    text = (HTML / WEIGHTS).read_text()
-    current = '"format_version":1,'
-    assert current in text
-    text = text.replace(current, '"format_version":99,', 1)
-    url = f"{site_url}/{PAGE}.html"
-    context, page, problems, _ = _open(chromium, site_url + "/", url, 390, 844)
-    try:
-        page.route(
-            "**/" + WEIGHTS,
-            lambda r: r.fulfill(body=text, content_type="text/javascript"),
-        )
-        page.click(".gpt-live .gl-load")
-        page.wait_for_function(
-            "document.querySelector('.gpt-live').dataset.state === 'refused'",
-            timeout=60_000,
-        )
-        status = page.inner_text(".gpt-live .gl-status")
-        assert "cannot run the exported model" in status, status
-        assert "format version 99" in status, status
-        assert page.query_selector(".gpt-live .gl-prompt") is None
-    finally:
-        context.close()
-    assert not problems, "\n".join(problems)
+def test_live_gpt_refuses_an_unknown_export(open_page, site_url):
+    lp.refuses_an_unknown_export(open_page, site_url, LIVE)
 
 
 def test_the_export_is_the_checkpoint(tmp_path):
     """The exported fp16 numbers are the checkpoint's (the export checks
     they decode to the model's weights as it writes), with the chapter's
     architecture and merges."""
-    out = ex.export(out=tmp_path / "weights.js")
-    text = out.read_text()
-    data = json.loads(
-        text[text.index(ex.PREFIX) + len(ex.PREFIX) :].rstrip().rstrip(";")
-    )
+    _, data = lp.read_export(ex.export(out=tmp_path / "weights.js"), ex.PREFIX)
     model, merges = load_gpt(ex.CHECKPOINT)
     assert data["tokenizer"]["merges"] == [list(p) for p in merges]
     arch = data["architecture"]

@@ -2,7 +2,7 @@
 PyTorch, in a real browser.
 
 The site is built once (the `built_site` fixture) and served on 127.0.0.1
-as tests/test_browser.py does, every request outside it blocked. In both
+(tests/conftest.py), every request outside it blocked. In both
 editions (English at a phone's 390 px, Chinese at 1280 px) the test presses
 the widget's button, types 50 held-out test words and a few invented ones,
 and asserts, against the same checkpoint in PyTorch:
@@ -16,39 +16,38 @@ and asserts, against the same checkpoint in PyTorch:
   run equals the decoder's ``cross_weights`` when it reads the greedy
   output teacher-forced (as chapter 8 draws them) within ``ATTENTION_TOL``.
 
-Also: the weights are not requested before the button is pressed (the
-bytes before and after are printed); bad input (empty, digits, 80 letters,
-other scripts) gives a message and no answer, without a console error; the
-keystroke-to-greedy-answer time (measured in the page from the input
-event's timestamp) stays under a wide bound (the machine may be loaded; it
-is printed); the page works opened from file://; and an export of an
-unknown format version is refused with the reason on the page, nothing
-computed. Screenshots go to _build/screenshots/live_pronouncer-*.jpeg.
+Also: the weights are not requested before the button is pressed, and
+the widget's scripts (its own and the shared engine's) stay under
+``SCRIPT_BYTES`` (the bytes before and after are printed); bad input
+(empty, digits, 80 letters, other scripts) gives a message and no answer,
+without a console error; the keystroke-to-greedy-answer time (measured
+in the page from the input event's timestamp) stays under a wide bound
+(the machine may be loaded; it is printed); the page works opened from
+file://; and an export of an unknown format version is refused with the
+reason on the page, nothing computed. Screenshots go to
+_build/screenshots/live_pronouncer-*.jpeg.
 tests/test_pronouncer_export.py (fast, under Node) checks the engine on
-random Pre-Norm and Post-Norm models and on tampered exports.
+random Pre-Norm and Post-Norm models and on tampered exports;
+tests/live_pages.py holds what these tests share with the GPT's.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
-import urllib.parse
 
 import pytest
 import torch
-from tests.test_browser import (  # noqa: F401 (site_url: a fixture)
-    HTML,
-    SHOTS,
-    launched_chromium,
-    site_url,
-)
 
+from tests import live_pages as lp
+from tools import export_pronouncer as ex
 from utils import pronunciation as pr
 
 pytestmark = pytest.mark.slow
 
-PAGE = "book/pronouncer_live"
-WEIGHTS = "_static/pronouncer/weights.js"
+LIVE = lp.LivePage(
+    "pronouncer", "pl", ".pl-input", "PronouncerLive", ex.VERSION, 30_000
+)
+SCRIPT_BYTES = 50_000  # the widget's scripts, loaded with the page
 SCORE_TOL = 1e-4  # summed log-probabilities; seen: below 1e-5
 ATTENTION_TOL = 1e-5  # softmax weights in [0, 1]; seen: below 3e-6
 LATENCY_BOUND_MS = 1000  # here about 10 ms; loaded machines are slower
@@ -100,61 +99,6 @@ def expected():
             )
             out[word]["beam_alpha1"] = [(" ".join(p), s) for p, s in normed[0]]
     return out
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    with launched_chromium() as browser:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        yield browser
-
-
-def _open(chromium, base: str, url: str, width: int, height: int):
-    """A page at ``url`` with every request outside ``base`` blocked; the
-    lists of problems and of the site's files it fetched."""
-    context = chromium.new_context(
-        viewport={"width": width, "height": height},
-        device_scale_factor=1,
-        service_workers="block",
-    )
-    problems: list[str] = []
-    fetched: list[str] = []
-
-    def route(r):
-        if r.request.url.startswith(base):
-            fetched.append(r.request.url)
-            r.continue_()
-        else:
-            problems.append(f"external request blocked: {r.request.url}")
-            r.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on("requestfailed", lambda q: problems.append(f"failed: {q.url}"))
-    page.on(
-        "console",
-        lambda m: m.type == "error" and problems.append(f"console: {m.text}"),
-    )
-    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
-    page.goto(url, wait_until="load")
-    return context, page, problems, fetched
-
-
-def _bytes(urls: list[str]) -> int:
-    """The size on disk of the site files behind ``urls``."""
-    total = 0
-    for url in set(urls):
-        path = urllib.parse.unquote(urllib.parse.urlparse(url).path)
-        path = path.split("/html/", 1)[-1] if "/html/" in path else path
-        file = HTML / path.lstrip("/")
-        if file.is_file():
-            total += file.stat().st_size
-    return total
-
-
-def _load(page) -> None:
-    page.click(".pronouncer-live .pl-load")
-    page.wait_for_selector(".pronouncer-live .pl-input", timeout=30_000)
 
 
 def _answer(page, word: str) -> dict:
@@ -215,34 +159,29 @@ def _mismatches(word: str, got: dict, want: dict) -> list[str]:
 
 @pytest.mark.parametrize("edition", EDITIONS)
 def test_live_pronouncer_equals_pytorch(
-    chromium,
-    site_url,  # noqa: F811 (the fixture imported above)
-    expected,
-    edition,
+    open_page, site_url, screenshot, expected, edition
 ):
     width, height = EDITIONS[edition]
-    prefix = "zh/" if edition == "zh" else ""
-    url = f"{site_url}/{prefix}{PAGE}.html"
-    context, page, problems, fetched = _open(
-        chromium, site_url + "/", url, width, height
-    )
+    url = LIVE.url(site_url, edition)
+    context, page, problems, fetched = open_page(url, width, height)
     try:
         before = list(fetched)
-        assert not any(WEIGHTS in u for u in before), "weights before click"
+        assert not any(LIVE.weights in u for u in before), "weights before"
         button = page.inner_text(".pronouncer-live .pl-load")
         assert button == (
             "加载发音模型" if edition == "zh" else "Load the pronouncer"
         )
-        _load(page)
-        assert any(WEIGHTS in u for u in fetched), "no weights after click"
-        # before the click the widget costs its script only (the rest is
+        lp.load(page, LIVE)
+        assert any(LIVE.weights in u for u in fetched), "no weights after"
+        # before the click the widget costs its scripts only (the rest is
         # the theme, fonts and MathJax every page of the site loads)
-        own = _bytes([u for u in before if "/_static/pronouncer/" in u])
-        assert 0 < own < 50_000, f"the widget loads {own} bytes before"
+        scripts = ("/_static/pronouncer/", "/_static/engine/")
+        own = lp.site_bytes(u for u in before if any(s in u for s in scripts))
+        assert 0 < own < SCRIPT_BYTES, f"the widget loads {own} bytes before"
         print(
-            f"\n{edition}: {_bytes(before) / 1e6:.2f} MB before the click "
-            f"(the widget's script {own / 1e3:.0f} kB), "
-            f"{_bytes(fetched) / 1e6:.2f} MB after"
+            f"\n{edition}: {lp.site_bytes(before) / 1e6:.2f} MB before the "
+            f"click (the widget's scripts {own / 1e3:.0f} kB), "
+            f"{lp.site_bytes(fetched) / 1e6:.2f} MB after"
         )
         for word, want in expected.items():
             got = _answer(page, word)
@@ -284,94 +223,34 @@ def test_live_pronouncer_equals_pytorch(
         )
         assert max(times) < LATENCY_BOUND_MS, times
         _answer(page, "pronunciation")
-        overflow = page.evaluate(
-            "document.documentElement.scrollWidth > window.innerWidth"
-        )
-        if overflow:
+        if lp.wider_than_window(page):
             problems.append(f"page wider than the window at {width} px")
-        page.screenshot(
-            path=SHOTS / f"live_pronouncer-{edition}-{width}.jpeg",
-            full_page=True,
-            type="jpeg",
-            quality=80,
-        )
+        screenshot(page, f"live_pronouncer-{edition}-{width}")
     finally:
         context.close()
     assert not problems, "\n".join(problems[:30])
 
 
-def test_live_pronouncer_works_from_a_file(chromium, built_site, expected):
+def test_live_pronouncer_works_from_a_file(open_page, built_site, expected):
     """Opened from file:// (no server): the weights load by a <script>, and
     they are the model's fp32 weights exactly (fp16 decoded without loss)."""
-    if built_site.returncode != 0:
-        pytest.fail("the site did not build (see test_book.py)")
-    base = (HTML / PAGE).with_suffix(".html").as_uri()
-    root = HTML.as_uri() + "/"
-    context, page, problems, _ = _open(chromium, root, base, 390, 844)
-    try:
-        _load(page)
-        # the weights the page computes with: the chapters' fp32, exactly
-        weights = page.evaluate(
-            "() => Object.fromEntries(Object.entries("
-            "window.PronouncerLive.model.W).map(([k, v]) => [k, [...v]]))"
-        )
-        model, _, _ = pr.load_pronouncer()
-        for name, tensor in model.state_dict().items():
-            got = torch.tensor(weights.pop(name)).view(tensor.shape)
-            if not torch.equal(got, tensor):
-                worst = (got - tensor).abs().max().item()
-                problems.append(f"weight {name} differs by {worst:.2e}")
-        assert not weights, f"tensors the model lacks: {sorted(weights)}"
+    model, _, _ = pr.load_pronouncer()
+    state = model.state_dict()
+    opened = lp.opened_from_a_file(open_page, built_site, LIVE, state)
+    with opened as (page, problems):
         for word in [*_test_words()[:3], *INVENTED[:2]]:
-            got = _answer(page, word)
-            problems += _mismatches(word, got, expected[word])
-    finally:
-        context.close()
-    assert not problems, "\n".join(problems)
+            problems += _mismatches(word, _answer(page, word), expected[word])
 
 
-def test_live_pronouncer_refuses_an_unknown_export(
-    chromium,
-    site_url,  # noqa: F811 (the fixture imported above)
-):
-    """weights.js of another format version: the page says why it cannot
-    run it, and offers no input."""
-    text = (HTML / WEIGHTS).read_text()
-    current = '"format_version":2,'
-    assert current in text
-    text = text.replace(current, '"format_version":99,', 1)
-    url = f"{site_url}/{PAGE}.html"
-    context, page, problems, _ = _open(chromium, site_url + "/", url, 390, 844)
-    try:
-        page.route(
-            "**/" + WEIGHTS,
-            lambda r: r.fulfill(body=text, content_type="text/javascript"),
-        )
-        page.click(".pronouncer-live .pl-load")
-        page.wait_for_function(
-            "document.querySelector('.pronouncer-live').dataset.state"
-            " === 'refused'",
-            timeout=30_000,
-        )
-        status = page.inner_text(".pronouncer-live .pl-status")
-        assert "cannot run the exported model" in status, status
-        assert "format version 99" in status, status
-        assert page.query_selector(".pronouncer-live .pl-input") is None
-    finally:
-        context.close()
-    assert not problems, "\n".join(problems)
+def test_live_pronouncer_refuses_an_unknown_export(open_page, site_url):
+    lp.refuses_an_unknown_export(open_page, site_url, LIVE)
 
 
 def test_the_export_is_the_checkpoint(tmp_path):
     """The exported fp16 numbers decode to exactly the model's weights (the
     export checks it as it writes) and the build re-exports only when the
     checkpoint changes."""
-    from tools import export_pronouncer as ex
-
-    out = tmp_path / "weights.js"
-    assert ex.ensure(out=out) and not ex.ensure(out=out)
-    text = out.read_text()
-    data = json.loads(text[text.index(ex.PREFIX) + len(ex.PREFIX) :][:-2])
+    data = lp.exports_again_only_on_change(ex, tmp_path)
     assert (data["format"], data["format_version"]) == (ex.FORMAT, 2)
     assert len(data["phonemes"]["tokens"]) == 42
     assert len(data["examples"]) == 39 and len(data["test"]) == 12000
@@ -383,6 +262,3 @@ def test_the_export_is_the_checkpoint(tmp_path):
         cfg.d_model,
         cfg.num_layers,
     )
-    changed = tmp_path / "other.pt"
-    changed.write_bytes(ex.CHECKPOINT.read_bytes() + b"\0")
-    assert not ex.is_current(out, changed)

@@ -11,7 +11,7 @@ Chromium at 390x844 (device pixel ratio 2).
   ``points * shown_width / (72 * width_in)``. An image with no record (a
   figure that did not go through the funnel) fails.
 
-Reuses test_browser.py's built site and server.
+Reuses the built site, its server and the browser of tests/conftest.py.
 ``python -m tests.test_phone`` prints the table of every page instead
 (serving an already built ``_build/html``).
 """
@@ -23,15 +23,8 @@ import urllib.parse
 
 import pytest
 
-from tests.test_browser import (  # noqa: F401  (site_url: a fixture)
-    CHROMIUM_FLAGS,
-    HTML,
-    INSTALL_HINT,
-    PAGES,
-    _chromium,
-    _skip_or_fail,
-    site_url,
-)
+from tests.test_browser import PAGES
+from tools.build_book import HTML
 from proof.figures import MIN_CSS_PX, RECORD_RE
 
 pytestmark = pytest.mark.slow
@@ -117,23 +110,13 @@ def measure(browser_page, site: str, page: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def phone():
-    """A 390x844 page at device pixel ratio 2 (test_browser's own browser
-    fixture would clear its screenshots)."""
-    executable = _chromium()
-    if executable is None:
-        _skip_or_fail(INSTALL_HINT)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=executable, args=CHROMIUM_FLAGS
-        )
-        context = chromium.new_context(
-            viewport=PHONE, device_scale_factor=2, service_workers="block"
-        )
-        yield context.new_page()
-        chromium.close()
+def phone(chromium):
+    """A 390x844 page at device pixel ratio 2."""
+    context = chromium.new_context(
+        viewport=PHONE, device_scale_factor=2, service_workers="block"
+    )
+    yield context.new_page()
+    context.close()
 
 
 def _is_chapter(page: str) -> bool:
@@ -143,7 +126,7 @@ def _is_chapter(page: str) -> bool:
 @pytest.mark.parametrize(
     "page", [p for p in PAGES if p.endswith("search") is False]
 )
-def test_page_is_light_and_legible(phone, site_url, page):  # noqa: F811
+def test_page_is_light_and_legible(phone, site_url, page):
     m = measure(phone, site_url, page)
     total = m["html"] + m["images"]
     if _is_chapter(page):
@@ -165,7 +148,7 @@ def main() -> None:
     import http.server
     import threading
 
-    from playwright.sync_api import sync_playwright
+    from tests.conftest import launched_chromium
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
@@ -175,10 +158,7 @@ def main() -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     site = f"http://127.0.0.1:{server.server_address[1]}"
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=_chromium(), args=CHROMIUM_FLAGS
-        )
+    with launched_chromium() as chromium:
         page = chromium.new_context(
             viewport=PHONE, device_scale_factor=2
         ).new_page()
@@ -198,7 +178,6 @@ def main() -> None:
                     else ""
                 )
             )
-        chromium.close()
     server.shutdown()
 
 

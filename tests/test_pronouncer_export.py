@@ -1,6 +1,7 @@
 """The live pronouncer's export (tools/export_pronouncer.py) carries the whole
-architecture, and the page's JavaScript engine (_static/pronouncer/
-pronouncer.js) computes what it describes, Pre-Norm as well as Post-Norm.
+architecture, and the page's JavaScript (_static/pronouncer/pronouncer.js on
+the shared engine, _static/engine/engine.js) computes what it describes,
+Pre-Norm as well as Post-Norm.
 
 Fast: small random models, no browser. The engine runs under Node
 (``require`` gives it without the widget); the export it reads is the real
@@ -23,20 +24,19 @@ And it must refuse, with a message naming the problem, a tampered export:
 another format version, another format, a missing or unknown architecture
 field, a setting it does not compute, a missing or misshapen tensor.
 The exporter itself must refuse a model the page would get wrong.
-tests/test_live_pronouncer.py (slow) checks the stored model in Chromium.
+tests/test_live_pronouncer.py (slow) checks the stored model in Chromium;
+tests/live_pages.py holds what these tests share with the GPT's.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import shutil
-import subprocess
 
 import pytest
 import torch
 
+from tests import live_pages as lp
 from tools import ROOT
 from tools import export_pronouncer as ex
 from utils import pronunciation as pr
@@ -44,7 +44,6 @@ from utils.layers import Residual
 from utils.model import Transformer
 
 ENGINE = ROOT / "_static" / "pronouncer" / "pronouncer.js"
-NODE = shutil.which("node") or shutil.which("nodejs")
 LOGP_TOL = 1e-4  # log-probabilities; seen: below 2e-6
 ATTENTION_TOL = 1e-5  # softmax weights in [0, 1]; seen: below 1e-6
 SCORE_TOL = 1e-4  # summed log-probabilities; seen: below 1e-5
@@ -57,20 +56,9 @@ SIZES = {"d_model": 18, "num_heads": 3, "num_layers": 2, "d_ff": 30}
 # log-probabilities of each step of it (teacher-forced through the KV
 # cache; -inf as null), the greedy run's cross-attention and the beam list.
 DRIVER = r"""
-const fs = require("fs");
-const vm = require("vm");
 const [engine, weights, words] = process.argv.slice(2);
 const { Pronouncer, ExportError } = require(engine);
-const page = { window: {} };
-vm.runInNewContext(fs.readFileSync(weights, "utf8"), page);
-let model;
-try {
-  model = new Pronouncer(page.window.PRONOUNCER_DATA);
-} catch (err) {
-  if (!(err instanceof ExportError)) throw err;
-  console.log(JSON.stringify({ refused: err.message }));
-  process.exit(0);
-}
+const model = exported(weights, Pronouncer, "PRONOUNCER_DATA", ExportError);
 const out = {};
 for (const word of JSON.parse(words)) {
   const g = model.greedy(word);
@@ -93,19 +81,6 @@ console.log(JSON.stringify(out));
 """
 
 
-@pytest.fixture(scope="module")
-def node() -> str:
-    if NODE is None:
-        reason = (
-            "Node.js not found (Debian: apt-get install nodejs): the live "
-            "pronouncer's JavaScript engine cannot be run"
-        )
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true, so this may not skip: {reason}")
-        pytest.skip(reason)
-    return NODE
-
-
 def _random_checkpoint(path: pathlib.Path, norm_first: bool) -> Transformer:
     """A random pronouncer saved as the stored one is (config + fp16
     state dict); returns the model load_pronouncer gives back."""
@@ -120,10 +95,7 @@ def _random_checkpoint(path: pathlib.Path, norm_first: bool) -> Transformer:
         max_len=40,
         **SIZES,
     )
-    with torch.no_grad():  # LayerNorms away from 1 and 0: they count
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.copy_(torch.randn_like(p) * 0.5 + (name.endswith("weight")))
+    lp.spread_norms(model)
     config = {
         **SIZES,
         "norm_first": norm_first,
@@ -138,22 +110,13 @@ def _random_checkpoint(path: pathlib.Path, norm_first: bool) -> Transformer:
 
 
 def _run(node: str, weights: pathlib.Path, words: list[str]) -> dict:
-    driver = weights.parent / "driver.js"
-    driver.write_text(DRIVER)
-    done = subprocess.run(
-        [node, str(driver), str(ENGINE), str(weights), json.dumps(words)],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    return lp.run_node(
+        node, DRIVER, ENGINE, weights, json.dumps(words), timeout=120
     )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def _data(weights: pathlib.Path) -> tuple[str, dict]:
-    text = weights.read_text()
-    start = text.index(ex.PREFIX) + len(ex.PREFIX)
-    return text[:start], json.loads(text[start:].rstrip().rstrip(";"))
+    return lp.read_export(weights, ex.PREFIX)
 
 
 @pytest.fixture(scope="module")
@@ -286,87 +249,70 @@ def test_the_engine_sees_the_norm_placement(node, exported, tmp_path):
                 source = f"{stack}.layers.0.sub1.norm.{part}"
                 offset = next(o for n, _, o in fp16 if n == source)
                 data["tensors"].append([f"{stack}.norm.{part}", [18], offset])
-    other = tmp_path / "weights.js"
-    other.write_text(head + json.dumps(data) + ";\n")
+    other = lp.write_export(tmp_path / "weights.js", head, data)
     original = _run(node, weights, WORDS[2:3])[WORDS[2]]
     flipped = _run(node, other, WORDS[2:3])[WORDS[2]]
     a, b = (torch.tensor(x["logp"][0][1:]) for x in (original, flipped))
     assert (a - b).abs().max().item() > 1e-2
 
 
-def _tamper(data: dict, change: str) -> None:
-    arch = data["architecture"]
-    if change == "version 1":
-        data["format_version"] = 1
-    elif change == "version 3":
-        data["format_version"] = 3
-    elif change == "no version":
-        del data["format_version"]
-    elif change == "another format":
-        data["format"] = "something-else"
-    elif change == "no norm":
-        del arch["norm"]
-    elif change == "no architecture":
-        del data["architecture"]
-    elif change == "unknown setting":
-        arch["rotary"] = True
-    elif change == "sandwich norm":
-        arch["norm"] = "sandwich"
-    elif change == "learned positions":
-        arch["positional"]["kind"] = "learned"
-    elif change == "gelu":
-        arch["activation"] = "gelu"
-    elif change == "heads":
-        arch["num_heads"] = 4
-    elif change == "final norm":
-        arch["final_norm"] = not arch["final_norm"]
-    elif change == "missing tensor":
-        data["tensors"] = [
-            t for t in data["tensors"] if t[0] != "generator.bias"
-        ]
-    elif change == "extra tensor":
-        data["tensors"].append(["encoder.layers.0.extra", [18], 0])
-    elif change == "wrong shape":
-        data["tensors"][0][1] = [28, 18]
-    elif change == "short fp16":
-        data["fp16"] = data["fp16"][:400]
-    else:
-        raise AssertionError(change)
-
-
-TAMPERED = {  # change -> words the refusal must contain
-    "version 1": "format version 1",
-    "version 3": "format version 3",
-    "no version": "format version undefined",
-    "another format": "not a pronouncer export",
-    "no norm": "lacks architecture.norm",
-    "no architecture": "lacks architecture",
-    "unknown setting": "architecture.rotary is a setting this page does not",
-    "sandwich norm": 'architecture.norm must be "post" or "pre"',
-    "learned positions": "architecture.positional.kind",
-    "gelu": "architecture.activation",
-    "heads": "multiple of num_heads",
-    "final norm": "final_norm",
-    "missing tensor": "lacks tensor generator.bias",
-    "extra tensor": "encoder.layers.0.extra is not part",
-    "wrong shape": "src_embed.lut.weight has shape [28,18]",
-    "short fp16": "fp16 holds",
+TAMPERED = {  # change: (field, value or DROP, words the refusal must hold)
+    "version 1": ("format_version", 1, "format version 1"),
+    "version 3": ("format_version", 3, "format version 3"),
+    "no version": ("format_version", lp.DROP, "format version undefined"),
+    "another format": ("format", "something-else", "not a pronouncer export"),
+    "no norm": ("architecture.norm", lp.DROP, "lacks architecture.norm"),
+    "no architecture": ("architecture", lp.DROP, "lacks architecture"),
+    "unknown setting": (
+        "architecture.rotary",
+        True,
+        "architecture.rotary is a setting this page does not",
+    ),
+    "sandwich norm": (
+        "architecture.norm",
+        "sandwich",
+        'architecture.norm must be "post" or "pre"',
+    ),
+    "learned positions": (
+        "architecture.positional.kind",
+        "learned",
+        "architecture.positional.kind",
+    ),
+    "gelu": ("architecture.activation", "gelu", "architecture.activation"),
+    "heads": ("architecture.num_heads", 4, "multiple of num_heads"),
+    "final norm": ("architecture.final_norm", lambda v: not v, "final_norm"),
+    "missing tensor": (
+        "tensors",
+        lambda ts: [t for t in ts if t[0] != "generator.bias"],
+        "lacks tensor generator.bias",
+    ),
+    "extra tensor": (
+        "tensors",
+        lambda ts: [*ts, ["encoder.layers.0.extra", [18], 0]],
+        "encoder.layers.0.extra is not part",
+    ),
+    "wrong shape": (
+        "tensors.0.1",
+        [28, 18],
+        "src_embed.lut.weight has shape [28,18]",
+    ),
+    "short fp16": ("fp16", lambda s: s[:400], "fp16 holds"),
+    "no export": (None, None, "holds no export"),  # a file without it
 }
 
 
-def test_a_tampered_export_is_refused(node, tmp_path, exports):
-    head, data = _data(exports["pre"][1])
-    for change, words in TAMPERED.items():
-        tampered = json.loads(json.dumps(data))
-        _tamper(tampered, change)
-        path = tmp_path / "weights.js"
-        path.write_text(head + json.dumps(tampered) + ";\n")
-        got = _run(node, path, ["cat"])
-        assert "refused" in got, f"{change}: not refused"
-        assert words in got["refused"], (change, got["refused"])
-    # a file without the export at all
-    path.write_text("// nothing here\n")
-    assert "holds no export" in _run(node, path, ["cat"])["refused"]
+@pytest.mark.parametrize("change", TAMPERED)
+def test_a_tampered_export_is_refused(node, tmp_path, exports, change):
+    field, value, words = TAMPERED[change]
+    weights = lp.tampered(
+        exports["pre"][1],
+        ex.PREFIX,
+        field and (field, value),
+        tmp_path / "weights.js",
+    )
+    got = _run(node, weights, ["cat"])
+    assert "refused" in got, f"{change}: not refused"
+    assert words in got["refused"], (change, got["refused"])
 
 
 def test_the_exporter_refuses_what_the_page_cannot_compute(exported):

@@ -132,3 +132,16 @@ def test_a_run_on_both_cores_replays_in_one_process(recipe_rows):
     live = np.array(h["train_loss"], dtype=np.float32)
     stored = np.array(row["train_loss_head"][:2], dtype=np.float32)
     assert np.array_equal(live, stored), (live, stored)
+
+
+def test_the_recipe_rows_test_scores_meet_the_stored_baseline(recipe_rows):
+    """A row's test words, paired with the baseline's as stored now: the
+    McNemar counts it keeps are still those (the baseline not re-made
+    since), and its WER is its share of wrong words."""
+    scored = [row["test"] for row in recipe_rows if "test" in row]
+    assert scored  # the runs finished since the test scoring
+    for test in scored:
+        assert len(test["wrong"]) == train_pronouncer.N_TEST
+        assert test["wrong"].count("1") / len(test["wrong"]) == test["wer"]
+        again = train_pronouncer.against_baseline(test["wrong"])
+        assert again == test["mcnemar"]

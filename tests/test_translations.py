@@ -20,6 +20,7 @@ edition").
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -482,3 +483,41 @@ def test_every_code_comment_is_translated():
     setup = code_comments.comments(setup_source())
     table = code_comments.load()
     assert setup and all(c.text in table for c in setup)
+
+
+# Prints the English texts of the live pages' widgets (their scripts' TEXT;
+# under `node -e`, process.argv[1:] are the scripts).
+LIVE_SCRIPTS = r"""
+const texts = process.argv.slice(1).map((f) => Object.values(require(f).TEXT));
+console.log(JSON.stringify(texts.flat()));
+"""
+
+
+def test_the_live_pages_texts_are_translated(node):
+    """Every text the live pages' widgets show (their scripts' English, read
+    under Node) has its Chinese in locale/zh/live/widgets.yml, with the same
+    {name} slots and the glossary's words; every entry there is still
+    shown (the Chinese pages load them as _static/engine/zh.js)."""
+    import subprocess
+
+    scripts = [
+        translations.ROOT / "_static" / "pronouncer" / "pronouncer.js",
+        translations.ROOT / "_static" / "gpt" / "gpt_page.js",
+    ]
+    done = subprocess.run(
+        [node, "-e", LIVE_SCRIPTS, "--", *map(str, scripts)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    english = set(json.loads(done.stdout))
+    table = translations.live_texts()
+    slots = re.compile(r"\{\w+\}")
+    assert english and not english - set(table), english - set(table)
+    assert not set(table) - english, f"not shown: {set(table) - english}"
+    for en, zh in table.items():
+        assert translations.CJK.search(zh), (en, zh)
+        assert sorted(slots.findall(en)) == sorted(slots.findall(zh)), en
+        prose = slots.sub(" ", zh)
+        assert not translations.rejected_forms(prose), (en, zh)
+    assert "COURSE_LIVE_ZH" in translations.live_texts_js()

@@ -8,9 +8,10 @@ generated into _build/zh_src/ (the same _toc.yml, _ext and _static; the
 chapters are the committed Chinese notebooks zh/book/*.ipynb, made by
 tools/zh_notebooks.py: prose, captions and alt text from locale/zh/<page>.yml,
 the same code, figures drawn in Chinese; Markdown pages replaced whole from
-their translation), built into _build/html/zh/ with `repository.path_to_book:
-colab/zh`, so a Chinese chapter's Colab button opens its Chinese Colab
-notebook (colab/zh/book/NN_name.ipynb). A unit
+their translation; the live pages' widget texts, locale/zh/live/widgets.yml,
+as _static/engine/zh.js), built into _build/html/zh/ with
+`repository.path_to_book: colab/zh`, so a Chinese chapter's Colab button
+opens its Chinese Colab notebook (colab/zh/book/NN_name.ipynb). A unit
 with no translation keeps its English here; tests/test_translations.py is what
 fails on it, naming the page and the paragraph, and
 tests/test_zh_notebooks.py fails on a Chinese notebook that is stale. The two
@@ -99,6 +100,9 @@ def zh_source() -> pathlib.Path:
             ZH_SRC / folder,
             ignore=shutil.ignore_patterns("__pycache__"),
         )
+    # the live pages' widget texts, which their Chinese pages load first
+    zh_texts = ZH_SRC / "_static" / "engine" / "zh.js"
+    zh_texts.write_text(translations.live_texts_js())
     for bib in (ROOT / "book").glob("*.bib"):
         shutil.copy(bib, ZH_SRC / "book" / bib.name)
     for page in translations.pages():

@@ -3,12 +3,13 @@
     python -m tools.export_gpt        (tools/build_book.py calls it)
 
 Writes ``_static/gpt/weights.js`` (generated, not committed: it is rebuilt
-whenever ``book/data/ch11_gpt.pt``, ``utils/bpe.py`` or this exporter
-changes, found by their SHA-256 written in the file). The file is one
-JavaScript statement, ``window.GPT_DATA = {...}``, so the page loads it with
-a ``<script>`` tag, which works from ``file://`` too, where ``fetch()``
-fails. It holds (format ``FORMAT``, version ``VERSION``; the page refuses
-any other, and any export that lacks a field or a tensor it needs):
+whenever ``book/data/ch11_gpt.pt``, ``utils/bpe.py``, this exporter or
+tools/live_export.py changes, found by their SHA-256 written in the file).
+The file is one JavaScript statement, ``window.GPT_DATA = {...}``, so the
+page loads it with a ``<script>`` tag, which works from ``file://`` too,
+where ``fetch()`` fails. It holds (format ``FORMAT``, version ``VERSION``;
+the page refuses any other, and any export that lacks a field or a tensor
+it needs):
 
 - ``architecture``: everything the forward pass depends on, read from the
   model itself (``architecture()``): vocabulary size, context, d_model,
@@ -30,12 +31,13 @@ any other, and any export that lacks a field or a tensor it needs):
   bit, the weights ``load_gpt`` gives chapter 11 (checked before writing).
 
 Bump ``VERSION`` whenever the layout or the meaning of a field changes, and
-teach ``_static/gpt/gpt.js`` (``FORMAT_VERSION``) the new one.
+teach ``_static/gpt/gpt.js`` (``FORMAT_VERSION``) the new one. What both
+live pages' exports share (the layers' checks, the fp16 tensors, when to
+export again) is tools/live_export.py.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import pathlib
 import re
@@ -63,23 +65,6 @@ TEMPLATE = (
 )
 
 
-def _sources() -> list[pathlib.Path]:
-    return [pathlib.Path(__file__), ROOT / "utils" / "bpe.py"]
-
-
-def checkpoint_hash(path: pathlib.Path = CHECKPOINT) -> str:
-    """SHA-256 of the checkpoint, this exporter and utils/bpe.py: a change
-    to any of them makes the build export again."""
-    return live_export.source_hash(path, _sources())
-
-
-def is_current(
-    out: pathlib.Path = OUT, checkpoint: pathlib.Path = CHECKPOINT
-) -> bool:
-    """True if ``out`` exists and was made from this checkpoint."""
-    return live_export.written_hash(out) == checkpoint_hash(checkpoint)
-
-
 def architecture(model) -> dict:
     """What the page needs to compute ``model`` (a ``utils.gpt.GPT``), read
     from its modules. Raises ValueError for anything the page does not
@@ -87,11 +72,8 @@ def architecture(model) -> dict:
     from torch import nn
 
     from utils.gpt import GPT, GPTBlock
-    from utils.layers import FeedForward, Residual
 
-    def unsupported(what: str):
-        return ValueError(f"the live page cannot compute this model: {what}")
-
+    unsupported = live_export.unsupported
     if type(model) is not GPT:
         raise unsupported(
             f"model is {type(model).__name__}, not utils.gpt.GPT"
@@ -99,28 +81,12 @@ def architecture(model) -> dict:
     layers = list(model.stack.layers)
     if not layers or not all(type(x) is GPTBlock for x in layers):
         raise unsupported("a block is not utils.gpt.GPTBlock")
-    ffns = [x.ffn for x in layers]  # the page has ReLU, not GPT-2's GELU
-    if not all(
-        type(f) is FeedForward and f.activation == "relu" for f in ffns
-    ):
-        raise unsupported("an FFN is not utils.layers.FeedForward (ReLU)")
-    subs = [m for m in model.modules() if isinstance(m, Residual)]
-    if not all(m.norm_first for m in subs):
+    # the page has ReLU, not GPT-2's GELU
+    shared = live_export.layers(model, layers, [x.self_attn for x in layers])
+    if shared["norm"] != "pre":
         raise unsupported("a Post-Norm sublayer (the page computes Pre-Norm)")
     if not isinstance(model.stack.norm, nn.LayerNorm):
         raise unsupported("no final LayerNorm")
-    norms = [m for m in model.modules() if isinstance(m, nn.LayerNorm)]
-    if not all(m.elementwise_affine and m.bias is not None for m in norms):
-        raise unsupported("a LayerNorm without its weight and bias")
-    eps = {m.eps for m in norms}
-    if len(eps) != 1:
-        raise unsupported(f"LayerNorms with different eps {sorted(eps)}")
-    biases = {x.self_attn.w_q.bias is not None for x in layers}
-    if len(biases) != 1:
-        raise unsupported("attention projections with and without biases")
-    d_ff = {x.ffn.w_1.out_features for x in layers}
-    if len(d_ff) != 1:
-        raise unsupported(f"blocks with different d_ff {sorted(d_ff)}")
     c = model.config
     return {
         "model": "decoder-only",
@@ -129,13 +95,13 @@ def architecture(model) -> dict:
         "d_model": c.d_model,
         "num_heads": c.num_heads,
         "num_layers": len(layers),
-        "d_ff": d_ff.pop(),
-        "activation": "relu",
+        "d_ff": shared["d_ff"],
+        "activation": shared["activation"],
         "norm": "pre",
         "final_norm": True,
-        "layer_norm_eps": eps.pop(),
+        "layer_norm_eps": shared["layer_norm_eps"],
         "positional": "learned",
-        "attention_bias": biases.pop(),
+        "attention_bias": shared["attention_bias"],
         "tied_output": True,  # GPT._run: x @ tok_emb.weight.T
         "window_restart": c.context // 2,  # GPT.generate
     }
@@ -181,69 +147,30 @@ def tokenizer(merges: dict) -> dict:
 
 def payload(checkpoint: pathlib.Path = CHECKPOINT) -> dict:
     """The exported data as a dict (``fp16`` as base64 text)."""
-    import numpy as np
-    import torch
-
     from utils.gpt import load_gpt
 
     checkpoint = pathlib.Path(checkpoint)
-    stored = torch.load(checkpoint, map_location="cpu", weights_only=True)
     model, merges = load_gpt(checkpoint)
     arch = architecture(model)
-    fp32 = model.state_dict()
-    if list(stored["state_dict"]) != list(fp32):
-        raise ValueError(
-            f"checkpoint {checkpoint}: its tensors are not the model's"
-        )
+    weights = live_export.fp16(checkpoint, model)
     if len(merges) + 256 != arch["vocab_size"]:
         raise ValueError(
             f"{len(merges)} merges for a vocabulary of {arch['vocab_size']}"
         )
-    chunks, tensors, offset = [], [], 0
-    for name, t in stored["state_dict"].items():
-        if t.dtype != torch.float16:
-            raise TypeError(f"{name} is {t.dtype}, expected torch.float16")
-        half = t.contiguous().numpy().astype("<f2")
-        back = torch.from_numpy(half.astype(np.float32))
-        if not torch.equal(back, fp32[name]):
-            raise ValueError(f"{name}: fp16 -> fp32 differs from the model")
-        tensors.append([name, list(t.shape), offset])
-        chunks.append(half.tobytes())
-        offset += t.numel()
     return {
         "format": FORMAT,
         "format_version": VERSION,
         "architecture": arch,
         "tokenizer": tokenizer(merges),
-        "tensors": tensors,
-        "fp16": base64.b64encode(b"".join(chunks)).decode("ascii"),
+        **weights,
     }
 
 
-def export(
-    checkpoint: pathlib.Path = CHECKPOINT, out: pathlib.Path = OUT
-) -> pathlib.Path:
-    """Write ``out`` from ``checkpoint``; return ``out``."""
-    return live_export.write(
-        out,
-        "tools/export_gpt.py from book/data/ch11_gpt.pt",
-        checkpoint_hash(checkpoint),
-        (),
-        PREFIX,
-        payload(checkpoint),
-    )
-
-
-def ensure(
-    checkpoint: pathlib.Path = CHECKPOINT, out: pathlib.Path = OUT
-) -> bool:
-    """Export unless ``out`` is current; True if it wrote the file."""
-    return live_export.ensure(
-        out, checkpoint_hash(checkpoint), lambda: export(checkpoint, out)
-    )
-
+EXPORT = live_export.Export(
+    CHECKPOINT, OUT, PREFIX, __file__, payload, (ROOT / "utils" / "bpe.py",)
+)
+checkpoint_hash, is_current = EXPORT.checkpoint_hash, EXPORT.is_current
+export, ensure = EXPORT.export, EXPORT.ensure
 
 if __name__ == "__main__":
-    path = export()
-    size = path.stat().st_size
-    print(f"wrote {path.relative_to(ROOT)} ({size / 1e6:.2f} MB)")
+    EXPORT.main()

@@ -3,11 +3,11 @@
     python -m tools.export_pronouncer        (tools/build_book.py calls it)
 
 Writes ``_static/pronouncer/weights.js`` (generated, not committed: it is
-rebuilt whenever ``book/data/pronouncer.pt`` or this exporter changes, found
-by their SHA-256 written in the file). The file is one JavaScript
-statement, ``window.PRONOUNCER_DATA = {...}``, so the page can load it with
-a ``<script>`` tag: that works from ``file://`` too, where ``fetch()``
-fails.
+rebuilt whenever ``book/data/pronouncer.pt``, this exporter or
+tools/live_export.py changes, found by their SHA-256 written in the file).
+The file is one JavaScript statement, ``window.PRONOUNCER_DATA = {...}``,
+so the page can load it with a ``<script>`` tag: that works from
+``file://`` too, where ``fetch()`` fails.
 It holds (format ``FORMAT``, version ``VERSION``; the page refuses any
 other, and any export that lacks a field or a tensor it needs):
 
@@ -35,11 +35,12 @@ other, and any export that lacks a field or a tensor it needs):
 
 Bump ``VERSION`` whenever the layout or the meaning of a field changes, and
 teach ``_static/pronouncer/pronouncer.js`` (``FORMAT_VERSION``) the new one.
+What both live pages' exports share (the layers' checks, the fp16 tensors,
+when to export again) is tools/live_export.py.
 """
 
 from __future__ import annotations
 
-import base64
 import pathlib
 
 from . import ROOT, live_export
@@ -49,19 +50,6 @@ OUT = ROOT / "_static" / "pronouncer" / "weights.js"
 PREFIX = "window.PRONOUNCER_DATA = "
 FORMAT = "course-pronouncer"
 VERSION = 2  # 1: Post-Norm assumed, sizes only; 2: the whole architecture
-
-
-def checkpoint_hash(path: pathlib.Path = CHECKPOINT) -> str:
-    """SHA-256 of the checkpoint and of this exporter: a change to either
-    makes the build export again."""
-    return live_export.source_hash(path, [pathlib.Path(__file__)])
-
-
-def is_current(
-    out: pathlib.Path = OUT, checkpoint: pathlib.Path = CHECKPOINT
-) -> bool:
-    """True if ``out`` exists and was made from this checkpoint."""
-    return live_export.written_hash(out) == checkpoint_hash(checkpoint)
 
 
 def architecture(model) -> dict:
@@ -77,19 +65,11 @@ def architecture(model) -> dict:
     import torch
     from torch import nn
 
-    from utils.layers import (
-        DecoderLayer,
-        Embeddings,
-        EncoderLayer,
-        FeedForward,
-        Residual,
-    )
+    from utils.layers import DecoderLayer, Embeddings, EncoderLayer
     from utils.model import Transformer
     from utils.positional import PositionalEncoding, sinusoidal_encoding
 
-    def unsupported(what: str):
-        return ValueError(f"the live page cannot compute this model: {what}")
-
+    unsupported = live_export.unsupported
     if type(model) is not Transformer:
         raise unsupported(f"model is {type(model).__name__}, not Transformer")
     enc, dec = list(model.encoder.layers), list(model.decoder.layers)
@@ -97,23 +77,12 @@ def architecture(model) -> dict:
         type(x) is DecoderLayer for x in dec
     ):
         raise unsupported("a layer is not the course's Encoder/DecoderLayer")
-    layers = enc + dec
-    if not all(type(x.ffn) is FeedForward for x in layers):
-        raise unsupported("an FFN is not utils.layers.FeedForward (ReLU)")
-    subs = [m for m in model.modules() if isinstance(m, Residual)]
-    placements = {m.norm_first for m in subs}
-    if len(placements) != 1:
-        raise unsupported("Pre-Norm and Post-Norm sublayers mixed")
-    norm_first = placements.pop()
+    attns = [x.self_attn for x in enc + dec] + [x.cross_attn for x in dec]
+    shared = live_export.layers(model, enc + dec, attns)
+    norm_first = shared["norm"] == "pre"
     finals = [model.encoder.norm, model.decoder.norm]
     if any(isinstance(f, nn.LayerNorm) != norm_first for f in finals):
         raise unsupported("a final LayerNorm that does not match norm_first")
-    norms = [m for m in model.modules() if isinstance(m, nn.LayerNorm)]
-    if not all(m.elementwise_affine and m.bias is not None for m in norms):
-        raise unsupported("a LayerNorm without its weight and bias")
-    eps = {m.eps for m in norms}
-    if len(eps) != 1:
-        raise unsupported(f"LayerNorms with different eps {sorted(eps)}")
     embeds = (model.src_embed, model.tgt_embed)
     if not all(type(e) is Embeddings for e in embeds):
         raise unsupported("an embedding is not utils.layers.Embeddings")
@@ -123,28 +92,21 @@ def architecture(model) -> dict:
     base = 10000.0
     if not torch.equal(pos.pe, sinusoidal_encoding(pos.max_len, pos.d_model)):
         raise unsupported("the positional table is not sinusoidal, base 1e4")
-    attns = [x.self_attn for x in layers] + [x.cross_attn for x in dec]
-    biases = {a.w_q.bias is not None for a in attns}
-    if len(biases) != 1:
-        raise unsupported("attention projections with and without biases")
     lut = model.src_embed.lut.weight
-    shared = model.tgt_embed.lut.weight is lut
-    if shared != (model.generator.weight is lut):
+    tied = model.tgt_embed.lut.weight is lut
+    if tied != (model.generator.weight is lut):
         raise unsupported("only some of the embeddings and output tied")
-    d_ff = {x.ffn.w_1.out_features for x in layers}
-    if len(d_ff) != 1:
-        raise unsupported(f"layers with different d_ff {sorted(d_ff)}")
     return {
         "model": "encoder-decoder",
         "d_model": model.d_model,
         "num_heads": model.num_heads,
         "num_encoder_layers": len(enc),
         "num_decoder_layers": len(dec),
-        "d_ff": d_ff.pop(),
-        "activation": "relu",
-        "norm": "pre" if norm_first else "post",
+        "d_ff": shared["d_ff"],
+        "activation": shared["activation"],
+        "norm": shared["norm"],
         "final_norm": norm_first,
-        "layer_norm_eps": eps.pop(),
+        "layer_norm_eps": shared["layer_norm_eps"],
         # Embeddings multiplies by math.sqrt(d_model), a double
         "embedding_scale": math.sqrt(model.src_embed.d_model),
         "positional": {
@@ -152,8 +114,8 @@ def architecture(model) -> dict:
             "base": base,
             "max_len": pos.max_len,
         },
-        "attention_bias": biases.pop(),
-        "share_embeddings": shared,
+        "attention_bias": shared["attention_bias"],
+        "share_embeddings": tied,
     }
 
 
@@ -168,13 +130,9 @@ def _vocab(vocab) -> dict:
 
 def payload(checkpoint: pathlib.Path = CHECKPOINT) -> dict:
     """The exported data as a dict (``fp16`` as base64 text)."""
-    import numpy as np
-    import torch
-
     from utils import pronunciation as pr
 
     checkpoint = pathlib.Path(checkpoint)
-    stored = torch.load(checkpoint, map_location="cpu", weights_only=True)
     model, cfg, stress = pr.load_pronouncer(checkpoint)
     if stress:
         raise ValueError(
@@ -184,23 +142,7 @@ def payload(checkpoint: pathlib.Path = CHECKPOINT) -> dict:
     arch = architecture(model)
     if arch["norm"] != ("pre" if cfg.norm_first else "post"):
         raise ValueError(f"norm_first={cfg.norm_first} but the model's is not")
-    fp32 = model.state_dict()
-    if list(stored["state_dict"]) != list(fp32):
-        raise ValueError(
-            f"checkpoint {checkpoint}: its tensors are not the model's"
-        )
-    chunks, tensors, offset = [], [], 0
-    for name, t in stored["state_dict"].items():
-        if t.dtype != torch.float16:
-            raise TypeError(f"{name} is {t.dtype}, expected torch.float16")
-        half = t.contiguous().numpy().astype("<f2")
-        # the page decodes these halves to float32: exactly the chapters'
-        back = torch.from_numpy(half.astype(np.float32))
-        if not torch.equal(back, fp32[name]):
-            raise ValueError(f"{name}: fp16 -> fp32 differs from the model")
-        tensors.append([name, list(t.shape), offset])
-        chunks.append(half.tobytes())
-        offset += t.numel()
+    weights = live_export.fp16(checkpoint, model)
     letters, phonemes = pr.letter_vocab(), pr.phoneme_vocab(stress)
     test = {
         word: "|".join(
@@ -215,40 +157,25 @@ def payload(checkpoint: pathlib.Path = CHECKPOINT) -> dict:
         "letters": _vocab(letters),
         "phonemes": _vocab(phonemes),
         "examples": {p: w for p, (_, w) in pr.PHONEMES.items()},
-        "tensors": tensors,
-        "fp16": base64.b64encode(b"".join(chunks)).decode("ascii"),
+        **weights,
         "test": test,
     }
 
 
-def export(
-    checkpoint: pathlib.Path = CHECKPOINT, out: pathlib.Path = OUT
-) -> pathlib.Path:
-    """Write ``out`` from ``checkpoint``; return ``out``."""
-    return live_export.write(
-        out,
-        "tools/export_pronouncer.py from book/data/pronouncer.pt",
-        checkpoint_hash(checkpoint),
-        (
-            "The test words' pronunciations: CMUdict, Copyright (C) "
-            "1993-2015 Carnegie Mellon University, BSD-style licence "
-            "(book/data/CMUDICT_LICENSE.txt).",
-        ),
-        PREFIX,
-        payload(checkpoint),
-    )
-
-
-def ensure(
-    checkpoint: pathlib.Path = CHECKPOINT, out: pathlib.Path = OUT
-) -> bool:
-    """Export unless ``out`` is current; True if it wrote the file."""
-    return live_export.ensure(
-        out, checkpoint_hash(checkpoint), lambda: export(checkpoint, out)
-    )
-
+EXPORT = live_export.Export(
+    CHECKPOINT,
+    OUT,
+    PREFIX,
+    __file__,
+    payload,
+    notes=(
+        "The test words' pronunciations: CMUdict, Copyright (C) "
+        "1993-2015 Carnegie Mellon University, BSD-style licence "
+        "(book/data/CMUDICT_LICENSE.txt).",
+    ),
+)
+checkpoint_hash, is_current = EXPORT.checkpoint_hash, EXPORT.is_current
+export, ensure = EXPORT.export, EXPORT.ensure
 
 if __name__ == "__main__":
-    path = export()
-    size = path.stat().st_size
-    print(f"wrote {path.relative_to(ROOT)} ({size / 1e6:.2f} MB)")
+    EXPORT.main()

@@ -1,18 +1,25 @@
 """What the live pages' exporters share (tools/export_pronouncer.py,
-tools/export_gpt.py): the generated file's form and when to make it again.
+tools/export_gpt.py): the generated file's form, when to make it again, the
+checks on the layers both pages compute the same way (the shared engine,
+_static/engine/engine.js) and the fp16 tensors.
 
 An export is one JavaScript statement, ``<prefix>{json};``, after comment
 lines, the second of which is ``// source sha256 <hex>``: the SHA-256 of the
-checkpoint and of the sources the export is made by. The build exports again
-only when that hash changes.
+checkpoint and of the sources the export is made by (the exporter, this
+module and what else it names). The build exports again only when that hash
+changes.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import hashlib
 import json
 import pathlib
 from typing import Callable, Sequence
+
+from . import ROOT
 
 HASH_LINE_START = "// source sha256 "
 
@@ -63,11 +70,129 @@ def write(
     return out
 
 
-def ensure(
-    out: pathlib.Path, digest: str, export: Callable[[], object]
-) -> bool:
-    """Call ``export`` unless ``out`` records ``digest``; True if it did."""
-    if written_hash(out) == digest:
-        return False
-    export()
-    return True
+def unsupported(what: str) -> ValueError:
+    return ValueError(f"the live page cannot compute this model: {what}")
+
+
+def layers(model, blocks, attentions) -> dict:
+    """What the engine computes the same way for both models, read from
+    ``model``'s modules: ``blocks`` (its layers: a ReLU FeedForward each,
+    of one width), its Residual sublayers (one norm placement), LayerNorms
+    (weight, bias and one eps) and ``attentions`` (projections all with
+    biases or all without). Raises ValueError (``unsupported``) for any
+    other model."""
+    from torch import nn
+
+    from utils.layers import FeedForward, Residual
+
+    if not all(
+        type(x.ffn) is FeedForward and x.ffn.activation == "relu"
+        for x in blocks
+    ):
+        raise unsupported("an FFN is not utils.layers.FeedForward (ReLU)")
+    subs = {m.norm_first for m in model.modules() if isinstance(m, Residual)}
+    if len(subs) != 1:
+        raise unsupported("Pre-Norm and Post-Norm sublayers mixed")
+    norms = [m for m in model.modules() if isinstance(m, nn.LayerNorm)]
+    if not all(m.elementwise_affine and m.bias is not None for m in norms):
+        raise unsupported("a LayerNorm without its weight and bias")
+    eps = {m.eps for m in norms}
+    if len(eps) != 1:
+        raise unsupported(f"LayerNorms with different eps {sorted(eps)}")
+    biases = {a.w_q.bias is not None for a in attentions}
+    if len(biases) != 1:
+        raise unsupported("attention projections with and without biases")
+    d_ff = {x.ffn.w_1.out_features for x in blocks}
+    if len(d_ff) != 1:
+        raise unsupported(f"layers with different d_ff {sorted(d_ff)}")
+    return {
+        "d_ff": d_ff.pop(),
+        "activation": "relu",
+        "norm": "pre" if subs.pop() else "post",
+        "layer_norm_eps": eps.pop(),
+        "attention_bias": biases.pop(),
+    }
+
+
+def fp16(checkpoint: pathlib.Path, model) -> dict:
+    """The checkpoint's fp16 state dict as the page reads it: ``tensors``
+    (``[name, shape, offset]``, in order) and ``fp16`` (the numbers
+    row-major, little-endian, base64), the SAME numbers as the checkpoint:
+    checked to decode to float32 exactly as ``model``'s weights."""
+    import numpy as np
+    import torch
+
+    stored = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    fp32 = model.state_dict()
+    if list(stored["state_dict"]) != list(fp32):
+        raise ValueError(
+            f"checkpoint {checkpoint}: its tensors are not the model's"
+        )
+    chunks, tensors, offset = [], [], 0
+    for name, t in stored["state_dict"].items():
+        if t.dtype != torch.float16:
+            raise TypeError(f"{name} is {t.dtype}, expected torch.float16")
+        half = t.contiguous().numpy().astype("<f2")
+        # the page decodes these halves to float32: exactly the chapters'
+        back = torch.from_numpy(half.astype(np.float32))
+        if not torch.equal(back, fp32[name]):
+            raise ValueError(f"{name}: fp16 -> fp32 differs from the model")
+        tensors.append([name, list(t.shape), offset])
+        chunks.append(half.tobytes())
+        offset += t.numel()
+    fp16 = base64.b64encode(b"".join(chunks)).decode("ascii")
+    return {"tensors": tensors, "fp16": fp16}
+
+
+@dataclasses.dataclass(frozen=True)
+class Export:
+    """One model's export: ``payload(checkpoint)`` is its data, written to
+    ``out`` with ``prefix`` whenever the checkpoint or ``sources`` change
+    (the exporter's module and this one always count)."""
+
+    checkpoint: pathlib.Path
+    out: pathlib.Path
+    prefix: str
+    module: str  # the exporter's __file__
+    payload: Callable[[pathlib.Path], dict]
+    sources: tuple[pathlib.Path, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def checkpoint_hash(self, checkpoint: pathlib.Path | None = None) -> str:
+        """SHA-256 of the checkpoint and the sources: a change to any of
+        them makes the build export again."""
+        sources = [pathlib.Path(self.module), pathlib.Path(__file__)]
+        return source_hash(
+            checkpoint or self.checkpoint, sources + list(self.sources)
+        )
+
+    def is_current(self, out=None, checkpoint=None) -> bool:
+        """True if ``out`` exists and was made from this checkpoint."""
+        return written_hash(out or self.out) == self.checkpoint_hash(
+            checkpoint
+        )
+
+    def export(self, checkpoint=None, out=None) -> pathlib.Path:
+        """Write ``out`` from ``checkpoint``; return ``out``."""
+        checkpoint = pathlib.Path(checkpoint or self.checkpoint)
+        made_by = pathlib.Path(self.module).resolve().relative_to(ROOT)
+        return write(
+            out or self.out,
+            f"{made_by} from {self.checkpoint.relative_to(ROOT)}",
+            self.checkpoint_hash(checkpoint),
+            self.notes,
+            self.prefix,
+            self.payload(checkpoint),
+        )
+
+    def ensure(self, checkpoint=None, out=None) -> bool:
+        """Export unless ``out`` is current; True if it wrote the file."""
+        if self.is_current(out, checkpoint):
+            return False
+        self.export(checkpoint, out)
+        return True
+
+    def main(self) -> None:
+        path = self.export()
+        size = path.stat().st_size
+        print(f"wrote {path.relative_to(ROOT)} ({size / 1e6:.2f} MB)")

@@ -105,6 +105,18 @@ RECIPES = {
     # the full runs: 40 epochs, validated every second epoch
     "r128": dataclasses.replace(PUBLIC, eval_every=432),
     "r192": dataclasses.replace(PUBLIC, **D192, eval_every=432),
+    # the pilots under-fitted with dropout 0.2 (training and validation
+    # words equally often right): half the dropout, and twice the steps an
+    # epoch (256 words, the rate scaled by the square root); d_model 128
+    # keeps the fp16 weights under 4 MB for the live pronouncer. One run.
+    "f128": dataclasses.replace(
+        PUBLIC,
+        dropout=0.1,
+        batch_size=256,
+        peak_lr=2e-3,
+        steps=16_170,  # 40 epochs of 103,493 words
+        eval_every=808,
+    ),
 }
 RECIPE_ROWS = OUT / "pronouncer_recipe.jsonl"  # one row per finished run
 
@@ -116,13 +128,41 @@ def data() -> tuple[dict, dict, tuple]:
     return split, splits, vocabs
 
 
-def scores(model, entries) -> dict:
-    """Greedy WER and PER of ``model`` on ``entries`` (multi-reference)."""
+def scores(model, entries, wrong: bool = False) -> dict:
+    """Greedy WER and PER of ``model`` on ``entries`` (multi-reference);
+    ``wrong``: and which words it gets wrong ("1"), in their order."""
     hyps = pr.pronounce(model, [w for w, _ in entries], stress=STRESS)
     refs = [p for _, p in entries]
-    return {
+    out = {
         "wer": pr.word_error_rate(hyps, refs, stress=STRESS),
         "per": pr.phoneme_error_rate(hyps, refs, stress=STRESS),
+    }
+    if wrong:
+        ok = [{pr.strip_stress(p) for p in r} for r in refs]
+        out["wrong"] = "".join(
+            "0" if pr.strip_stress(h) in o else "1" for h, o in zip(hyps, ok)
+        )
+    return out
+
+
+def against_baseline(wrong: str, split: str = "test") -> dict:
+    """McNemar's test of a model's wrong words (``scores(wrong=True)``)
+    against the stored baseline's on the same ``split`` words: the words
+    only the model gets right (fixes), only the baseline (breaks)."""
+    from tools.decode_pronouncer import mcnemar
+
+    base = json.loads((OUT / "g2p_baselines.json").read_text())
+    theirs = base["entries"][base["baseline"]][split]["wrong"]
+    if len(theirs) != len(wrong):
+        raise ValueError(f"{len(wrong)} words against {len(theirs)}")
+    fixes = sum(a == "0" and b == "1" for a, b in zip(wrong, theirs))
+    breaks = sum(a == "1" and b == "0" for a, b in zip(wrong, theirs))
+    return {
+        "baseline": base["baseline"],
+        "baseline_wer": theirs.count("1") / len(theirs),
+        "fixes": fixes,
+        "breaks": breaks,
+        **mcnemar(fixes, breaks),
     }
 
 
@@ -216,6 +256,8 @@ def run_recipe(args, world) -> None:
             work / f"{name}_fp16.pt",
         )
         row["valid"] = scores(stored, split["valid"])
+        row["test"] = scores(stored, split["test"], wrong=True)
+        row["test"]["mcnemar"] = against_baseline(row["test"]["wrong"])
         old = []
         if RECIPE_ROWS.is_file():
             old = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
@@ -226,6 +268,27 @@ def run_recipe(args, world) -> None:
     print(f"{name}: {done} of {cfg.steps} steps, {row['seconds']} s")
     if "valid" in row:
         print(json.dumps(row["valid"]))
+        print(
+            json.dumps({k: v for k, v in row["test"].items() if k != "wrong"})
+        )
+
+
+def rescore(args) -> None:
+    """Score a finished run's stored fp16 weights again (validation, test
+    and McNemar against the baseline) into its row of ``RECIPE_ROWS``."""
+    name = f"{args.recipe}_s{args.seed}"
+    model, _, _ = pr.load_pronouncer(
+        pathlib.Path(args.work) / f"{name}_fp16.pt"
+    )
+    split = pr.split_words(N_VALID, N_TEST, SPLIT_SEED)
+    rows = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
+    (row,) = [r for r in rows if r["run"] == name]
+    with threads(1):
+        row["valid"] = scores(model, split["valid"])
+        row["test"] = scores(model, split["test"], wrong=True)
+    row["test"]["mcnemar"] = against_baseline(row["test"]["wrong"])
+    RECIPE_ROWS.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(json.dumps({k: v for k, v in row["test"].items() if k != "wrong"}))
 
 
 def main(args) -> None:
@@ -287,8 +350,13 @@ if __name__ == "__main__":
         default=str(CHECKPOINT.parent),
         help="--recipe: where its checkpoint, log and weights go",
     )
+    parser.add_argument(
+        "--score", action="store_true", help="--recipe: score it again"
+    )
     args = parser.parse_args()
-    if args.recipe is None:
+    if args.score:
+        rescore(args)
+    elif args.recipe is None:
         main(args)
     else:
         with ddp.processes(args.procs, "tools.train_pronouncer") as world:

@@ -1,6 +1,7 @@
-/* Chapter 11's GPT, run in the page in plain JavaScript: no framework, no
- * WebAssembly, nothing from outside the site. The engine only; the page's
- * widget is gpt_page.js.
+/* Chapter 11's GPT, run in the page: the model's wiring, the tokenizer and
+ * the sampler. The layers, the export's checks and the weights' decoding
+ * are the shared engine's (_static/engine/engine.js); the page's widget is
+ * gpt_page.js.
  *
  * - Tokenizer: utils.bpe (byte-level BPE): the text cut by GPT-2's pattern
  *   (utils.bpe.PATTERN, its character classes exported by Python's own re
@@ -8,25 +9,26 @@
  *   each chunk's UTF-8 bytes merged in the order the merges were learned.
  * - GPTModel: utils.gpt.GPT, one token at a time through a KV cache: token
  *   + learned position embeddings, Pre-Norm blocks (x + attention(LN(x)),
- *   x + FFN(LN(x))), a final LayerNorm, the tied output layer. Every vector
- *   is a Float32Array; the weights are the checkpoint's fp16 numbers
- *   decoded to float32. The architecture comes from the export
- *   (weights.js, tools/export_gpt.py, format FORMAT version
- *   FORMAT_VERSION); checkExport refuses any other version, a missing or
- *   unknown field, a setting this script does not compute, and any
- *   missing, extra or misshapen tensor, with a message the page shows.
+ *   x + FFN(LN(x))), a final LayerNorm, the tied output layer. The
+ *   architecture comes from the export (weights.js, tools/export_gpt.py,
+ *   format FORMAT version FORMAT_VERSION); checkExport refuses any other
+ *   version, a missing or unknown field, a setting this script does not
+ *   compute, and any missing, extra or misshapen tensor, with a message the
+ *   page shows.
  * - Mulberry32 and drawToken: utils.rng.Mulberry32 and utils.rng.draw_token
  *   rule for rule (double precision, the same order of every sum), and
  *   generate: utils.gpt.generate_seeded (a full window restarts from its
  *   last context / 2 tokens, as GPT.generate), so a seeded sample equals
  *   PyTorch's token for token.
  *
- * Under Node (the tests), require() gives the engine; in the page it is
+ * Under Node (the tests), require() gives it; in the page it is
  * window.CourseGPT.
  */
 (function () {
   "use strict";
 
+  const E = typeof module === "object" && module.exports ? require("../engine/engine.js") : window.CourseEngine;
+  const { isInt, refuse } = E;
   const FORMAT = "course-gpt";
   const FORMAT_VERSION = 1;
   // utils.bpe.PATTERN with its character classes named (tools/export_gpt.py)
@@ -37,50 +39,34 @@
 
   // ---------- the export: checked before anything is computed ----------
 
-  class ExportError extends Error {}
-
-  function refuse(message) {
-    throw new ExportError(message);
-  }
-
-  const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
-  const isInt = (v, min) => Number.isInteger(v) && v >= min;
-  const isPositive = (v) => typeof v === "number" && Number.isFinite(v) && v > 0;
-
   // the fields of `architecture` this script computes; any other is refused
-  const ARCHITECTURE = {
-    model: [(v) => v === "decoder-only", '"decoder-only"'],
-    vocab_size: [(v) => isInt(v, 257), "an int >= 257 (256 bytes and a merge)"],
-    context: [(v) => isInt(v, 2), "an int >= 2"],
-    d_model: [(v) => isInt(v, 1), "an int >= 1"],
-    num_heads: [(v) => isInt(v, 1), "an int >= 1"],
-    num_layers: [(v) => isInt(v, 1), "an int >= 1"],
-    d_ff: [(v) => isInt(v, 1), "an int >= 1"],
-    activation: [(v) => v === "relu", '"relu"'],
-    norm: [(v) => v === "pre", '"pre" (x + F(LN(x)))'],
-    final_norm: [(v) => v === true, "true"],
-    layer_norm_eps: [isPositive, "a number > 0"],
-    positional: [(v) => v === "learned", '"learned"'],
-    attention_bias: [(v) => typeof v === "boolean", "true or false"],
-    tied_output: [(v) => v === true, "true"],
-    window_restart: [(v) => isInt(v, 1), "an int >= 1"],
+  const EXPORT = {
+    name: "GPT",
+    global: "GPT_DATA",
+    format: FORMAT,
+    version: FORMAT_VERSION,
+    tool: "tools.export_gpt",
+    architecture: {
+      model: [(v) => v === "decoder-only", '"decoder-only"'],
+      vocab_size: [(v) => isInt(v, 257), "an int >= 257 (256 bytes and a merge)"],
+      context: [(v) => isInt(v, 2), "an int >= 2"],
+      d_model: [(v) => isInt(v, 1), "an int >= 1"],
+      num_heads: [(v) => isInt(v, 1), "an int >= 1"],
+      num_layers: [(v) => isInt(v, 1), "an int >= 1"],
+      d_ff: [(v) => isInt(v, 1), "an int >= 1"],
+      activation: [(v) => v === "relu", '"relu"'],
+      norm: [(v) => v === "pre", '"pre" (x + F(LN(x)))'],
+      final_norm: [(v) => v === true, "true"],
+      layer_norm_eps: [E.isPositive, "a number > 0"],
+      positional: [(v) => v === "learned", '"learned"'],
+      attention_bias: [E.isBool, "true or false"],
+      tied_output: [(v) => v === true, "true"],
+      window_restart: [(v) => isInt(v, 1), "an int >= 1"],
+    },
   };
 
-  function checkFields(obj, spec, where) {
-    for (const key of Object.keys(spec)) {
-      if (!(key in obj)) refuse(`the export lacks ${where}.${key}`);
-      const [ok, want] = spec[key];
-      if (!ok(obj[key])) {
-        refuse(`${where}.${key} must be ${want}, got ${JSON.stringify(obj[key])}`);
-      }
-    }
-    for (const key of Object.keys(obj)) {
-      if (!(key in spec)) refuse(`${where}.${key} is a setting this page does not know`);
-    }
-  }
-
   function checkTokenizer(t, vocab) {
-    if (!isObject(t)) refuse("the export lacks tokenizer (an object)");
+    if (!E.isObject(t)) refuse("the export lacks tokenizer (an object)");
     const known = ["kind", "merges", "pattern", "template", "classes"];
     for (const key of known) if (!(key in t)) refuse(`the export lacks tokenizer.${key}`);
     for (const key of Object.keys(t)) {
@@ -99,7 +85,7 @@
         refuse(`tokenizer.merges[${i}] must be two earlier ids, got ${JSON.stringify(pair)}`);
       }
     });
-    if (!isObject(t.classes)) refuse("the export lacks tokenizer.classes (an object)");
+    if (!E.isObject(t.classes)) refuse("the export lacks tokenizer.classes (an object)");
     for (const name of CLASS_NAMES) {
       const ranges = t.classes[name];
       if (!Array.isArray(ranges) || !ranges.length) refuse(`tokenizer.classes.${name} must be a list of ranges`);
@@ -118,110 +104,29 @@
 
   // name -> shape of every tensor of the model `a` describes
   function expectedTensors(a) {
-    const d = a.d_model;
-    const shapes = { "tok_emb.weight": [a.vocab_size, d], "pos_emb.weight": [a.context, d] };
-    const linear = (p, dOut, dIn, bias) => {
-      shapes[p + ".weight"] = [dOut, dIn];
-      if (bias) shapes[p + ".bias"] = [dOut];
-    };
-    const norm = (p) => {
-      shapes[p + ".weight"] = [d];
-      shapes[p + ".bias"] = [d];
-    };
+    const s = E.shapes(a.d_model, a.attention_bias);
+    s.table("tok_emb.weight", a.vocab_size);
+    s.table("pos_emb.weight", a.context);
     for (let l = 0; l < a.num_layers; l++) {
       const p = `stack.layers.${l}.`;
-      for (const w of ["w_q", "w_k", "w_v", "w_o"]) linear(`${p}self_attn.${w}`, d, d, a.attention_bias);
-      linear(p + "ffn.w_1", a.d_ff, d, true);
-      linear(p + "ffn.w_2", d, a.d_ff, true);
-      norm(p + "sub1.norm");
-      norm(p + "sub2.norm");
+      s.attention(p + "self_attn");
+      s.ffn(p + "ffn", a.d_ff);
+      s.norm(p + "sub1.norm");
+      s.norm(p + "sub2.norm");
     }
-    norm("stack.norm");
-    return shapes;
+    s.norm("stack.norm");
+    return s.want;
   }
 
   // the whole export, before any weight is decoded; throws ExportError
   function checkExport(data) {
-    if (!isObject(data)) refuse("the weights file holds no export (GPT_DATA is missing)");
-    if (data.format !== FORMAT) {
-      refuse(`not a GPT export: format ${JSON.stringify(data.format)}, expected "${FORMAT}"`);
-    }
-    if (data.format_version !== FORMAT_VERSION) {
-      refuse(
-        `export format version ${JSON.stringify(data.format_version)}: this page reads ` +
-          `version ${FORMAT_VERSION} only (rebuild it: python -m tools.export_gpt)`,
-      );
-    }
-    const a = data.architecture;
-    if (!isObject(a)) refuse("the export lacks architecture (an object)");
-    checkFields(a, ARCHITECTURE, "architecture");
-    if (a.d_model % a.num_heads) {
-      refuse(`architecture.d_model (${a.d_model}) must be a multiple of num_heads (${a.num_heads})`);
-    }
+    const a = E.checkExport(data, EXPORT);
     if (a.window_restart >= a.context) {
       refuse(`architecture.window_restart (${a.window_restart}) must be below the context (${a.context})`);
     }
     checkTokenizer(data.tokenizer, a.vocab_size);
-    if (!Array.isArray(data.tensors)) refuse("the export lacks tensors (a list)");
-    if (typeof data.fp16 !== "string") refuse("the export lacks fp16 (base64 text)");
-    const want = expectedTensors(a);
-    const seen = new Set();
-    let total = 0;
-    for (const entry of data.tensors) {
-      if (!Array.isArray(entry) || entry.length !== 3 || !Array.isArray(entry[1])) {
-        refuse(`a tensors entry is not [name, shape, offset]: ${JSON.stringify(entry)}`);
-      }
-      const [name, shape, offset] = entry;
-      if (!(name in want)) refuse(`tensor ${name} is not part of the model this page computes`);
-      if (seen.has(name)) refuse(`tensor ${name} appears twice`);
-      seen.add(name);
-      if (JSON.stringify(shape) !== JSON.stringify(want[name])) {
-        refuse(`tensor ${name} has shape ${JSON.stringify(shape)}, expected ${JSON.stringify(want[name])}`);
-      }
-      if (!isInt(offset, 0)) refuse(`tensor ${name} has offset ${JSON.stringify(offset)}`);
-      total = Math.max(total, offset + shape.reduce((x, y) => x * y, 1));
-    }
-    const missing = Object.keys(want).filter((name) => !seen.has(name));
-    if (missing.length) {
-      const more = missing.length > 3 ? ", …" : "";
-      refuse(`the export lacks tensor${missing.length > 1 ? "s" : ""} ${missing.slice(0, 3).join(", ")}${more}`);
-    }
-    const bytes = (data.fp16.length / 4) * 3 - data.fp16.match(/=*$/)[0].length;
-    if (bytes < 2 * total) refuse(`fp16 holds ${bytes} bytes, the tensors need ${2 * total}`);
+    E.checkTensors(data, expectedTensors(a));
     return a;
-  }
-
-  // ---------- the weights: base64 fp16 -> Float32Array per tensor ----------
-
-  function halfToFloat(bits) {
-    const sign = bits & 0x8000 ? -1 : 1;
-    const exp = (bits >> 10) & 0x1f;
-    const frac = bits & 0x3ff;
-    if (exp === 0) return sign * frac * Math.pow(2, -24); // subnormal
-    if (exp === 31) return frac ? NaN : sign * Infinity;
-    return sign * (1 + frac / 1024) * Math.pow(2, exp - 15);
-  }
-
-  function loadTensors(data) {
-    let raw;
-    try {
-      raw = atob(data.fp16);
-    } catch (err) {
-      refuse("fp16 is not base64 text");
-    }
-    const table = new Float32Array(65536); // every half, decoded once
-    for (let b = 0; b < 65536; b++) table[b] = halfToFloat(b);
-    const weights = {};
-    for (const [name, shape, offset] of data.tensors) {
-      const n = shape.reduce((a, b) => a * b, 1);
-      const out = new Float32Array(n); // row-major, as in PyTorch
-      for (let i = 0; i < n; i++) {
-        const j = 2 * (offset + i); // little-endian halves
-        out[i] = table[raw.charCodeAt(j) | (raw.charCodeAt(j + 1) << 8)];
-      }
-      weights[name] = out;
-    }
-    return weights;
   }
 
   // ---------- the tokenizer: utils.bpe ----------
@@ -300,42 +205,6 @@
     }
   }
 
-  // ---------- the layers (one row at a time) ----------
-
-  // nn.Linear on one row: x (dIn) -> W x + b (dOut), W (dOut, dIn)
-  function linear(x, W, b, dIn, dOut) {
-    const y = new Float32Array(dOut);
-    const main = dIn - (dIn % 4);
-    for (let o = 0; o < dOut; o++) {
-      const wo = o * dIn;
-      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      for (let i = 0; i < main; i += 4) {
-        s0 += x[i] * W[wo + i];
-        s1 += x[i + 1] * W[wo + i + 1];
-        s2 += x[i + 2] * W[wo + i + 2];
-        s3 += x[i + 3] * W[wo + i + 3];
-      }
-      let tail = 0;
-      for (let i = main; i < dIn; i++) tail += x[i] * W[wo + i];
-      y[o] = (b ? b[o] : 0) + (s0 + s1) + (s2 + s3) + tail;
-    }
-    return y;
-  }
-
-  // nn.LayerNorm(d) on one row: biased variance, eps in the root
-  function layerNorm(x, g, b, eps) {
-    const d = x.length;
-    let mean = 0;
-    for (let i = 0; i < d; i++) mean += x[i];
-    mean /= d;
-    let v = 0;
-    for (let i = 0; i < d; i++) v += (x[i] - mean) * (x[i] - mean);
-    const inv = 1 / Math.sqrt(v / d + eps);
-    const out = new Float32Array(d);
-    for (let i = 0; i < d; i++) out[i] = (x[i] - mean) * inv * g[i] + b[i];
-    return out;
-  }
-
   // ---------- the model: utils.gpt.GPT ----------
 
   class GPTModel {
@@ -344,7 +213,7 @@
     constructor(data) {
       this.arch = checkExport(data);
       this.tokenizer = new Tokenizer(data.tokenizer);
-      this.W = loadTensors(data);
+      this.W = E.loadTensors(data);
     }
 
     // an empty cache: per layer, keys and values for `context` positions
@@ -363,60 +232,25 @@
       const W = this.W;
       const t = cache.length;
       if (t >= this.arch.context) throw new Error("the window is full");
-      const dh = d / h;
-      const scale = Math.sqrt(dh);
       let x = new Float32Array(d);
       const tok = W["tok_emb.weight"], pos = W["pos_emb.weight"];
       for (let i = 0; i < d; i++) x[i] = tok[token * d + i] + pos[t * d + i];
       const attention = [];
-      const row = new Float64Array(t + 1);
       for (let l = 0; l < this.arch.num_layers; l++) {
         const p = `stack.layers.${l}.`;
-        const c = cache.layers[l];
         // x + attention(LN(x)): the new query sees the t cached keys and its own
-        let y = layerNorm(x, W[p + "sub1.norm.weight"], W[p + "sub1.norm.bias"], eps);
-        const q = linear(y, W[p + "self_attn.w_q.weight"], W[p + "self_attn.w_q.bias"], d, d);
-        c.k.set(linear(y, W[p + "self_attn.w_k.weight"], W[p + "self_attn.w_k.bias"], d, d), t * d);
-        c.v.set(linear(y, W[p + "self_attn.w_v.weight"], W[p + "self_attn.w_v.bias"], d, d), t * d);
-        const a = new Float32Array(d);
-        const heads = [];
-        for (let j = 0; j < h; j++) {
-          const o = j * dh;
-          let max = -Infinity;
-          for (let s = 0; s <= t; s++) {
-            let dot = 0;
-            for (let i = 0; i < dh; i++) dot += q[o + i] * c.k[s * d + o + i];
-            row[s] = Math.fround(Math.fround(dot) / scale);
-            if (row[s] > max) max = row[s];
-          }
-          let sum = 0;
-          for (let s = 0; s <= t; s++) {
-            row[s] = Math.exp(row[s] - max);
-            sum += row[s];
-          }
-          const w = new Float32Array(t + 1);
-          for (let s = 0; s <= t; s++) w[s] = row[s] / sum;
-          for (let i = 0; i < dh; i++) {
-            let acc = 0;
-            for (let s = 0; s <= t; s++) acc += w[s] * c.v[s * d + o + i];
-            a[o + i] = acc;
-          }
-          heads.push(w);
-        }
-        attention.push(heads);
-        const out = linear(a, W[p + "self_attn.w_o.weight"], W[p + "self_attn.w_o.bias"], d, d);
-        for (let i = 0; i < d; i++) x[i] += out[i];
+        let y = E.norm(W, p + "sub1.norm", x, 1, d, eps);
+        const a = E.selfAttentionStep(W, p + "self_attn.", y, cache.layers[l], t, d, h);
+        attention.push(a.weights);
+        x = E.add(x, a.out);
         // x + FFN(LN(x)): w_2(relu(w_1 y))
-        y = layerNorm(x, W[p + "sub2.norm.weight"], W[p + "sub2.norm.bias"], eps);
-        const hid = linear(y, W[p + "ffn.w_1.weight"], W[p + "ffn.w_1.bias"], d, dff);
-        for (let i = 0; i < dff; i++) if (hid[i] < 0) hid[i] = 0;
-        const f = linear(hid, W[p + "ffn.w_2.weight"], W[p + "ffn.w_2.bias"], dff, d);
-        for (let i = 0; i < d; i++) x[i] += f[i];
+        y = E.norm(W, p + "sub2.norm", x, 1, d, eps);
+        x = E.add(x, E.ffn(W, p + "ffn.", y, 1, d, dff));
       }
-      x = layerNorm(x, W["stack.norm.weight"], W["stack.norm.bias"], eps);
+      x = E.norm(W, "stack.norm", x, 1, d, eps);
       cache.length = t + 1;
       // the tied output layer: x @ tok_emb^T
-      const logits = linear(x, tok, null, d, V);
+      const logits = E.linear(x, 1, tok, null, d, V);
       return { logits, attention };
     }
 
@@ -508,22 +342,9 @@
     }
     return order[order.length - 1];
   }
-
-  // softmax(logits) at temperature 1 (the model's own probabilities) and
-  // the `n` most likely ids, largest first (equal: lower id first)
-  function topTokens(logits, n) {
-    let max = -Infinity;
-    for (const x of logits) if (x > max) max = x;
-    let sum = 0;
-    for (const x of logits) sum += Math.exp(x - max);
-    const ids = Array.from({ length: logits.length }, (_, i) => i);
-    ids.sort((a, b) => (logits[b] - logits[a]) || (a - b));
-    return ids.slice(0, n).map((id) => ({ id, p: Math.exp(logits[id] - max) / sum }));
-  }
-
   const api = {
-    GPTModel, Tokenizer, Mulberry32, drawToken, topTokens, checkExport, ExportError,
-    FORMAT, FORMAT_VERSION,
+    GPTModel, Tokenizer, Mulberry32, drawToken, topTokens: E.topTokens, checkExport,
+    ExportError: E.ExportError, FORMAT, FORMAT_VERSION,
   };
   if (typeof module === "object" && module.exports) module.exports = api;
   if (typeof window !== "undefined") window.CourseGPT = api;

@@ -1,5 +1,7 @@
-/* The course's stored pronouncer (chapter 8), run in the page in plain
- * JavaScript: no framework, no WebAssembly, nothing from outside the site.
+/* The course's stored pronouncer (chapter 8), run in the page: the model's
+ * wiring and the widget. The layers, the export's checks and the weights'
+ * decoding are the shared engine's (_static/engine/engine.js), the
+ * widget's helpers _static/engine/live.js.
  *
  * The model is utils.model.Transformer, written out here in the same order:
  * embeddings (scaled) + sinusoidal positions, encoder, decoder (masked
@@ -12,56 +14,49 @@
  * LayerNorm eps, embedding scale, positions. checkExport refuses any other
  * version, a missing or unknown field, a setting this script does not
  * compute, and any missing, extra or misshapen tensor, with a message the
- * page shows. Every vector is a Float32Array; the weights are the
- * checkpoint's fp16 numbers decoded to float32 (weights.js is loaded by a
- * <script> tag only when the reader presses the button, so it also works
- * from file://). One word at a time: batch size 1, so no padding masks.
- * Shapes in comments: S source positions (letters + EOS), t decoder
- * positions so far, d = d_model, h heads, dh = d / h, V phonemes.
+ * page shows. weights.js is loaded by a <script> tag only when the reader
+ * presses the button. One word at a time: batch size 1, so no padding
+ * masks. Shapes in comments: S source positions (letters + EOS), t decoder
+ * positions so far, d = d_model, h heads, V phonemes.
  *
  * Under Node (the tests), require() gives { Pronouncer, checkExport,
- * ExportError, FORMAT, FORMAT_VERSION } and no widget is set up.
+ * ExportError, FORMAT, FORMAT_VERSION, TEXT } and no widget is set up.
  */
 (function () {
   "use strict";
 
+  const NODE = typeof module === "object" && module.exports;
+  const E = NODE ? require("../engine/engine.js") : window.CourseEngine;
+  const { isInt, isPositive, isBool, refuse } = E;
   const FORMAT = "course-pronouncer";
   const FORMAT_VERSION = 2;
-  const IN_PAGE = typeof document !== "undefined";
-  const HERE = IN_PAGE && document.currentScript
-    ? document.currentScript.src.replace(/[^/]*$/, "")
-    : "";
 
   // ---------- the export: checked before anything is computed ----------
 
-  class ExportError extends Error {}
-
-  function refuse(message) {
-    throw new ExportError(message);
-  }
-
-  const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
-  const isInt = (v, min) => Number.isInteger(v) && v >= min;
-  const isPositive = (v) => typeof v === "number" && Number.isFinite(v) && v > 0;
-
   // the fields of `architecture` this script computes, each with its test
-  // and what it must be; any other field is refused (a newer exporter's
-  // setting this script would silently ignore)
-  const ARCHITECTURE = {
-    model: [(v) => v === "encoder-decoder", '"encoder-decoder"'],
-    d_model: [(v) => isInt(v, 2) && v % 2 === 0, "an even int >= 2 (sin/cos pairs)"],
-    num_heads: [(v) => isInt(v, 1), "an int >= 1"],
-    num_encoder_layers: [(v) => isInt(v, 1), "an int >= 1"],
-    num_decoder_layers: [(v) => isInt(v, 1), "an int >= 1"],
-    d_ff: [(v) => isInt(v, 1), "an int >= 1"],
-    activation: [(v) => v === "relu", '"relu"'],
-    norm: [(v) => v === "post" || v === "pre", '"post" or "pre"'],
-    final_norm: [(v) => typeof v === "boolean", "true or false"],
-    layer_norm_eps: [isPositive, "a number > 0"],
-    embedding_scale: [isPositive, "a number > 0"],
-    positional: [isObject, "an object"],
-    attention_bias: [(v) => typeof v === "boolean", "true or false"],
-    share_embeddings: [(v) => typeof v === "boolean", "true or false"],
+  // and what it must be
+  const EXPORT = {
+    name: "pronouncer",
+    global: "PRONOUNCER_DATA",
+    format: FORMAT,
+    version: FORMAT_VERSION,
+    tool: "tools.export_pronouncer",
+    architecture: {
+      model: [(v) => v === "encoder-decoder", '"encoder-decoder"'],
+      d_model: [(v) => isInt(v, 2) && v % 2 === 0, "an even int >= 2 (sin/cos pairs)"],
+      num_heads: [(v) => isInt(v, 1), "an int >= 1"],
+      num_encoder_layers: [(v) => isInt(v, 1), "an int >= 1"],
+      num_decoder_layers: [(v) => isInt(v, 1), "an int >= 1"],
+      d_ff: [(v) => isInt(v, 1), "an int >= 1"],
+      activation: [(v) => v === "relu", '"relu"'],
+      norm: [(v) => v === "post" || v === "pre", '"post" or "pre"'],
+      final_norm: [isBool, "true or false"],
+      layer_norm_eps: [isPositive, "a number > 0"],
+      embedding_scale: [isPositive, "a number > 0"],
+      positional: [E.isObject, "an object"],
+      attention_bias: [isBool, "true or false"],
+      share_embeddings: [isBool, "true or false"],
+    },
   };
   const POSITIONAL = {
     kind: [(v) => v === "sinusoidal", '"sinusoidal"'],
@@ -70,21 +65,8 @@
     max_len: [(v) => isInt(v, 17), "an int >= 17"],
   };
 
-  function checkFields(obj, spec, where) {
-    for (const key of Object.keys(spec)) {
-      if (!(key in obj)) refuse(`the export lacks ${where}.${key}`);
-      const [ok, want] = spec[key];
-      if (!ok(obj[key])) {
-        refuse(`${where}.${key} must be ${want}, got ${JSON.stringify(obj[key])}`);
-      }
-    }
-    for (const key of Object.keys(obj)) {
-      if (!(key in spec)) refuse(`${where}.${key} is a setting this page does not know`);
-    }
-  }
-
   function checkVocab(v, where) {
-    if (!isObject(v)) refuse(`the export lacks ${where} (an object)`);
+    if (!E.isObject(v)) refuse(`the export lacks ${where} (an object)`);
     const tokens = v.tokens;
     if (!Array.isArray(tokens) || tokens.length < 3 || !tokens.every((t) => typeof t === "string")) {
       refuse(`${where}.tokens must be a list of at least 3 strings`);
@@ -98,56 +80,30 @@
 
   // name -> shape of every tensor the model described by `a` has
   function expectedTensors(a, nLetters, nPhonemes) {
-    const d = a.d_model;
-    const shapes = { "src_embed.lut.weight": [nLetters, d], "tgt_embed.lut.weight": [nPhonemes, d] };
-    const linearLayer = (p, dOut, dIn, bias) => {
-      shapes[p + ".weight"] = [dOut, dIn];
-      if (bias) shapes[p + ".bias"] = [dOut];
-    };
-    const norm = (p) => {
-      shapes[p + ".weight"] = [d];
-      shapes[p + ".bias"] = [d];
-    };
-    const attention = (p) => {
-      for (const w of ["w_q", "w_k", "w_v", "w_o"]) linearLayer(`${p}.${w}`, d, d, a.attention_bias);
-    };
+    const s = E.shapes(a.d_model, a.attention_bias);
+    s.table("src_embed.lut.weight", nLetters);
+    s.table("tgt_embed.lut.weight", nPhonemes);
     const layer = (p, attns, subs) => {
-      attns.forEach((n) => attention(p + n));
-      linearLayer(p + "ffn.w_1", a.d_ff, d, true);
-      linearLayer(p + "ffn.w_2", d, a.d_ff, true);
-      for (let i = 1; i <= subs; i++) norm(`${p}sub${i}.norm`);
+      attns.forEach((n) => s.attention(p + n));
+      s.ffn(p + "ffn", a.d_ff);
+      for (let i = 1; i <= subs; i++) s.norm(`${p}sub${i}.norm`);
     };
     for (let l = 0; l < a.num_encoder_layers; l++) layer(`encoder.layers.${l}.`, ["self_attn"], 2);
     for (let l = 0; l < a.num_decoder_layers; l++) {
       layer(`decoder.layers.${l}.`, ["self_attn", "cross_attn"], 3);
     }
     if (a.final_norm) {
-      norm("encoder.norm");
-      norm("decoder.norm");
+      s.norm("encoder.norm");
+      s.norm("decoder.norm");
     }
-    linearLayer("generator", nPhonemes, d, true);
-    return shapes;
+    s.linear("generator", nPhonemes, a.d_model);
+    return s.want;
   }
 
   // the whole export, before any weight is decoded; throws ExportError
   function checkExport(data) {
-    if (!isObject(data)) refuse("the weights file holds no export (PRONOUNCER_DATA is missing)");
-    if (data.format !== FORMAT) {
-      refuse(`not a pronouncer export: format ${JSON.stringify(data.format)}, expected "${FORMAT}"`);
-    }
-    if (data.format_version !== FORMAT_VERSION) {
-      refuse(
-        `export format version ${JSON.stringify(data.format_version)}: this page reads ` +
-          `version ${FORMAT_VERSION} only (rebuild it: python -m tools.export_pronouncer)`,
-      );
-    }
-    const a = data.architecture;
-    if (!isObject(a)) refuse("the export lacks architecture (an object)");
-    checkFields(a, ARCHITECTURE, "architecture");
-    checkFields(a.positional, POSITIONAL, "architecture.positional");
-    if (a.d_model % a.num_heads) {
-      refuse(`architecture.d_model (${a.d_model}) must be a multiple of num_heads (${a.num_heads})`);
-    }
+    const a = E.checkExport(data, EXPORT);
+    E.checkFields(a.positional, POSITIONAL, "architecture.positional");
     if (a.final_norm !== (a.norm === "pre")) {
       refuse(`architecture.final_norm is ${a.final_norm} with norm "${a.norm}": ` +
         "the course's model has final LayerNorms exactly when it is Pre-Norm");
@@ -158,171 +114,13 @@
       if (!data.letters.tokens.includes(ch)) refuse(`letters.tokens lacks the letter "${ch}"`);
     }
     for (const key of ["examples", "test"]) {
-      if (!isObject(data[key])) refuse(`the export lacks ${key} (an object)`);
+      if (!E.isObject(data[key])) refuse(`the export lacks ${key} (an object)`);
     }
-    if (!Array.isArray(data.tensors)) refuse("the export lacks tensors (a list)");
-    if (typeof data.fp16 !== "string") refuse("the export lacks fp16 (base64 text)");
-    const want = expectedTensors(a, data.letters.tokens.length, data.phonemes.tokens.length);
-    const seen = new Set();
-    let total = 0;
-    for (const entry of data.tensors) {
-      if (!Array.isArray(entry) || entry.length !== 3 || !Array.isArray(entry[1])) {
-        refuse(`a tensors entry is not [name, shape, offset]: ${JSON.stringify(entry)}`);
-      }
-      const [name, shape, offset] = entry;
-      if (!(name in want)) refuse(`tensor ${name} is not part of the model this page computes`);
-      if (seen.has(name)) refuse(`tensor ${name} appears twice`);
-      seen.add(name);
-      if (JSON.stringify(shape) !== JSON.stringify(want[name])) {
-        refuse(`tensor ${name} has shape ${JSON.stringify(shape)}, expected ${JSON.stringify(want[name])}`);
-      }
-      if (!isInt(offset, 0)) refuse(`tensor ${name} has offset ${JSON.stringify(offset)}`);
-      total = Math.max(total, offset + shape.reduce((x, y) => x * y, 1));
-    }
-    const missing = Object.keys(want).filter((name) => !seen.has(name));
-    if (missing.length) {
-      const more = missing.length > 3 ? ", …" : "";
-      refuse(`the export lacks tensor${missing.length > 1 ? "s" : ""} ${missing.slice(0, 3).join(", ")}${more}`);
-    }
-    // base64: 4 characters per 3 bytes, "=" padding at the end
-    const bytes = (data.fp16.length / 4) * 3 - (data.fp16.match(/=*$/)[0].length);
-    if (bytes < 2 * total) refuse(`fp16 holds ${bytes} bytes, the tensors need ${2 * total}`);
+    E.checkTensors(data, expectedTensors(a, data.letters.tokens.length, data.phonemes.tokens.length));
     return a;
   }
 
-  // ---------- the weights: base64 fp16 -> Float32Array per tensor ----------
-
-  function halfToFloat(bits) {
-    const sign = bits & 0x8000 ? -1 : 1;
-    const exp = (bits >> 10) & 0x1f;
-    const frac = bits & 0x3ff;
-    if (exp === 0) return sign * frac * Math.pow(2, -24); // subnormal
-    if (exp === 31) return frac ? NaN : sign * Infinity;
-    return sign * (1 + frac / 1024) * Math.pow(2, exp - 15);
-  }
-
-  function loadTensors(data) {
-    let raw;
-    try {
-      raw = atob(data.fp16);
-    } catch (err) {
-      refuse("fp16 is not base64 text");
-    }
-    const weights = {};
-    for (const [name, shape, offset] of data.tensors) {
-      const n = shape.reduce((a, b) => a * b, 1);
-      const out = new Float32Array(n); // row-major, as in PyTorch
-      for (let i = 0; i < n; i++) {
-        const j = 2 * (offset + i); // little-endian halves
-        out[i] = halfToFloat(raw.charCodeAt(j) | (raw.charCodeAt(j + 1) << 8));
-      }
-      weights[name] = out;
-    }
-    return weights;
-  }
-
-  // ---------- the layers, on rows of a (n, width) Float32Array ----------
-
-  // nn.Linear: x (n, dIn) -> x W^T + b (n, dOut); W (dOut, dIn); b may be
-  // absent (no bias)
-  function linear(x, n, W, b, dIn, dOut) {
-    const y = new Float32Array(n * dOut);
-    const main = dIn - (dIn % 4);
-    for (let r = 0; r < n; r++) {
-      const xo = r * dIn;
-      for (let o = 0; o < dOut; o++) {
-        const wo = o * dIn;
-        // four partial sums: a faster loop; the rest (dIn % 4) after them
-        let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (let i = 0; i < main; i += 4) {
-          s0 += x[xo + i] * W[wo + i];
-          s1 += x[xo + i + 1] * W[wo + i + 1];
-          s2 += x[xo + i + 2] * W[wo + i + 2];
-          s3 += x[xo + i + 3] * W[wo + i + 3];
-        }
-        let tail = 0;
-        for (let i = main; i < dIn; i++) tail += x[xo + i] * W[wo + i];
-        y[r * dOut + o] = (b ? b[o] : 0) + (s0 + s1) + (s2 + s3) + tail;
-      }
-    }
-    return y;
-  }
-
-  // x + y, elementwise (a residual connection)
-  function add(x, y) {
-    const out = new Float32Array(x.length);
-    for (let i = 0; i < x.length; i++) out[i] = x[i] + y[i];
-    return out;
-  }
-
-  // nn.LayerNorm(d) row by row: biased variance, eps in the root
-  function layerNorm(x, n, d, g, b, eps) {
-    const out = new Float32Array(n * d);
-    for (let r = 0; r < n; r++) {
-      let mean = 0;
-      for (let i = 0; i < d; i++) mean += x[r * d + i];
-      mean /= d;
-      let v = 0;
-      for (let i = 0; i < d; i++) v += (x[r * d + i] - mean) * (x[r * d + i] - mean);
-      const inv = 1 / Math.sqrt(v / d + eps);
-      for (let i = 0; i < d; i++) {
-        out[r * d + i] = (x[r * d + i] - mean) * inv * g[i] + b[i];
-      }
-    }
-    return out;
-  }
-
-  // FeedForward: w_2(relu(w_1 x)), (n, d) -> (n, d_ff) -> (n, d)
-  function ffn(W, p, x, n, d, dff) {
-    const hid = linear(x, n, W[p + "w_1.weight"], W[p + "w_1.bias"], d, dff);
-    for (let i = 0; i < hid.length; i++) if (hid[i] < 0) hid[i] = 0;
-    return linear(hid, n, W[p + "w_2.weight"], W[p + "w_2.bias"], dff, d);
-  }
-
-  // softmax(q k^T / sqrt(dh)) v for each head; q (nq, d), k and v (nk, d)
-  // (head j = columns j*dh .. (j+1)*dh). causal: query r sees keys <= r +
-  // (nk - nq). Returns out (nq, d) and weights[head] (nq, nk).
-  function attention(q, k, v, nq, nk, d, h, causal) {
-    const dh = d / h;
-    const scale = Math.sqrt(dh);
-    const out = new Float32Array(nq * d);
-    const weights = [];
-    const row = new Float32Array(nk);
-    for (let j = 0; j < h; j++) {
-      const w = new Float32Array(nq * nk);
-      for (let r = 0; r < nq; r++) {
-        const last = causal ? r + nk - nq : nk - 1;
-        let max = -Infinity;
-        for (let c = 0; c <= last; c++) {
-          let s = 0;
-          for (let i = 0; i < dh; i++) {
-            s += q[r * d + j * dh + i] * k[c * d + j * dh + i];
-          }
-          row[c] = s / scale;
-          if (row[c] > max) max = row[c];
-        }
-        let sum = 0;
-        for (let c = 0; c <= last; c++) {
-          row[c] = Math.exp(row[c] - max);
-          sum += row[c];
-        }
-        for (let c = 0; c <= last; c++) w[r * nk + c] = row[c] / sum;
-        for (let i = 0; i < dh; i++) {
-          let s = 0;
-          for (let c = 0; c <= last; c++) {
-            s += w[r * nk + c] * v[c * d + j * dh + i];
-          }
-          out[r * d + j * dh + i] = s;
-        }
-      }
-      weights.push(w);
-    }
-    return { out, weights };
-  }
-
-  function project(W, p, name, x, n, d) {
-    return linear(x, n, W[p + name + ".weight"], W[p + name + ".bias"], d, d);
-  }
+  // ---------- the model ----------
 
   // PositionalEncoding's table: PE[pos, 2i] = sin(pos / base^(2i/d)),
   // PE[pos, 2i+1] = cos(...), computed in double, stored as float32
@@ -338,8 +136,6 @@
     return pe;
   }
 
-  // ---------- the model ----------
-
   class Pronouncer {
     // data: the export (window.PRONOUNCER_DATA); throws ExportError if this
     // script cannot compute it
@@ -350,7 +146,7 @@
       this.srcEos = data.letters.eos_id;
       this.ids = data.phonemes; // pad_id, bos_id, eos_id of the output
       this.maxLen = this.arch.positional.max_len;
-      this.W = loadTensors(data);
+      this.W = E.loadTensors(data);
       this.pe = positions(this.maxLen, this.arch.d_model, this.arch.positional.base);
     }
 
@@ -369,17 +165,16 @@
       return x;
     }
 
-    // LayerNorm `p` (its .weight and .bias) on x (n, d)
+    // LayerNorm `p` on x (n, d)
     norm(p, x, n) {
-      const d = this.arch.d_model;
-      return layerNorm(x, n, d, this.W[p + ".weight"], this.W[p + ".bias"], this.arch.layer_norm_eps);
+      return E.norm(this.W, p, x, n, this.arch.d_model, this.arch.layer_norm_eps);
     }
 
     // utils.layers.Residual around f, with LayerNorm `p`: Post-Norm
     // LN(x + f(x)), Pre-Norm x + f(LN(x)); x (n, d) -> (n, d)
     residual(p, x, n, f) {
-      if (this.arch.norm === "pre") return add(x, f(this.norm(p, x, n)));
-      return this.norm(p, add(x, f(x)), n);
+      if (this.arch.norm === "pre") return E.add(x, f(this.norm(p, x, n)));
+      return this.norm(p, E.add(x, f(x)), n);
     }
 
     // encode: letter ids + EOS (S,) -> memory (S, d) and each decoder
@@ -393,22 +188,17 @@
       for (let l = 0; l < this.arch.num_encoder_layers; l++) {
         const p = `encoder.layers.${l}.`;
         x = this.residual(p + "sub1.norm", x, n, (y) => {
-          const q = project(W, p, "self_attn.w_q", y, n, d);
-          const k = project(W, p, "self_attn.w_k", y, n, d);
-          const v = project(W, p, "self_attn.w_v", y, n, d);
-          const a = attention(q, k, v, n, n, d, h, false).out;
-          return project(W, p, "self_attn.w_o", a, n, d);
+          const [q, k, v] = ["w_q", "w_k", "w_v"].map((w) => E.dense(W, p + "self_attn." + w, y, n, d));
+          const a = E.attention(q, k, v, n, n, d, h, false).out;
+          return E.dense(W, p + "self_attn.w_o", a, n, d);
         });
-        x = this.residual(p + "sub2.norm", x, n, (y) => ffn(W, p + "ffn.", y, n, d, dff));
+        x = this.residual(p + "sub2.norm", x, n, (y) => E.ffn(W, p + "ffn.", y, n, d, dff));
       }
       if (this.arch.final_norm) x = this.norm("encoder.norm", x, n);
       const cross = [];
       for (let l = 0; l < this.arch.num_decoder_layers; l++) {
-        const p = `decoder.layers.${l}.`;
-        cross.push({
-          k: project(W, p, "cross_attn.w_k", x, n, d),
-          v: project(W, p, "cross_attn.w_v", x, n, d),
-        });
+        const p = `decoder.layers.${l}.cross_attn.`;
+        cross.push({ k: E.dense(W, p + "w_k", x, n, d), v: E.dense(W, p + "w_v", x, n, d) });
       }
       return { memory: x, n, cross };
     }
@@ -433,44 +223,23 @@
       const crossWeights = [];
       for (let l = 0; l < this.arch.num_decoder_layers; l++) {
         const p = `decoder.layers.${l}.`;
-        const c = cache.layers[l];
         // masked self-attention: the new query sees the t cached + itself
         // (their keys and values are projected from the sublayer's input:
         // LN(x) when Pre-Norm)
-        x = this.residual(p + "sub1.norm", x, 1, (y) => {
-          const q = project(W, p, "self_attn.w_q", y, 1, d);
-          const k = new Float32Array((t + 1) * d);
-          const v = new Float32Array((t + 1) * d);
-          k.set(c.k);
-          v.set(c.v);
-          k.set(project(W, p, "self_attn.w_k", y, 1, d), t * d);
-          v.set(project(W, p, "self_attn.w_v", y, 1, d), t * d);
-          c.k = k;
-          c.v = v;
-          const a = attention(q, k, v, 1, t + 1, d, h, true).out;
-          return project(W, p, "self_attn.w_o", a, 1, d);
-        });
+        x = this.residual(p + "sub1.norm", x, 1, (y) =>
+          E.selfAttentionStep(W, p + "self_attn.", y, cache.layers[l], t, d, h).out);
         // cross-attention over the encoder memory (1, S)
         x = this.residual(p + "sub2.norm", x, 1, (y) => {
-          const qc = project(W, p, "cross_attn.w_q", y, 1, d);
-          const cr = attention(qc, enc.cross[l].k, enc.cross[l].v, 1, enc.n, d, h, false);
+          const qc = E.dense(W, p + "cross_attn.w_q", y, 1, d);
+          const cr = E.attention(qc, enc.cross[l].k, enc.cross[l].v, 1, enc.n, d, h, false);
           crossWeights.push(cr.weights);
-          return project(W, p, "cross_attn.w_o", cr.out, 1, d);
+          return E.dense(W, p + "cross_attn.w_o", cr.out, 1, d);
         });
-        x = this.residual(p + "sub3.norm", x, 1, (y) => ffn(W, p + "ffn.", y, 1, d, dff));
+        x = this.residual(p + "sub3.norm", x, 1, (y) => E.ffn(W, p + "ffn.", y, 1, d, dff));
       }
       if (this.arch.final_norm) x = this.norm("decoder.norm", x, 1);
       cache.length = t + 1;
-      const V = this.phonemes.length;
-      const logits = linear(x, 1, W["generator.weight"], W["generator.bias"], d, V);
-      // log-softmax: x - max - log(sum(exp(x - max)))
-      let max = -Infinity;
-      for (let i = 0; i < V; i++) if (logits[i] > max) max = logits[i];
-      let sum = 0;
-      for (let i = 0; i < V; i++) sum += Math.exp(logits[i] - max);
-      const lse = Math.fround(max + Math.log(sum));
-      const logp = new Float32Array(V);
-      for (let i = 0; i < V; i++) logp[i] = logits[i] - lse;
+      const logp = E.logSoftmax(E.dense(W, "generator", x, 1, d, this.phonemes.length));
       logp[this.ids.pad_id] = -Infinity; // PAD is never a next token
       return { logp, crossWeights };
     }
@@ -578,72 +347,45 @@
   function copyCache(cache) {
     return {
       length: cache.length,
-      layers: cache.layers.map((c) => ({ k: c.k, v: c.v })), // step() replaces, never mutates
+      layers: cache.layers.map((c) => ({ k: c.k, v: c.v })), // full: step() copies, never writes into them
     };
   }
 
   // ---------- the widget ----------
 
+  // English; the Chinese page's are in locale/zh/live/widgets.yml
   const TEXT = {
-    en: {
-      load: "Load the pronouncer",
-      loading: "Loading the weights…",
-      loaded: (mb) => `Loaded: ${mb} MB of weights and test words, computed in your browser.`,
-      failed: "The weights could not be loaded.",
-      refused: (why) => `This page cannot run the exported model: ${why}.`,
-      label: "Type an English word (or an invented one):",
-      placeholder: "e.g. pronunciation",
-      empty: "Type a word: the letters a to z.",
-      letters: "Only the letters a to z, please (no digits, spaces, accents or other scripts).",
-      tooLong: (n) => `At most ${n} letters: the model has positions for no more.`,
-      greedy: "Greedy",
-      beam: "Beam search (4 beams), best first",
-      score: "score (log-probability)",
-      truth: "In the dictionary (a held-out test word, never seen in training):",
-      right: "the greedy answer is one of them",
-      wrong: "the greedy answer is none of them",
-      notTest: (n) => `Not a held-out test word: a training word or an invented one (only the ${n.toLocaleString("en")} test words' pronunciations ship with this page).`,
-      attention: "Cross-attention: which letters each output phoneme looked at, per layer and head (rows: phonemes written, columns: letters read; · marks the end of the word).",
-      layerHead: (l, h) => `layer ${l}, head ${h}`,
-      heatAlt: (l, h, w) => `Cross-attention weights of layer ${l}, head ${h} for “${w}”`,
-      asIn: "as in",
-      timing: (g, b) => `greedy ${g} ms, beam ${b} ms`,
-    },
-    zh: {
-      load: "加载发音模型",
-      loading: "正在加载权重……",
-      loaded: (mb) => `已加载：${mb} MB 的权重和测试词，全部在你的浏览器里计算。`,
-      failed: "权重未能加载。",
-      refused: (why) => `本页无法运行导出的模型：${why}。`,
-      label: "输入一个英语单词（也可以是自造的词）：",
-      placeholder: "例如 pronunciation",
-      empty: "请输入一个单词：字母 a 到 z。",
-      letters: "只接受字母 a 到 z（不要数字、空格、重音符号或其他文字）。",
-      tooLong: (n) => `最多 ${n} 个字母：模型的位置编码只到这么长。`,
-      greedy: "贪心解码",
-      beam: "束搜索（束宽 4），最好的在前",
-      score: "得分（对数概率）",
-      truth: "词典中的发音（留出的测试词，训练时从未见过）：",
-      right: "贪心解码的结果是其中之一",
-      wrong: "贪心解码的结果不在其中",
-      notTest: (n) => `不是留出的测试词：可能是训练词或自造的词（本页只附带 ${n} 个测试词的发音）。`,
-      attention: "交叉注意力：每个输出音素看了哪些字母，按层和头分开（行：写出的音素，列：读入的字母；· 表示单词结束）。",
-      layerHead: (l, h) => `第 ${l} 层，第 ${h} 个头`,
-      heatAlt: (l, h, w) => `“${w}”在第 ${l} 层第 ${h} 个头的交叉注意力权重`,
-      asIn: "如",
-      timing: (g, b) => `贪心解码 ${g} 毫秒，束搜索 ${b} 毫秒`,
-    },
+    load: "Load the pronouncer",
+    loading: "Loading the weights…",
+    loaded: "Loaded: {mb} MB of weights and test words, computed in your browser.",
+    failed: "The weights could not be loaded.",
+    refused: "This page cannot run the exported model: {why}.",
+    label: "Type an English word (or an invented one):",
+    placeholder: "e.g. pronunciation",
+    empty: "Type a word: the letters a to z.",
+    letters: "Only the letters a to z, please (no digits, spaces, accents or other scripts).",
+    tooLong: "At most {n} letters: the model has positions for no more.",
+    greedy: "Greedy",
+    beam: "Beam search (4 beams), best first",
+    score: "score (log-probability)",
+    truth: "In the dictionary (a held-out test word, never seen in training):",
+    right: "the greedy answer is one of them",
+    wrong: "the greedy answer is none of them",
+    notTest: "Not a held-out test word: a training word or an invented one (only the {n} test words' pronunciations ship with this page).",
+    attention: "Cross-attention: which letters each output phoneme looked at, per layer and head (rows: phonemes written, columns: letters read; · marks the end of the word).",
+    layerHead: "layer {l}, head {h}",
+    heatAlt: "Cross-attention weights of layer {l}, head {h} for “{word}”",
+    asIn: "as in",
+    timing: "greedy {greedy} ms, beam {beam} ms",
   };
 
-  function el(tag, attrs, children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (key === "text") node.textContent = value;
-      else node.setAttribute(key, value);
-    }
-    for (const child of children || []) node.append(child);
-    return node;
+  // Node (the tests): the model alone, no widget
+  if (NODE) {
+    module.exports = { Pronouncer, checkExport, ExportError: E.ExportError, FORMAT, FORMAT_VERSION, TEXT };
+    return;
   }
+  const { el, say } = window.CourseLive;
+  const HERE = window.CourseLive.here();
 
   // one phoneme as a chip: "AY as in bite"
   function chip(p, examples, T) {
@@ -654,31 +396,13 @@
     ]);
   }
 
-  // a heatmap of weights (rows x cols), values 0..1, drawn on a canvas
+  // a heatmap of weights (rows x cols), values 0..1
   function heatmap(weights, rows, cols, width, alt) {
     const label = 34;
     const cell = Math.max(4, Math.min(18, Math.floor((width - label) / cols.length)));
-    const canvas = el("canvas", { role: "img", "aria-label": alt, class: "pl-heat" });
-    const ratio = window.devicePixelRatio || 1;
-    const w = label + cell * cols.length;
-    const h = label + cell * rows.length;
-    canvas.width = w * ratio;
-    canvas.height = h * ratio;
-    canvas.style.width = `${w}px`;
-    canvas.style.height = `${h}px`;
-    const ctx = canvas.getContext("2d");
-    ctx.scale(ratio, ratio);
-    ctx.fillStyle = "#fff";
-    ctx.fillRect(0, 0, w, h);
-    for (let r = 0; r < rows.length; r++) {
-      for (let c = 0; c < cols.length; c++) {
-        const v = weights[r][c];
-        const shade = Math.round(255 * (1 - v));
-        ctx.fillStyle = `rgb(${shade}, ${shade}, 255)`;
-        ctx.fillRect(label + c * cell, label + r * cell, cell, cell);
-      }
-    }
-    ctx.fillStyle = "#222";
+    const { canvas, ctx } = window.CourseLive.heatmap(weights, cols.length, {
+      alt, cls: "pl-heat", left: label, top: label, cell,
+    });
     ctx.font = `${Math.min(11, cell)}px sans-serif`;
     ctx.textAlign = "center";
     cols.forEach((c, i) => ctx.fillText(c === "EOS" ? "·" : c, label + (i + 0.5) * cell, label - 4));
@@ -689,41 +413,20 @@
   }
 
   function setup(root) {
-    const T = document.documentElement.lang.toLowerCase().startsWith("zh") ? TEXT.zh : TEXT.en;
-    const status = el("p", { class: "pl-status", "aria-live": "polite" });
-    const button = el("button", { type: "button", class: "pl-load", text: T.load });
-    root.append(button, status);
+    const T = window.CourseLive.texts(TEXT);
     const api = { model: null, last: null, data: null, job: 0 };
     window.PronouncerLive = api;
-
-    button.addEventListener("click", () => {
-      button.disabled = true;
-      status.textContent = T.loading;
-      const script = el("script", { src: HERE + "weights.js" });
-      script.onload = () => {
-        const data = window.PRONOUNCER_DATA;
+    window.CourseLive.mount(root, {
+      prefix: "pl",
+      T,
+      scripts: [HERE + "weights.js"],
+      global: "PRONOUNCER_DATA",
+      make: (data) => {
         api.data = data;
-        try {
-          api.model = new Pronouncer(data);
-        } catch (err) {
-          if (!(err instanceof ExportError)) throw err;
-          // an export this script cannot compute: say why, compute nothing
-          button.remove();
-          status.textContent = T.refused(err.message);
-          status.classList.add("pl-refused");
-          root.dataset.state = "refused";
-          return;
-        }
-        button.remove();
-        const bytes = data.fp16.length + JSON.stringify(data.test).length;
-        status.textContent = T.loaded((bytes / 1e6).toFixed(1));
-        start(root, api, data, T);
-      };
-      script.onerror = () => {
-        status.textContent = T.failed;
-        button.disabled = false;
-      };
-      document.head.append(script);
+        return (api.model = new Pronouncer(data));
+      },
+      bytes: (data) => data.fp16.length + JSON.stringify(data.test).length,
+      start: (model, data) => start(root, api, data, T),
     });
   }
 
@@ -752,7 +455,7 @@
       message.textContent = "";
       if (!word) message.textContent = T.empty;
       else if (!/^[a-z]+$/.test(word)) message.textContent = T.letters;
-      else if (word.length > maxLetters) message.textContent = T.tooLong(maxLetters);
+      else if (word.length > maxLetters) message.textContent = say(T.tooLong, { n: maxLetters });
       if (message.textContent) {
         root.dataset.state = "error";
         api.job++;
@@ -796,21 +499,25 @@
           ` (${ok ? T.right : T.wrong})`,
         ]));
       } else {
-        output.append(el("p", { class: "pl-truth" }, [T.notTest(Object.keys(data.test).length)]));
+        const n = Object.keys(data.test).length.toLocaleString("en");
+        output.append(el("p", { class: "pl-truth" }, [say(T.notTest, { n })]));
       }
       output.append(el("p", { text: T.attention }));
       const grid = el("div", { class: "pl-grid" });
       const width = Math.min(root.clientWidth || 320, 360);
       const rows = g.phonemes.concat("EOS");
       g.attention.forEach((heads, l) => heads.forEach((w, h) => {
+        const at = { l: l + 1, h: h + 1, word };
         grid.append(el("figure", { class: "pl-fig" }, [
-          heatmap(w, rows, g.letters, width - 8, T.heatAlt(l + 1, h + 1, word)),
-          el("figcaption", { text: T.layerHead(l + 1, h + 1) }),
+          heatmap(w, rows, g.letters, width - 8, say(T.heatAlt, at)),
+          el("figcaption", { text: say(T.layerHead, at) }),
         ]));
       }));
       output.append(grid);
-      const timing = T.timing((t1 - t0).toFixed(1), (t2 - t2a).toFixed(1));
-      output.append(el("p", { class: "pl-timing", "data-greedy-ms": (t1 - t0).toFixed(2), text: timing }));
+      const greedy = (t1 - t0).toFixed(1), beam = (t2 - t2a).toFixed(1);
+      output.append(el("p", {
+        class: "pl-timing", "data-greedy-ms": (t1 - t0).toFixed(2), text: say(T.timing, { greedy, beam }),
+      }));
       api.last = { word, greedy: g, beam: b, greedyMs: t1 - t0, beamMs: t2 - t2a };
       root.dataset.word = word;
       root.dataset.state = "done";
@@ -820,17 +527,6 @@
     input.focus();
   }
 
-  // Node (the tests): the engine alone, no widget
-  if (typeof module === "object" && module.exports) {
-    module.exports = { Pronouncer, checkExport, ExportError, FORMAT, FORMAT_VERSION };
-  }
-  if (!IN_PAGE) return;
-
   window.PronouncerModel = Pronouncer; // for tests and the curious
-
-  function init() {
-    document.querySelectorAll(".pronouncer-live").forEach(setup);
-  }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
-  else init();
+  window.CourseLive.each(".pronouncer-live", setup);
 })();
