@@ -89,9 +89,10 @@ def test_equals_pytorch_encoder_layers_with_a_causal_mask():
 def test_training_attends_through_the_fused_kernel_to_the_same_values(
     monkeypatch,
 ):
-    """In training (no cache) the blocks call PyTorch's fused causal
-    attention; it computes what the course's attention computes under the
-    causal mask, values and gradients, within float rounding."""
+    """In training (no cache) a ``fused`` GPT's blocks call PyTorch's
+    fused causal attention; it computes what the course's attention
+    computes under the causal mask, values and gradients, within float
+    rounding."""
     attn = model().stack.layers[0].self_attn.train()  # dropout 0.1: set 0
     attn.dropout.p = 0.0
     x = torch.randn(3, 16, SMALL.d_model, requires_grad=True)
@@ -110,8 +111,10 @@ def test_training_attends_through_the_fused_kernel_to_the_same_values(
         F, "scaled_dot_product_attention",
         lambda *a, **k: calls.append(k["is_causal"]) or kernel(*a, **k),
     )  # fmt: skip
-    gpt = model()
-    gpt(ids(2, 8))  # eval: the course's attention, weights kept
+    torch.manual_seed(0)
+    gpt = GPT(SMALL, fused=True)
+    gpt.eval()(ids(2, 8))  # eval: the course's attention, weights kept
+    model().train()(ids(2, 8))  # not fused: the course's attention
     assert calls == []
     gpt.train()(ids(2, 8))
     assert calls == [True] * SMALL.num_layers
@@ -385,9 +388,14 @@ def test_the_stored_run_beats_the_five_gram_and_fits_the_page():
 
 @pytest.mark.exact  # the portable numeric mode, as the run was made
 def test_the_stored_run_replays_exactly():
-    from tools.train_gpt import replay
+    from tools.train_gpt import STORED, replay
 
     _, run = _stored()
+    if run["meta"]["recipe"] != STORED.as_dict():
+        pytest.skip(
+            "the stored run predates tools/train_gpt.py's recipe (issue 60 "
+            "replaces it); chapter 11's replay cell checks it"
+        )
     live = replay(3)
     stored = run["replay_loss"][:3]
     assert [np.float32(x) for x in live] == [np.float32(x) for x in stored]

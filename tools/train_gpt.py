@@ -74,6 +74,7 @@ class Recipe:
     seed: int = 0
     eval_every: int = 400
     sample_at: tuple = ()  # steps whose samples the rows keep
+    fused: bool = True  # training attends through PyTorch's fused kernel
     replay_steps: int = 20  # the first losses, for the chapter
 
     def as_dict(self) -> dict:
@@ -240,7 +241,7 @@ def fit(recipe, data, world=None, checkpoint=None, hooks=(), **resume):
     ``stop_at``."""
     world = World() if world is None else world
     torch.manual_seed(recipe.seed)
-    model = GPT(recipe.model)
+    model = GPT(recipe.model, fused=recipe.fused)
     world.broadcast(model)  # every process starts from process 0's
     opt, scheduler = optimizer(model, recipe)
     parallel = DataParallel(recipe.parts, recipe.seed * recipe.parts, world)

@@ -129,9 +129,12 @@ class GPT(nn.Module):
     ``config.context``.
     """
 
-    def __init__(self, config: GPTConfig):
+    def __init__(self, config: GPTConfig, fused: bool = False):
         super().__init__()
         self.config = check_instance(config, "config", GPTConfig)
+        # fused: training attends through PyTorch's fused causal kernel
+        # (faster; other rounding, so a run replays only as it was trained)
+        self.fused = check_bool(fused, "fused")
         c = config
         # plain lookups, as in GPT-2: the course's Embeddings scales by
         # sqrt(d_model) to stand out against sinusoidal positions; learned
@@ -172,8 +175,8 @@ class GPT(nn.Module):
         # query start + i sees keys 0 .. start + i: (1, 1, n, start + n)
         keys = torch.arange(start + n, device=ids.device)
         mask = (keys[None, :] <= pos[:, None])[None, None]
-        if self.training and caches is None:
-            mask = None  # the blocks' fused causal attention: faster
+        if self.fused and self.training and caches is None:
+            mask = None  # the blocks' fused causal attention
         x = self.stack(x, mask, cache=caches)
         return x @ self.tok_emb.weight.T  # tied output layer
 
