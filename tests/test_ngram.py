@@ -311,3 +311,45 @@ def test_modified_beats_one_discount_on_the_held_out_plays(texts):
             three, held_out
         )
         assert gain > 0.01, split
+
+
+def test_stored_modified_rows(texts):
+    stored = _stored()
+    mkn = stored["char_mkn"]
+    assert [row["order"] for row in mkn["rows"]] == list(range(1, 10))
+    best = min(mkn["rows"], key=lambda row: row["valid"])
+    assert mkn["best_on_valid"] == best["order"]
+    kn = {row["order"]: row for row in stored["char_kn"]}
+    for row in mkn["rows"][2:7]:  # orders 3-7: below one discount (at 2,
+        assert row["valid"] < kn[row["order"]]["valid"]  # above, a little)
+    # D1 < D2 < D3+ at every order, as Chen and Goodman found on their
+    # text; but the unigram model's: its bytes' n1..n4 are 1, 0, 2, 1, so
+    # Y = 1, D2 falls back to D1 and D3+ = 3 - 4 (1/2) = 1
+    assert mkn["rows"][0]["discounts"] == [[1.0, 1.0, 1.0]]
+    for row in mkn["rows"][1:]:
+        for d1, d2, d3 in row["discounts"]:
+            assert d1 < d2 < d3, row["order"]
+    row = mkn["rows"][4]
+    five = ngram.char_model(texts["train"], 5, modified=True)
+    assert row["discounts"] == [
+        [round(d, 4) for d in lv.discounts] for lv in five.levels
+    ]
+    for split in ("valid", "test"):
+        bits = ngram.text_bits(five, texts[split])
+        assert bits == pytest.approx(row[split], abs=2e-5), split
+
+
+def test_stored_bpe_token_rows(texts):
+    from utils import bpe
+
+    stored = _stored()["bpe_mkn"]
+    merges = bpe.train_bpe(texts["train"], stored["vocab_size"])
+    ids = {s: np.array(bpe.encode(texts[s], merges)) for s in texts}
+    assert {s: len(i) for s, i in ids.items()} == stored["tokens"]
+    row = stored["rows"][2]
+    three = ngram.KneserNey(
+        ids["train"], 3, stored["vocab_size"], modified=True
+    )
+    for split in ("valid", "test"):
+        bits = ngram.token_bits(three, ids[split], texts[split])
+        assert bits == pytest.approx(row[split], abs=2e-5), split
