@@ -35,6 +35,8 @@ NEW_CHAPTER_MODULES = {
     "shakespeare.py",
     "bpe.py",
     "ngram.py",
+    "kneser_ney.py",  # issue 60: modified Kneser-Ney, split from ngram.py
+    "ppmd.py",  # issue 60: the compression baseline
     "gpt.py",
     "copying.py",
     "rng.py",  # chapter 11's live page (book/gpt_live.md)
