@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-requirements
 NB     ?= book/*.ipynb
 
-.PHONY: help venv book serve test unit notebooks browser robust baseline sequitur rescore refresh zh-notebooks colab link-terms translations torch-matrix freeze clean
+.PHONY: help venv book serve test unit notebooks browser robust baseline sequitur rescore refresh new-chapter zh-notebooks colab link-terms translations torch-matrix freeze clean
 
 help:
 	@echo "make book     build both editions: English into _build/html, Chinese into _build/html/zh (strict)"
@@ -20,6 +20,8 @@ help:
 	@echo "              MINUTES=120 stops cleanly by then (default 180; 3 h of one core in all)"
 	@echo "make rescore  its 10-best lists rescored by the pronouncer: book/data/g2p_rescored.json (about 25 min)"
 	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
+	@echo "make new-chapter NAME=12_topic TITLE=\"A topic\" [ABOUT=...]  a chapter from the template, registered"
+	@echo "              everywhere (toc, intro, both editions, Colab); prints what is left to write"
 	@echo "make zh-notebooks  regenerate the Chinese notebooks zh/book/*.ipynb (after refresh or translations)"
 	@echo "make colab    regenerate the Colab notebooks colab/book/*.ipynb and colab/zh/book/*.ipynb (after zh-notebooks)"
 	@echo "make torch-matrix TORCH=2.11.0  every notebook of both editions alone (as in Colab) on that torch (default: newest), in its own venv"
@@ -164,6 +166,15 @@ TORCH_VENV ?= .venv-torch/$(TORCH)
 torch-matrix:
 	$(PYTHON) -m tools.torch_matrix --torch $(TORCH) --venv $(TORCH_VENV) \
 	  --report _build/torch-matrix-$(TORCH).json
+
+# A new chapter from book/template.ipynb, registered wherever the course lists chapters
+# (tools/new_chapter.py; README, "Adding a chapter"): NAME=NN_snake_case, NN the next
+# number; TITLE its title; ABOUT (optional) its row in book/intro.md's table.
+NAME ?=
+TITLE ?=
+ABOUT ?=
+new-chapter: $(STAMP)
+	$(BIN)/python -m tools.new_chapter "$(NAME)" "$(TITLE)" --about "$(ABOUT)"
 
 # After it, regenerate the Chinese notebooks (make zh-notebooks, or ZH=book/03_masks.ipynb
 # for one): tests/test_zh_notebooks.py fails while their outputs differ from the English.

@@ -20,8 +20,10 @@ CASES = [(p, lang) for p in PAGES for lang in colab.LANGUAGES]
 IDS = [f"{lang}-{p.stem}" for p, lang in CASES]
 # What the site shows and a notebook viewer does not: a role is {...}`,
 # looked for outside inline code (read left to right, a span is a role or
-# code: `y_{T-1}` is code).
-ROLE_OR_CODE = re.compile(r"\{[^{}\s]*\}`[^`]*`|`[^`]*`")
+# code: `y_{T-1}` is code, and so is ``{glue:text}`name` ``).
+ROLE_OR_CODE = re.compile(
+    r"\{[^{}\s]*\}`[^`]*`|(?<!`)(`+)(?s:.*?[^`])?\1(?!`)"
+)
 FENCE = re.compile(r"^\s*:::", re.MULTILINE)
 LABEL = re.compile(r"^\s*\([\w.:-]+\)=\s*$", re.MULTILINE)
 TITLE = re.compile(r"^#@title \S.*$")
@@ -76,6 +78,15 @@ def test_a_role_is_found_and_code_is_not():
     said = "a {term}`mask` and {term}`key`, `code` {cite:p}`x`"
     assert _roles(said) == ["{term}`mask`", "{term}`key`", "{cite:p}`x`"]
     assert _roles("`<bos> y_{T-1}` and `y_T`") == []
+    shown = "a role's syntax: `` {glue:text}`name` `` and {term}`mask`"
+    assert _roles(shown) == ["{term}`mask`"]
+    assert _roles("`f(...,\ninit=...)` then {term}`decoder`") == [
+        "{term}`decoder`"
+    ]  # a code span may go on over a line break
+    # the renderer leaves that code span alone too (the template shows one)
+    ctx = {"language": "en", "glue": {}}
+    rendered = colab.render_roles(shown.replace(" and {term}`mask`", ""), ctx)
+    assert rendered == "a role's syntax: `` {glue:text}`name` ``"
 
 
 def test_the_sources_had_roles_to_render():

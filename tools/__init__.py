@@ -8,6 +8,7 @@ Run each as a module from the repository root, as the Makefile does::
     python -m tools.translations sync | check        # make translations
     python -m tools.glossary_links book/*.ipynb      # make link-terms
     python -m tools.robust                           # make robust
+    python -m tools.new_chapter 12_x "A title"       # make new-chapter
     python -m tools.bench_attention                  # a benchmark, not a test
 
 ``ROOT`` (the repository) and ``NOT_PROSE`` (what in a Markdown cell is not

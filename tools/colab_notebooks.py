@@ -54,10 +54,15 @@ COLAB_URL = "https://colab.research.google.com/github"
 # A MyST role: {name}`content` (names start with a lower-case letter, so
 # maths such as $x_{T-1}$ followed by code is not one).
 ROLE = re.compile(r"\{([a-z][\w.-]*(?::[a-z][\w.-]*)?)\}`([^`]*)`")
+# A code span as CommonMark reads it: closed by as many backticks as open it,
+# on the same line or a later one (``{glue:text}`name` `` shows a role's
+# syntax, it is not a role).
+CODE_SPAN = r"(?<!`)(`+)(?s:.*?[^`])?\1(?!`)"
+CODE_OR_ROLE = re.compile(CODE_SPAN + "|" + ROLE.pattern)
 # What tests/test_colab_notebooks.py calls a raw role: any {...}` outside
 # inline code (read left to right: a role, or a code span such as
 # `y_{T-1}`).
-ROLE_OR_CODE = re.compile(r"\{[^{}\s]*\}`[^`]*`|`[^`]*`")
+ROLE_OR_CODE = re.compile(r"\{[^{}\s]*\}`[^`]*`|" + CODE_SPAN)
 LABEL = re.compile(r"^\(([\w.:-]+)\)=\s*$", re.MULTILINE)
 FENCE = re.compile(r"^(\s*)(:{3,}|`{3,})\{([\w-]+)\}\s*(.*?)\s*$")
 OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*?)\s*$")
@@ -355,7 +360,14 @@ def render_role(name: str, content: str, ctx: dict) -> str:
 
 
 def render_roles(text: str, ctx: dict) -> str:
-    return ROLE.sub(lambda m: render_role(m.group(1), m.group(2), ctx), text)
+    """Every role of ``text`` rendered; code spans are left as they are."""
+
+    def one(m: re.Match) -> str:
+        if m.group(1):  # a code span
+            return m.group(0)
+        return render_role(m.group(2), m.group(3), ctx)
+
+    return CODE_OR_ROLE.sub(one, text)
 
 
 def _html_inline(text: str) -> str:

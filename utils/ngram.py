@@ -6,14 +6,10 @@ gives the whole held-out text) divided by its number of characters, every
 character counted, newlines included. A model that spells text with other
 units (bytes, BPE tokens, words) is scored on the same scale.
 
-* :class:`KneserNey`: an n-gram model over integer symbols with interpolated
-  Kneser-Ney smoothing (Chen and Goodman, 1998): the top order uses counts,
-  each lower order *continuation* counts (how many different symbols come
-  before a gram), every order subtracts a discount ``D = n1 / (n1 + 2 n2)``
-  from each count and gives the mass to the order below; the order below the
-  unigrams is uniform, so every symbol gets a probability.
-  :meth:`KneserNey.from_grams` trains one on grams listed one per row
-  and :meth:`KneserNey.probs` gives whole distributions at once.
+* :class:`KneserNey` (``utils.kneser_ney``, imported here): an n-gram
+  model over integer symbols with interpolated Kneser-Ney smoothing, one
+  discount per order or, ``modified=True``, three (Chen and Goodman's
+  modified Kneser-Ney).
 * :class:`LetterCounts`: chapter 10's count baselines, such a model over
   its letters as a language model with ``logits`` like its Transformers'.
 * :func:`char_model`: that model over the UTF-8 bytes of a text (on ASCII
@@ -23,10 +19,6 @@ units (bytes, BPE tokens, words) is scored on the same scale.
   ``min_count`` times in training is ``<unk>`` there, and a held-out
   ``<unk>`` pays for its own spelling, byte by byte, under a character
   n-gram trained on the rare training words. No character is free.
-
-Counting is done with NumPy on integer codes (a k-gram of symbols below
-``base`` is the number ``s1 base^(k-1) + ... + sk``), so a model of the
-4.6 million training characters trains in seconds.
 """
 
 from __future__ import annotations
@@ -34,197 +26,24 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from . import objectives as obj
 from .checks import check_at_most, check_choice, check_int
+from .kneser_ney import KneserNey
 
 __all__ = [
     "KneserNey",
     "char_model",
     "text_bits",
+    "token_bits",
     "WORD",
     "tokenize_words",
     "WordBigram",
     "LetterCounts",
 ]
-
-MAX_CODE = 2**63 - 1  # the codes are int64
-
-
-def _codes(seq: np.ndarray, k: int, base: int) -> np.ndarray:
-    """The code of the k-gram ending at each position ``i >= k - 1``:
-    ``(len(seq) - k + 1,)`` int64, entry ``j`` for the gram ``seq[j:j+k]``."""
-    n = len(seq) - k + 1
-    if n <= 0:
-        return np.zeros(0, dtype=np.int64)
-    code = np.zeros(n, dtype=np.int64)
-    for j in range(k):
-        code = code * base + seq[j : j + n]
-    return code
-
-
-@dataclass
-class _Level:
-    """One order's statistics: sorted gram codes and their counts, sorted
-    context codes (the gram without its last symbol) with the total count
-    and the number of distinct symbols seen after them; the discount."""
-
-    keys: np.ndarray
-    counts: np.ndarray
-    contexts: np.ndarray
-    totals: np.ndarray
-    types: np.ndarray
-    discount: float
-
-    @classmethod
-    def of(cls, keys: np.ndarray, counts: np.ndarray, base: int) -> _Level:
-        contexts, first = np.unique(keys // base, return_index=True)
-        totals = np.add.reduceat(counts, first) if len(keys) else counts
-        types = np.diff(np.append(first, len(keys)))
-        n1, n2 = np.sum(counts == 1), np.sum(counts == 2)
-        discount = n1 / (n1 + 2 * n2) if n1 > 0 else 0.5
-        return cls(keys, counts, contexts, totals, types, float(discount))
-
-
-def _lookup(keys: np.ndarray, values: np.ndarray, codes: np.ndarray):
-    """``values`` at ``codes`` in the sorted ``keys``, 0 where absent."""
-    if len(keys) == 0:
-        return np.zeros(len(codes), dtype=np.int64)
-    at = np.minimum(np.searchsorted(keys, codes), len(keys) - 1)
-    return np.where(keys[at] == codes, values[at], 0)
-
-
-def _mix(level: _Level, codes: np.ndarray, below: np.ndarray, base: int):
-    """One order's interpolation: ``P_k(gram)`` for the gram ``codes``
-    given ``below``, their probabilities under the order below."""
-    count = _lookup(level.keys, level.counts, codes)
-    total = _lookup(level.contexts, level.totals, codes // base)
-    types = _lookup(level.contexts, level.types, codes // base)
-    seen = total > 0  # an unseen context passes the order below on
-    d = level.discount
-    safe = np.maximum(total, 1)
-    here = np.maximum(count - d, 0) / safe + d * types / safe * below
-    return np.where(seen, here, below)
-
-
-def _grid_codes(grams: np.ndarray, base: int) -> np.ndarray:
-    """The code of each row of ``grams`` ``(M, k)``: ``(M,)`` int64."""
-    powers = np.arange(grams.shape[1] - 1, -1, -1, dtype=np.int64)
-    return grams @ base**powers
-
-
-class KneserNey:
-    """Interpolated Kneser-Ney n-gram model over symbols ``0 .. base-1``.
-
-    ``seq``: the training sequence, ``(n,)`` ints; ``order``: n (1 = a
-    unigram model); ``base``: the alphabet size (the uniform distribution
-    under the unigrams spreads over it). ``order * log2(base) <= 63``.
-    """
-
-    def __init__(self, seq, order: int, base: int = 256):
-        self._sizes(order, base)
-        seq = _check_seq(seq, "seq", self.base)
-        self._fit([_codes(seq, k, self.base) for k in range(1, order + 1)])
-
-    @classmethod
-    def from_grams(cls, grams, base: int) -> KneserNey:
-        """A model of order ``k`` trained on the rows of ``grams`` ``(M,
-        k)``, each a gram whose last symbol follows the others. The rows
-        need not come from one sequence (separate words; a context put
-        together in another order, such as both sides of a letter)."""
-        grams = _check_grid(grams, "grams", base)
-        self = cls.__new__(cls)
-        self._sizes(grams.shape[1], base)
-        ks = range(1, self.order + 1)
-        self._fit([_grid_codes(grams[:, -k:], base) for k in ks])
-        return self
-
-    def _sizes(self, order: int, base: int) -> None:
-        self.order = check_int(order, "order", 1)
-        self.base = check_int(base, "base", 2)
-        if self.base**self.order > MAX_CODE:
-            raise ValueError(
-                f"order={order} is too high for base={base}: codes overflow"
-            )
-
-    def _fit(self, codes: list[np.ndarray]) -> None:
-        """The levels from the codes of every 1-, 2-, ... order-gram seen."""
-        raw = [np.unique(c, return_counts=True) for c in codes]
-        self.levels = []
-        for k in range(1, self.order + 1):
-            keys, counts = raw[k - 1]
-            if k < self.order:  # continuation counts: distinct predecessors
-                longer = raw[k][0]  # the (k+1)-grams seen
-                keys, counts = np.unique(
-                    longer % self.base**k, return_counts=True
-                )
-            self.levels.append(_Level.of(keys, counts, self.base))
-
-    def probs(self, contexts) -> np.ndarray:
-        """``P(s | context)`` for each row of ``contexts`` ``(N, order -
-        1)`` and every symbol ``s``: ``(N, base)``, each row sums to 1."""
-        ctx = _check_grid(contexts, "contexts", self.base, self.order - 1)
-        n = len(ctx)
-        symbols = np.tile(np.arange(self.base), n)[:, None]
-        grams = np.concatenate([np.repeat(ctx, self.base, 0), symbols], 1)
-        p = np.full(len(grams), 1.0 / self.base)
-        for k, level in enumerate(self.levels, start=1):
-            codes = _grid_codes(grams[:, grams.shape[1] - k :], self.base)
-            p = _mix(level, codes, p, self.base)
-        return p.reshape(n, self.base)
-
-    def log2probs(self, seq, start: int = 0) -> np.ndarray:
-        """``log2 P(seq[i] | seq[i-order+1 : i])`` for ``i = start, ...,
-        len(seq) - 1``: ``(len(seq) - start,)`` floats. The first symbols,
-        with fewer than ``order - 1`` before them, are scored by the lower
-        orders alone."""
-        seq = _check_seq(seq, "seq", self.base)
-        start = check_int(start, "start", 0)
-        positions = np.arange(start, len(seq))
-        p = np.full(len(positions), 1.0 / self.base)
-        for k, level in enumerate(self.levels, start=1):
-            ok = positions >= k - 1  # a whole k-gram ends there
-            codes = _codes(seq, k, self.base)[positions[ok] - (k - 1)]
-            p[ok] = _mix(level, codes, p[ok], self.base)
-        return np.log2(p)
-
-    def next_probs(self, context) -> np.ndarray:
-        """``P(s | context)`` for every symbol ``s``: ``(base,)``, sums to
-        1 (the context's last ``order - 1`` symbols count)."""
-        context = list(_check_seq(context, "context", self.base))
-        context = context[max(len(context) - self.order + 1, 0) :]
-        out = np.empty(self.base)
-        for s in range(self.base):
-            seq = np.array(context + [s], dtype=np.int64)
-            out[s] = 2.0 ** self.log2probs(seq, len(context))[0]
-        return out
-
-
-def _check_seq(seq, name: str, base: int) -> np.ndarray:
-    """``seq`` as a 1-D int64 array of symbols in ``[0, base)``."""
-    arr = np.asarray(seq)
-    if arr.size == 0:
-        return arr.astype(np.int64).reshape(0)
-    if not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{name} must hold ints, got dtype {arr.dtype}")
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    if arr.min() < 0 or arr.max() >= base:
-        raise ValueError(f"{name} must hold symbols in [0, {base})")
-    return arr.astype(np.int64)
-
-
-def _check_grid(grid, name: str, base: int, width=None) -> np.ndarray:
-    """``grid`` as a 2-D int64 array of symbols in ``[0, base)`` (and of
-    ``width`` columns, if given)."""
-    arr = np.asarray(grid)
-    if arr.ndim != 2 or width not in (None, arr.shape[1]):
-        raise ValueError(f"{name} must be 2-D (width {width}): {arr.shape}")
-    return _check_seq(arr.reshape(-1), name, base).reshape(arr.shape)
 
 
 def _bytes(text: str) -> np.ndarray:
@@ -233,9 +52,10 @@ def _bytes(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(np.int64)
 
 
-def char_model(text: str, order: int) -> KneserNey:
-    """A Kneser-Ney model of ``order`` over the UTF-8 bytes of ``text``."""
-    return KneserNey(_bytes(text), order, 256)
+def char_model(text: str, order: int, modified=False) -> KneserNey:
+    """A Kneser-Ney model of ``order`` over the UTF-8 bytes of ``text``
+    (``modified``: three discounts per order)."""
+    return KneserNey(_bytes(text), order, 256, modified)
 
 
 def text_bits(model: KneserNey, text: str) -> float:
@@ -244,6 +64,18 @@ def text_bits(model: KneserNey, text: str) -> float:
     if len(text) == 0:
         raise ValueError("text must not be empty")
     return float(-model.log2probs(_bytes(text)).sum() / len(text))
+
+
+def token_bits(model: KneserNey, ids, text: str) -> float:
+    """Bits per character of ``text`` under a model of the tokens ``ids``
+    that spell it (BPE): the bits of ``ids`` over ``len(text)``. The model
+    also gives probability to other token sequences of the same text (``t``
+    ``he`` for ``the``), so these are an upper bound, never too few."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if len(text) == 0 or len(ids) == 0:
+        raise ValueError(f"text and ids must not be empty: {len(ids)} ids")
+    return float(-model.log2probs(ids).sum() / len(text))
 
 
 # a word: letters, with inner apostrophes ("nam'd", "o'er"); any other
