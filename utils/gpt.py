@@ -97,7 +97,8 @@ class GPTBlock(EncoderLayer):
     """An ``EncoderLayer`` in Pre-Norm whose self-attention may keep a
     cache: ``forward(x (B, n, d), mask (1|B, 1, n, t), cache=None)``. With
     an ``AttentionCache``, ``x`` is only the new positions and ``mask``
-    covers all ``t`` cached and new keys (as ``DecoderLayer`` does)."""
+    covers all ``t`` cached and new keys (as ``DecoderLayer`` does). No
+    mask and no cache: causal, by PyTorch's fused kernel (training)."""
 
     def __init__(
         self, d_model, num_heads, d_ff, dropout, activation: str = "relu"
@@ -111,6 +112,8 @@ class GPTBlock(EncoderLayer):
         cache: AttentionCache | None = None,
     ) -> torch.Tensor:
         def attend(y):
+            if mask is None and cache is None:  # causal: the fused kernel
+                return self.self_attn.causal(y)
             out, self.attn_weights = self.self_attn(y, y, y, mask, cache=cache)
             return out
 
@@ -126,9 +129,12 @@ class GPT(nn.Module):
     ``config.context``.
     """
 
-    def __init__(self, config: GPTConfig):
+    def __init__(self, config: GPTConfig, fused: bool = False):
         super().__init__()
         self.config = check_instance(config, "config", GPTConfig)
+        # fused: training attends through PyTorch's fused causal kernel
+        # (faster; other rounding, so a run replays only as it was trained)
+        self.fused = check_bool(fused, "fused")
         c = config
         # plain lookups, as in GPT-2: the course's Embeddings scales by
         # sqrt(d_model) to stand out against sinusoidal positions; learned
@@ -169,6 +175,8 @@ class GPT(nn.Module):
         # query start + i sees keys 0 .. start + i: (1, 1, n, start + n)
         keys = torch.arange(start + n, device=ids.device)
         mask = (keys[None, :] <= pos[:, None])[None, None]
+        if self.fused and self.training and caches is None:
+            mask = None  # the blocks' fused causal attention
         x = self.stack(x, mask, cache=caches)
         return x @ self.tok_emb.weight.T  # tied output layer
 
