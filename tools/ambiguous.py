@@ -28,11 +28,11 @@ from utils.decoding import (
     sample_decode,
     sequence_log_prob,
 )
+from utils.layers import evaluating
 from utils.loss import masked_cross_entropy
 from utils.pronouncer import PronouncerConfig, build_pronouncer
 from utils import training
 from utils.training import (
-    evaluating,
     noam_scheduler,
     paper_adam,
     teacher_forced_loss,

@@ -47,7 +47,8 @@ from tools import ROOT  # noqa: E402
 from utils import bpe, shakespeare  # noqa: E402
 from utils.gpt import GPT, GPTConfig, num_parameters, stream_nats  # noqa: E402
 from utils.copying import SpanIndex  # noqa: E402
-from utils.training import evaluating, threads, train  # noqa: E402
+from utils.layers import evaluating  # noqa: E402
+from utils.training import threads, train  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)

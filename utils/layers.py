@@ -3,6 +3,7 @@ are rank 4 ``(B|1, 1, Lq, Lk)``, True = may attend."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from functools import partial
 
@@ -27,6 +28,7 @@ from .checks import (
 )
 
 __all__ = [
+    "evaluating",
     "ACTIVATIONS",
     "FeedForward",
     "Embeddings",
@@ -38,6 +40,22 @@ __all__ = [
     "load_torch_encoder_layer_weights",
     "load_torch_decoder_layer_weights",
 ]
+
+
+@contextlib.contextmanager
+def evaluating(model):
+    """Eval mode and no grad inside the block, the model's mode after:
+    how a model is run to be scored, decoded or inspected."""
+    was_training = getattr(model, "training", None)
+    if isinstance(model, nn.Module):
+        model.eval()
+    try:
+        with torch.no_grad():
+            yield model
+    finally:
+        if isinstance(model, nn.Module):
+            model.train(was_training)
+
 
 # the FFN's: the paper's ReLU, or the tanh form of GELU GPT-2 was trained with
 ACTIVATIONS = {"relu": relu, "gelu_tanh": partial(gelu, approximate="tanh")}

@@ -18,10 +18,9 @@ from .checks import (
     check_mask,
     check_tensor,
 )
-from .layers import DecoderLayer, Embeddings, EncoderLayer, Stack
+from .layers import DecoderLayer, Embeddings, EncoderLayer, Stack, evaluating
 from .masks import decoder_mask, padding_mask
 from .positional import PositionalEncoding
-from .training import evaluating
 
 __all__ = ["Transformer", "parameter_count", "shape_trace"]
 
