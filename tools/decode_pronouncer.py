@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import time
 
 from tools import numeric_mode
@@ -37,6 +36,7 @@ from tools import ROOT  # noqa: E402
 from tools import pronouncer_split  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
 from utils.splices import best_reference_scores, splice  # noqa: E402
+from utils.stats import mcnemar  # noqa: E402
 from utils.training import threads  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "pronouncer_decoding.json"
@@ -103,18 +103,6 @@ def outcome_codes(model, words, refs, greedy, beam) -> str:
 
 def has(code: str, bit: str) -> bool:
     return bool(DIGITS.index(code) & BITS[bit])
-
-
-def mcnemar(fixes: int, breaks: int) -> dict:
-    """McNemar's test on the discordant words: exact two-sided binomial
-    p-value (each discordant word a fair coin under "no difference") and
-    the normal approximation's z."""
-    n, k = fixes + breaks, min(fixes, breaks)
-    tail = sum(math.comb(n, x) for x in range(k + 1)) / 2**n
-    return {
-        "z": (fixes - breaks) / math.sqrt(n) if n else 0.0,
-        "p_exact": min(1.0, 2 * tail),
-    }
 
 
 def summary(codes: str, refs) -> dict:

@@ -149,7 +149,7 @@ def against_baseline(wrong: str, split: str = "test") -> dict:
     """McNemar's test of a model's wrong words (``scores(wrong=True)``)
     against the stored baseline's on the same ``split`` words: the words
     only the model gets right (fixes), only the baseline (breaks)."""
-    from tools.decode_pronouncer import mcnemar
+    from utils.stats import mcnemar
 
     base = json.loads((OUT / "g2p_baselines.json").read_text())
     theirs = base["entries"][base["baseline"]][split]["wrong"]
