@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import pathlib
+from typing import ClassVar
 
 import torch
 
@@ -46,11 +47,6 @@ class PronouncerConfig:
     dropout: float = 0.1
     norm_first: bool = False
     max_len: int = 64
-    # the retired numbers task's data settings, kept because stored runs
-    # record them (tools/numbers_task.py reads them; here min_size_share
-    # must be 0: the pairs are trained on as given)
-    max_train_words: int = 6
-    min_size_share: float = 0.0
     # the recipe: label-smoothed loss, paper_adam, the warm-up schedule
     # (warmup=False: the same peak and decay, without the ramp)
     label_smoothing: float = 0.1
@@ -76,15 +72,17 @@ class PronouncerConfig:
     parts: int = dataclasses.field(default=1, repr=False)
     # n_train_exact > 0: greedy exact match on that many training words too
     n_train_exact: int = dataclasses.field(default=0, repr=False)
+    # the retired numbers task's data settings: every stored record holds
+    # them, at these values (as_dict writes them, from_dict takes them)
+    RETIRED: ClassVar[dict] = {"max_train_words": 6, "min_size_share": 0.0}
 
     def __post_init__(self):
         sizes = ("d_model", "num_heads", "num_layers", "d_ff", "max_len")
-        sizes += ("max_train_words", "warmup_steps", "batch_size", "steps")
+        sizes += ("warmup_steps", "batch_size", "steps")
         for name in (*sizes, "eval_every", "n_valid_exact", "parts"):
             check_int(getattr(self, name), name, 1)
-        check_int(self.seed, "seed", 0)
-        check_int(self.cooldown_steps, "cooldown_steps", 0)
-        check_int(self.n_train_exact, "n_train_exact", 0)
+        for name in ("seed", "cooldown_steps", "n_train_exact"):
+            check_int(getattr(self, name), name, 0)
         if self.cooldown_steps >= self.steps:
             raise ValueError(
                 f"cooldown_steps must be < steps ({self.steps}), "
@@ -94,7 +92,6 @@ class PronouncerConfig:
         check_bool(self.warmup, "warmup")
         check_probability(self.dropout, "dropout")
         check_probability(self.label_smoothing, "label_smoothing")
-        check_number(self.min_size_share, "min_size_share", 0.0, 0.25)
         check_number(self.factor, "factor", 0.0, min_inclusive=False)
         check_number(self.peak_lr, "peak_lr", 0.0)
         check_number(self.clip, "clip", 0.0)
@@ -106,14 +103,24 @@ class PronouncerConfig:
         check_int(self.batch_size, "batch_size (at least parts)", self.parts)
 
     def as_dict(self) -> dict:
-        """The settings as stored runs record them: the public recipe's
-        fields (``peak_lr`` to ``n_train_exact``) are left out while at their
-        defaults, so the records of runs older than them still match."""
-        out = dataclasses.asdict(self)
+        """The settings as stored runs record them, ``RETIRED`` included:
+        the public recipe's fields (``peak_lr`` to ``n_train_exact``) are
+        left out while at their defaults, so older records still match."""
+        out = {**self.RETIRED, **dataclasses.asdict(self)}
         for f in dataclasses.fields(self)[-4:]:
             if out[f.name] == f.default:
                 del out[f.name]
         return out
+
+    @classmethod
+    def from_dict(cls, record: dict) -> PronouncerConfig:
+        """The config of a stored record (``as_dict``'s form): its
+        ``RETIRED`` settings must hold their values, other keys be fields."""
+        record = dict(check_instance(record, "record", dict))
+        old = {k: record.pop(k) for k in cls.RETIRED if k in record}
+        if any(v != cls.RETIRED[k] for k, v in old.items()):
+            raise ValueError(f"record's retired {old} must be {cls.RETIRED}")
+        return cls(**record)
 
 
 def _check_config(cfg) -> None:
@@ -209,11 +216,6 @@ def train_pronouncer(
     turn, to the same bits.
     """
     _check_config(cfg)
-    if cfg.min_size_share != 0:
-        raise ValueError(
-            f"cfg.min_size_share must be 0 (balance the pairs before "
-            f"passing them), got {cfg.min_size_share}"
-        )
     check_int(checkpoint_every, "checkpoint_every", 1)
     if max_seconds is not None:
         check_number(max_seconds, "max_seconds", 0.0)

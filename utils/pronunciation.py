@@ -341,7 +341,7 @@ def load_pronouncer(path=STORED_PRONOUNCER, device=None):
             f"no stored pronouncer at {path}: python -m tools.train_pronouncer"
         )
     stored = torch.load(path, map_location="cpu", weights_only=True)
-    cfg = PronouncerConfig(**stored["config"])
+    cfg = PronouncerConfig.from_dict(stored["config"])
     weights = {k: v.float() for k, v in stored["state_dict"].items()}
     n_out = weights["generator.weight"].size(0)
     stress = n_out == len(phoneme_vocab(True))
