@@ -100,7 +100,7 @@ def test_a_stopped_run_continues_to_the_same_result(tmp_path):
 
 
 def test_exact_match_counts_any_target_of_a_source():
-    from utils.pronouncer import _first_sources
+    from utils.batches import _first_sources
 
     pairs = [(["a"], ["x"]), (["b"], ["y"]), (["a"], ["z"]), (["c"], ["w"])]
     firsts, refs = _first_sources(pairs, 2)

@@ -14,7 +14,8 @@ import pytest
 
 from tools import sweep_pronouncer, train_pronouncer
 from utils import pronunciation as pr
-from utils.pronouncer import PronouncerConfig
+from utils.pronouncer import STORED_PRONOUNCER, PronouncerConfig
+from utils.pronouncer import load_pronouncer
 from utils.pronouncer import train_pronouncer as train_run
 
 LOG = train_pronouncer.OUT / "pronouncer.json"
@@ -75,9 +76,9 @@ def test_every_stored_config_reads_back_as_recorded():
 
 
 def test_the_stored_weights_are_fp16_small_and_load():
-    size = pr.STORED_PRONOUNCER.stat().st_size
+    size = STORED_PRONOUNCER.stat().st_size
     assert size < 1.5e6, size
-    model, cfg, stress = pr.load_pronouncer()
+    model, cfg, stress = load_pronouncer()
     assert cfg == train_pronouncer.CONFIG and stress is False
     n = sum(p.numel() for p in model.parameters())
     assert 2 * n <= size < 2 * n + 200_000  # two bytes a weight

@@ -1,5 +1,6 @@
 """Chapter 8's pronouncer: its config (like nanoGPT's ``GPTConfig``), the
-``Transformer`` it describes and its deterministic training run.
+``Transformer`` it describes, its deterministic training run and the stored
+model (``load_pronouncer``).
 """
 
 from __future__ import annotations
@@ -7,17 +8,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import pathlib
-from typing import ClassVar
 
 import torch
 
 from .batches import Vocab, encode_batch, group_pairs, make_batches
+from .batches import source_blocks
 from .checks import check_bool, check_instance, check_int, check_number
 from .checks import check_probability
 from .decoding import greedy_decode
 from .model import Transformer
 from .parallel import DataParallel, Resumable, World, split_parts
 from .pretraining import load_part, param_groups
+from .pronunciation import letter_vocab, phoneme_vocab
 from .training import (
     evaluate_loss,
     linear_scheduler,
@@ -32,6 +34,8 @@ __all__ = [
     "PronouncerConfig",
     "build_pronouncer",
     "train_pronouncer",
+    "load_pronouncer",
+    "STORED_PRONOUNCER",
 ]
 
 
@@ -72,9 +76,9 @@ class PronouncerConfig:
     parts: int = dataclasses.field(default=1, repr=False)
     # n_train_exact > 0: greedy exact match on that many training words too
     n_train_exact: int = dataclasses.field(default=0, repr=False)
-    # the retired numbers task's data settings: every stored record holds
-    # them, at these values (as_dict writes them, from_dict takes them)
-    RETIRED: ClassVar[dict] = {"max_train_words": 6, "min_size_share": 0.0}
+    # not a field: the retired numbers task's data settings, which every
+    # stored record holds at these values (as_dict writes, from_dict takes)
+    RETIRED = {"max_train_words": 6, "min_size_share": 0.0}
 
     def __post_init__(self):
         sizes = ("d_model", "num_heads", "num_layers", "d_ff", "max_len")
@@ -123,15 +127,11 @@ class PronouncerConfig:
         return cls(**record)
 
 
-def _check_config(cfg) -> None:
-    check_instance(cfg, "cfg", PronouncerConfig)
-
-
 def build_pronouncer(
     cfg: PronouncerConfig, vocab_src: Vocab, vocab_tgt: Vocab
 ) -> Transformer:
     """The Transformer ``cfg`` describes, random weights (seed first)."""
-    _check_config(cfg)
+    check_instance(cfg, "cfg", PronouncerConfig)
     return Transformer(
         len(vocab_src),
         len(vocab_tgt),
@@ -144,18 +144,6 @@ def build_pronouncer(
         max_len=cfg.max_len,
         norm_first=cfg.norm_first,
     )
-
-
-def _blocks(pairs, n: int, size: int | None, vocabs, device) -> list:
-    """The first ``n`` distinct sources of ``pairs`` and all their targets,
-    ``[(src, refs), ...]`` in blocks of ``size`` sources (None: one)."""
-    sources, refs = _first_sources(pairs, n)
-    size = size or len(sources)
-    return [
-        (encode_batch(sources[i : i + size], *vocabs, device)[0],
-         refs[i : i + size])
-        for i in range(0, len(sources), size)
-    ]  # fmt: skip
 
 
 def _right(model, src, refs, vocab_tgt: Vocab) -> int:
@@ -173,16 +161,6 @@ def _right(model, src, refs, vocab_tgt: Vocab) -> int:
         vocab_tgt.decode(row) in targets
         for row, targets in zip(out.cpu(), refs)
     )
-
-
-def _first_sources(pairs, n: int) -> tuple[list, list]:
-    """The first ``n`` distinct sources of ``pairs``, with all targets."""
-    refs: dict[tuple, list] = {}
-    for src, tgt in pairs:
-        key = tuple(src)
-        if key in refs or len(refs) < n:
-            refs.setdefault(key, []).append(list(tgt))
-    return [(list(k), v[0]) for k, v in refs.items()], list(refs.values())
 
 
 def train_pronouncer(
@@ -215,7 +193,7 @@ def train_pronouncer(
     validation, process 0 saves); alone, a process computes every part in
     turn, to the same bits.
     """
-    _check_config(cfg)
+    check_instance(cfg, "cfg", PronouncerConfig)
     check_int(checkpoint_every, "checkpoint_every", 1)
     if max_seconds is not None:
         check_number(max_seconds, "max_seconds", 0.0)
@@ -235,7 +213,7 @@ def train_pronouncer(
     )
     block = 250 if cfg.parts > 1 else None  # the processes share blocks
     exact = {  # greedy exact match on the first distinct sources
-        key: _blocks(splits[part], n, block, vocabs, device)
+        key: source_blocks(splits[part], n, block, vocabs, device)
         for key, part, n in (
             ("valid_exact", "valid", cfg.n_valid_exact),
             ("train_exact", "train", cfg.n_train_exact),
@@ -362,3 +340,33 @@ def _optimizer(cfg: PronouncerConfig, groups, scales):
         optimizer, cfg.d_model, cfg.warmup_steps, cfg.factor, cfg.warmup,
         cfg.steps, cfg.cooldown_steps, scales,
     )  # fmt: skip
+
+
+# made by tools/train_pronouncer.py (its log: book/data/pronouncer.json)
+_DATA = pathlib.Path(__file__).resolve().parents[1] / "book" / "data"
+STORED_PRONOUNCER = _DATA / "pronouncer.pt"
+
+
+def load_pronouncer(path=STORED_PRONOUNCER, device=None):
+    """A stored pronouncer -> ``(model, cfg, stress)``, in eval mode. Its
+    config records ``"stress"`` (whether the phonemes keep their stress
+    digits); files older than that key were all trained without (False)."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no stored pronouncer at {path}: python -m tools.train_pronouncer"
+        )
+    stored = torch.load(path, map_location="cpu", weights_only=True)
+    record = dict(stored["config"])
+    stress = check_bool(record.pop("stress", False), f"{path}'s stress")
+    cfg = PronouncerConfig.from_dict(record)
+    weights = {k: v.float() for k, v in stored["state_dict"].items()}
+    vocab, n_out = phoneme_vocab(stress), weights["generator.weight"].size(0)
+    if n_out != len(vocab):
+        raise ValueError(
+            f"{path} has {n_out} outputs, stress={stress} needs {len(vocab)}"
+            ": its config must record the stress it was trained with"
+        )
+    model = build_pronouncer(cfg, letter_vocab(), vocab)
+    model.load_state_dict(weights)
+    return model.to(device or "cpu").eval(), cfg, stress
