@@ -29,6 +29,7 @@ from .checks import (
 
 __all__ = [
     "evaluating",
+    "xavier_init",
     "ACTIVATIONS",
     "FeedForward",
     "Embeddings",
@@ -55,6 +56,16 @@ def evaluating(model):
     finally:
         if isinstance(model, nn.Module):
             model.train(was_training)
+
+
+def xavier_init(module: nn.Module) -> nn.Module:
+    """Xavier (Glorot) uniform for every matrix of ``module`` (a parameter
+    of 2+ dims), in ``parameters()`` order, as common reference
+    implementations start a Transformer; returns ``module``."""
+    for p in check_instance(module, "module", nn.Module).parameters():
+        if p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+    return module
 
 
 # the FFN's: the paper's ReLU, or the tanh form of GELU GPT-2 was trained with
