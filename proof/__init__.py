@@ -11,7 +11,9 @@ chapters' folded setup and proof cells, by ``tests/`` and by ``tools/``:
 - ``runtime``: ``make robust``'s seed, the numeric stamp a stored run records,
   the CJK font;
 - ``diagrams``: the course's diagrams, drawn by code;
-- ``colab``: the Colab notebooks' setup (finding and importing the course).
+- ``colab``: the Colab notebooks' setup (finding and importing the course);
+- ``rng``: the live GPT page's seeded generator and draw, the same in
+  JavaScript, and ``generate_seeded``, which samples with them.
 
 ``setup`` is what the chapters' setup cell calls. In a reader's own kernel
 (Colab, ``jupyter lab``) it does what ``utils.setup`` does and, in a Chinese

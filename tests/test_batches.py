@@ -14,6 +14,7 @@ from tools.numbers_task import (
     target_vocab,
 )
 from utils.batches import Vocab, encode_batch, make_batches, pad_fraction
+from utils.batches import source_blocks
 
 
 def test_vocab_round_trip_and_specials():
@@ -59,3 +60,23 @@ def test_bucketing_keeps_every_pair_and_saves_padding():
     assert pad_fraction(bucketed) < 0.5 * pad_fraction(plain)
     with pytest.raises(TypeError, match="batch_size"):
         make_batches(pairs, 3.0, vs, vt)
+
+
+def test_source_blocks_hold_each_source_once_with_all_its_targets():
+    vocabs = (Vocab("abc"), Vocab("xyz"))
+    pairs = [(["a"], ["x"]), (["b"], ["y"]), (["a"], ["z"]), (["c"], ["x"])]
+    blocks = source_blocks(pairs, 3, 2, vocabs)
+    assert [refs for _, refs in blocks] == [
+        [[["x"], ["z"]], [["y"]]],
+        [[["x"]]],
+    ]
+    (src, _), _ = blocks
+    assert torch.equal(
+        src, encode_batch([(["a"], []), (["b"], [])], *vocabs)[0]
+    )
+    whole = source_blocks(pairs, 2, None, vocabs)  # one block, two sources
+    assert len(whole) == 1 and whole[0][0].shape == (2, 2)
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
+        source_blocks(pairs, 0, None, vocabs)
+    with pytest.raises(ValueError, match="size must be an int >= 1"):
+        source_blocks(pairs, 2, 0, vocabs)

@@ -20,6 +20,7 @@ from tools.decode_pronouncer import model_hash, references
 from tools.g2p_baseline import OUT as BASELINE
 from tools.pronouncer_split import fingerprint
 from utils import pronunciation as pr
+from utils.pronouncer import load_pronouncer
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +68,7 @@ def test_the_live_lists_rescore_to_the_record(stored):
     test = pr.split_words()["test"][:n]
     refs = references(test)
     assert len(live["nbest"]) == len(live["log_p"]) == n
-    greedy = pr.pronounce(pr.load_pronouncer()[0], [w for w, _ in test], False)
+    greedy = pr.pronounce(load_pronouncer()[0], [w for w, _ in test], False)
     s0 = stored["rows"][0]
     picked = rs.outputs(live["nbest"], live["log_p"], s0["lam"], greedy)
     right = "".join("1" if h in r else "0" for h, r in zip(picked, refs))

@@ -2,9 +2,9 @@
 (_static/gpt/gpt.js on the shared engine, _static/engine/engine.js) equal
 the Python side, under Node. Fast: no browser.
 
-- The seeded generator: ``utils.rng.Mulberry32`` and the script's give the
+- The seeded generator: ``proof.rng.Mulberry32`` and the script's give the
   same 32-bit integers and the same floats, for several seeds.
-- Sampling: ``utils.rng.draw_token`` and the script's ``drawToken``, given
+- Sampling: ``proof.rng.draw_token`` and the script's ``drawToken``, given
   the same float32 logits (random ones, and ones full of exact ties), draw
   the same ids at every setting (greedy, temperature, top-k, top-p, both).
   Same logits in, same rule: these must be equal every time.
@@ -39,12 +39,12 @@ import re
 import pytest
 import torch
 
+from proof.rng import Mulberry32, draw_token, generate_seeded
 from tests import live_pages as lp
 from tools import ROOT
 from tools import export_gpt as ex
 from utils import bpe
-from utils.gpt import GPT, GPTConfig, generate_seeded, load_gpt
-from utils.rng import Mulberry32, draw_token
+from utils.gpt import GPT, GPTConfig, load_gpt
 
 ENGINE = ROOT / "_static" / "gpt" / "gpt.js"
 LOGIT_TOL = 1e-4  # logits of a random model; seen: 2.9e-6

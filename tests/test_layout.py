@@ -39,7 +39,6 @@ NEW_CHAPTER_MODULES = {
     "ppmd.py",  # issue 60: the compression baseline
     "gpt.py",
     "copying.py",
-    "rng.py",  # chapter 11's live page (book/gpt_live.md)
     "gpt2.py",  # chapter 11: GPT-2's weights and tokenizer files (issue 61)
 }
 # What is not the lesson itself (model parts, data, training, decoding): the

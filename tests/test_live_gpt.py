@@ -13,7 +13,7 @@ the widget's button, types prompts and settings into the page, presses
   ``GPT.generate(temperature=0)`` token for token; one prompt is long
   enough that the window fills and restarts;
 - seeded samples at three settings (the chapter's: temperature 0.8; top-k
-  40; top-p 0.9) equal ``utils.gpt.generate_seeded`` with the same seed
+  40; top-p 0.9) equal ``proof.rng.generate_seeded`` with the same seed
   token for token;
 - after every run, the ten most likely tokens the page shows for the last
   token's position are PyTorch's ten (ids exact, probabilities within
@@ -41,12 +41,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+from proof.rng import Mulberry32, generate_seeded
 from tests import live_pages as lp
 from tools import export_gpt as ex
 from utils import bpe
 from utils import shakespeare as sh
-from utils.gpt import generate_seeded, load_gpt
-from utils.rng import Mulberry32
+from utils.gpt import load_gpt
 
 pytestmark = pytest.mark.slow
 

@@ -41,6 +41,7 @@ import torch
 from tests import live_pages as lp
 from tools import export_pronouncer as ex
 from utils import pronunciation as pr
+from utils.pronouncer import load_pronouncer
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +75,7 @@ def _test_words() -> list[str]:
 @pytest.fixture(scope="module")
 def expected():
     """PyTorch's answers for every word typed, on the stored checkpoint."""
-    model, _, stress = pr.load_pronouncer()
+    model, _, stress = load_pronouncer()
     vocab = pr.phoneme_vocab(stress)
     out = {}
     for word in [*_test_words(), *INVENTED]:
@@ -234,7 +235,7 @@ def test_live_pronouncer_equals_pytorch(
 def test_live_pronouncer_works_from_a_file(open_page, built_site, expected):
     """Opened from file:// (no server): the weights load by a <script>, and
     they are the model's fp32 weights exactly (fp16 decoded without loss)."""
-    model, _, _ = pr.load_pronouncer()
+    model, _, _ = load_pronouncer()
     state = model.state_dict()
     opened = lp.opened_from_a_file(open_page, built_site, LIVE, state)
     with opened as (page, problems):
@@ -254,7 +255,7 @@ def test_the_export_is_the_checkpoint(tmp_path):
     assert (data["format"], data["format_version"]) == (ex.FORMAT, 2)
     assert len(data["phonemes"]["tokens"]) == 42
     assert len(data["examples"]) == 39 and len(data["test"]) == 12000
-    model, cfg, _ = pr.load_pronouncer()
+    model, cfg, _ = load_pronouncer()
     assert [n for n, _, _ in data["tensors"]] == list(model.state_dict())
     arch = data["architecture"]
     assert arch["norm"] == ("pre" if cfg.norm_first else "post")

@@ -4,6 +4,8 @@ invariance, parameter count)."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -17,6 +19,7 @@ from utils.layers import (
     LayerNorm,
     load_torch_decoder_layer_weights,
     load_torch_encoder_layer_weights,
+    xavier_init,
 )
 from utils.model import Transformer, parameter_count, shape_trace
 
@@ -242,6 +245,27 @@ def test_base_parameter_count_and_nn_transformer():
         "decoder layers"
     ] + 2 * 2 * 512 == sum(p.numel() for p in body.parameters())
     assert parts["total"] == 63_119_496
+
+
+def test_xavier_init_is_the_reference_loop():
+    """xavier_init draws what the loop it replaced drew: every matrix, in
+    parameters() order; vectors (biases, LayerNorms) are left as built."""
+    built = Transformer(11, 13, D, H, 2, FF)
+    ours, theirs = copy.deepcopy(built), copy.deepcopy(built)
+    torch.manual_seed(3)
+    xavier_init(ours)
+    after = torch.rand(2)
+    torch.manual_seed(3)
+    for p in theirs.parameters():
+        if p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+    assert torch.equal(torch.rand(2), after)  # the same draws consumed
+    for a, b, c in zip(
+        ours.parameters(), theirs.parameters(), built.parameters()
+    ):
+        assert torch.equal(a, b) and (a.dim() > 1 or torch.equal(a, c))
+    with pytest.raises(TypeError, match="module must be a Module"):
+        xavier_init([torch.zeros(2, 2)])
 
 
 def test_shared_embeddings_are_tied():

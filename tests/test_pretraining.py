@@ -182,9 +182,7 @@ def test_masked_lm_becomes_the_pronouncer_encoder():
 
 def _tiny(steps: int, n_train: int):
     """A 32-wide pronouncer's config and a few real words to train it on."""
-    cfg = PronouncerConfig(
-        d_model=32, d_ff=64, steps=steps, eval_every=steps, min_size_share=0.0
-    )
+    cfg = PronouncerConfig(d_model=32, d_ff=64, steps=steps, eval_every=steps)
     split = pr.split_words(20, 20, 0)
     data = {"train": split["train"][:n_train], "valid": split["valid"]}
     splits, vocabs = pr.pronouncer_data(data, stress=False)

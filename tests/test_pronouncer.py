@@ -100,7 +100,7 @@ def test_a_stopped_run_continues_to_the_same_result(tmp_path):
 
 
 def test_exact_match_counts_any_target_of_a_source():
-    from utils.pronouncer import _first_sources
+    from utils.batches import _first_sources
 
     pairs = [(["a"], ["x"]), (["b"], ["y"]), (["a"], ["z"]), (["c"], ["w"])]
     firsts, refs = _first_sources(pairs, 2)
@@ -130,9 +130,25 @@ def test_bad_settings_name_the_field():
         PronouncerConfig(steps=10, cooldown_steps=10)
     with pytest.raises(TypeError, match="cfg must be a PronouncerConfig"):
         train_pronouncer({"steps": 1}, SPLITS, VOCABS, progress=False)
-    balanced = dataclasses.replace(TINY, min_size_share=0.1)
-    with pytest.raises(ValueError, match="min_size_share must be 0"):
-        _train(balanced)
+
+
+def test_records_keep_the_retired_settings_at_their_one_value():
+    """The numbers task's two settings left the config, not the stored
+    records: as_dict writes them as every record holds them, from_dict
+    takes them at those values only, and nothing else unknown."""
+    record = TINY.as_dict()
+    assert record["max_train_words"] == 6 and record["min_size_share"] == 0
+    assert PronouncerConfig.from_dict(record) == TINY
+    assert record == TINY.as_dict()  # not changed by reading it
+    assert PronouncerConfig.from_dict(dataclasses.asdict(TINY)) == TINY
+    with pytest.raises(ValueError, match="'min_size_share': 0.1"):
+        PronouncerConfig.from_dict({**record, "min_size_share": 0.1})
+    with pytest.raises(TypeError, match="unexpected keyword .*d_modle"):
+        PronouncerConfig.from_dict({**record, "d_modle": 8})
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        PronouncerConfig(max_train_words=6)
+    with pytest.raises(TypeError, match="record must be a dict"):
+        PronouncerConfig.from_dict([("steps", 6)])
 
 
 def _members():

@@ -42,6 +42,7 @@ from tools import export_pronouncer as ex
 from utils import pronunciation as pr
 from utils.layers import Residual
 from utils.model import Transformer
+from utils.pronouncer import load_pronouncer
 
 ENGINE = ROOT / "_static" / "pronouncer" / "pronouncer.js"
 LOGP_TOL = 1e-4  # log-probabilities; seen: below 2e-6
@@ -104,7 +105,7 @@ def _random_checkpoint(path: pathlib.Path, norm_first: bool) -> Transformer:
     }
     state = {k: v.half() for k, v in model.state_dict().items()}
     torch.save({"config": config, "state_dict": state}, path)
-    loaded, cfg, stress = pr.load_pronouncer(path)
+    loaded, cfg, stress = load_pronouncer(path)
     assert cfg.norm_first is norm_first and not stress
     return loaded
 

@@ -14,6 +14,8 @@ import pytest
 
 from tools import sweep_pronouncer, train_pronouncer
 from utils import pronunciation as pr
+from utils.pronouncer import STORED_PRONOUNCER, PronouncerConfig
+from utils.pronouncer import load_pronouncer
 from utils.pronouncer import train_pronouncer as train_run
 
 LOG = train_pronouncer.OUT / "pronouncer.json"
@@ -43,10 +45,40 @@ def test_the_stored_run_is_complete_and_meets_the_target(log):
     assert log["valid_step"][-1] == cfg["steps"]
 
 
+def _configs(node):
+    """Every pronouncer config recorded inside ``node`` (a JSON value)."""
+    if isinstance(node, dict):
+        if {"d_model", "warmup_steps", "label_smoothing"} <= set(node):
+            yield node
+        for value in node.values():
+            yield from _configs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _configs(value)
+
+
+def test_every_stored_config_reads_back_as_recorded():
+    """Each config in book/data (the runs, the sweeps, the probes, the
+    seeds, chapter 10's fine-tuning) is a PronouncerConfig that records
+    itself as stored: the retired settings included, at their values; a
+    record older than a field (the probes: cooldown_steps) ran it at its
+    default."""
+    default, found = PronouncerConfig().as_dict(), 0
+    for path in sorted(train_pronouncer.OUT.rglob("*.json*")):
+        text = path.read_text()
+        lines = text.splitlines() if path.suffix == ".jsonl" else [text]
+        for record in _configs([json.loads(x) for x in lines]):
+            got = PronouncerConfig.from_dict(record).as_dict()
+            assert {k: got[k] for k in record} == record, path.name
+            assert all(got[k] == default[k] for k in got.keys() - record)
+            found += 1
+    assert found >= 10, found
+
+
 def test_the_stored_weights_are_fp16_small_and_load():
-    size = pr.STORED_PRONOUNCER.stat().st_size
+    size = STORED_PRONOUNCER.stat().st_size
     assert size < 1.5e6, size
-    model, cfg, stress = pr.load_pronouncer()
+    model, cfg, stress = load_pronouncer()
     assert cfg == train_pronouncer.CONFIG and stress is False
     n = sum(p.numel() for p in model.parameters())
     assert 2 * n <= size < 2 * n + 200_000  # two bytes a weight

@@ -11,6 +11,7 @@ import torch
 
 from utils import pronunciation as pr
 from utils.pronouncer import PronouncerConfig, build_pronouncer
+from utils.pronouncer import load_pronouncer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -210,12 +211,29 @@ def test_stored_pronouncer_round_trip(tiny, tmp_path):
     half = {k: v.half() for k, v in model.state_dict().items()}
     path = tmp_path / "p.pt"
     torch.save({"config": dataclasses.asdict(cfg), "state_dict": half}, path)
-    loaded, cfg2, stress = pr.load_pronouncer(path)
+    loaded, cfg2, stress = load_pronouncer(path)  # no "stress": False
     assert cfg2 == cfg and stress is False and not loaded.training
     w = loaded.state_dict()["generator.weight"]
     assert torch.equal(w, half["generator.weight"].float())
     with pytest.raises(FileNotFoundError, match="train_pronouncer"):
-        pr.load_pronouncer(tmp_path / "missing.pt")
+        load_pronouncer(tmp_path / "missing.pt")
+    # the config records the stress; a record that disagrees is refused
+    torch.manual_seed(2)
+    stressed = build_pronouncer(cfg, pr.letter_vocab(), pr.phoneme_vocab())
+    for stress, model in ((True, stressed), (False, stressed)):
+        half = {k: v.half() for k, v in model.state_dict().items()}
+        record = {**cfg.as_dict(), "stress": stress}
+        torch.save({"config": record, "state_dict": half}, path)
+        if stress:
+            assert load_pronouncer(path)[1:] == (cfg, True)
+        else:
+            with pytest.raises(ValueError, match="72 outputs, stress=False"):
+                load_pronouncer(path)
+    torch.save(
+        {"config": {**record, "stress": "no"}, "state_dict": half}, path
+    )
+    with pytest.raises(TypeError, match="stress must be a bool"):
+        load_pronouncer(path)
 
 
 @pytest.mark.parametrize(

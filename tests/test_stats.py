@@ -1,5 +1,5 @@
-"""utils.stats: Student-t quantiles against published tables, and the
-paired interval against a hand computation."""
+"""utils.stats: Student-t quantiles against published tables, the paired
+interval against a hand computation, McNemar's test against the binomial."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from utils.stats import paired_interval, t_quantile
+from utils.stats import mcnemar, paired_interval, t_quantile
 
 
 @pytest.mark.parametrize(  # two-sided 95% and 99% critical values (tables)
@@ -35,3 +35,15 @@ def test_bad_input():
         paired_interval([1.0, float("nan")], [1.0, 2.0])
     with pytest.raises(ValueError, match="level"):
         paired_interval([1.0, 2.0], [1.0, 3.0], level=1.5)
+
+
+def test_mcnemar_exact_and_normal():
+    assert mcnemar(5, 5) == {"z": 0.0, "p_exact": 1.0}
+    assert mcnemar(0, 0) == {"z": 0.0, "p_exact": 1.0}  # nothing differs
+    # 10 against 0: two-sided p = 2 / 2**10
+    assert mcnemar(10, 0)["p_exact"] == pytest.approx(2 / 1024)
+    assert mcnemar(130, 75)["z"] == pytest.approx(55 / 205**0.5)
+    with pytest.raises(ValueError, match="breaks must be an int >= 0"):
+        mcnemar(3, -1)
+    with pytest.raises(TypeError, match="fixes must be an int"):
+        mcnemar(3.0, 1)

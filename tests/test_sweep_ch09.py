@@ -63,11 +63,9 @@ def test_the_run_is_train_pronouncers_on_the_same_data():
     from utils.pronouncer import train_pronouncer
 
     data = amb.task(0)
-    balanced = balance_by_size(data["train"], amb.RECIPE.min_size_share)
+    balanced = balance_by_size(data["train"], amb.MIN_SIZE_SHARE)
     splits = {"train": balanced, "valid": data["train"][:50]}
-    cfg = dataclasses.replace(
-        amb.RECIPE, steps=30, eval_every=30, min_size_share=0.0
-    )
+    cfg = dataclasses.replace(amb.RECIPE, steps=30, eval_every=30)
     theirs, _ = train_pronouncer(
         cfg, splits, (amb.VOCAB_SRC, amb.VOCAB_TGT), progress=False
     )

@@ -28,11 +28,11 @@ from utils.decoding import (
     sample_decode,
     sequence_log_prob,
 )
+from utils.layers import evaluating
 from utils.loss import masked_cross_entropy
 from utils.pronouncer import PronouncerConfig, build_pronouncer
 from utils import training
 from utils.training import (
-    evaluating,
     noam_scheduler,
     paper_adam,
     teacher_forced_loss,
@@ -51,7 +51,10 @@ TOP_PS = (0.3, 0.5, 0.7, 0.9, 1.0)
 N_SAMPLES = 8  # samples per source in the quality/diversity curves
 N_SAMPLED = 60  # sources in the quality/diversity curves
 # chapter 8's model and recipe (label smoothing included), for fewer steps
-RECIPE = PronouncerConfig(steps=STEPS, min_size_share=0.1)
+RECIPE = PronouncerConfig(steps=STEPS)
+# the training pairs balanced by size first (tools.numbers_task): each size
+# at least this share of them
+MIN_SIZE_SHARE = 0.1
 
 VOCAB_SRC, VOCAB_TGT = source_vocab(), Vocab(nm.AMBIGUOUS_CHARS)
 BOS, EOS, PAD = VOCAB_TGT.bos_id, VOCAB_TGT.eos_id, VOCAB_TGT.pad_id
@@ -117,7 +120,7 @@ def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
     valid_src = sources(data["valid"])
     decode = one_pass_decode if one_pass else greedy
     curve, early = [], []
-    train_pairs = balance_by_size(data["train"], RECIPE.min_size_share)
+    train_pairs = balance_by_size(data["train"], MIN_SIZE_SHARE)
 
     def batches():  # epoch after epoch, each reshuffled
         for epoch in itertools.count():

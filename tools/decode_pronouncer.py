@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import time
 
 from tools import numeric_mode
@@ -36,11 +35,13 @@ if __name__ == "__main__":  # before torch is imported
 from tools import ROOT  # noqa: E402
 from tools import pronouncer_split  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
+from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer  # noqa: E402
 from utils.splices import best_reference_scores, splice  # noqa: E402
+from utils.stats import mcnemar  # noqa: E402
 from utils.training import threads  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "pronouncer_decoding.json"
-MODEL = pr.STORED_PRONOUNCER
+MODEL = STORED_PRONOUNCER
 BLOCK, BEAM, STRESS = 500, 4, False
 NUMBER_SEEDS = (0, 1, 2, 3, 4)
 # one character per test word: the sum of these bits
@@ -103,18 +104,6 @@ def outcome_codes(model, words, refs, greedy, beam) -> str:
 
 def has(code: str, bit: str) -> bool:
     return bool(DIGITS.index(code) & BITS[bit])
-
-
-def mcnemar(fixes: int, breaks: int) -> dict:
-    """McNemar's test on the discordant words: exact two-sided binomial
-    p-value (each discordant word a fair coin under "no difference") and
-    the normal approximation's z."""
-    n, k = fixes + breaks, min(fixes, breaks)
-    tail = sum(math.comb(n, x) for x in range(k + 1)) / 2**n
-    return {
-        "z": (fixes - breaks) / math.sqrt(n) if n else 0.0,
-        "p_exact": min(1.0, 2 * tail),
-    }
 
 
 def summary(codes: str, refs) -> dict:
@@ -190,7 +179,7 @@ def main(argv=None) -> None:
         "--number-seeds", type=int, nargs="*", default=list(NUMBER_SEEDS)
     )
     args = parser.parse_args(argv)
-    model, cfg, stress = pr.load_pronouncer(MODEL)
+    model, cfg, stress = load_pronouncer(MODEL)
     assert stress == STRESS, "the study scores without stress"
     test = pr.split_words()["test"]
     words, refs = [w for w, _ in test], references(test)

@@ -131,9 +131,10 @@ def _vocab(vocab) -> dict:
 def payload(checkpoint: pathlib.Path = CHECKPOINT) -> dict:
     """The exported data as a dict (``fp16`` as base64 text)."""
     from utils import pronunciation as pr
+    from utils.pronouncer import load_pronouncer
 
     checkpoint = pathlib.Path(checkpoint)
-    model, cfg, stress = pr.load_pronouncer(checkpoint)
+    model, cfg, stress = load_pronouncer(checkpoint)
     if stress:
         raise ValueError(
             f"checkpoint {checkpoint} predicts stress digits; the live page "

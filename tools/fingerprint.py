@@ -268,7 +268,6 @@ def _models(out: dict[str, str]) -> None:
         num_layers=2,
         steps=3,
         eval_every=3,
-        min_size_share=0.0,
         n_valid_exact=4,
     )
     data = {"train": split["train"][:64], "valid": split["valid"][:4]}

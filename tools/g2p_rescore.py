@@ -59,6 +59,7 @@ from tools import pronouncer_ensemble as pe  # noqa: E402
 from tools.pronouncer_ensemble import member_path, members  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
 from utils.ensemble import Ensemble  # noqa: E402
+from utils.pronouncer import load_pronouncer  # noqa: E402
 from utils.training import threads  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "g2p_rescored.json"
@@ -189,7 +190,7 @@ def outputs(nbest, lps, lam, fallback) -> list[tuple]:
 def assemble(data: dict) -> dict:
     split = pr.split_words()
     refs = {part: references(split[part]) for part in ("valid", "test")}
-    stored = pr.load_pronouncer()[0]
+    stored = load_pronouncer()[0]
     greedy = {part: pe.pronounce(stored, split[part]) for part in refs}
     rows = []
     for run in RUNS:

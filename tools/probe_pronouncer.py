@@ -42,7 +42,6 @@ BASE = PronouncerConfig(
     num_layers=2,
     d_ff=512,
     dropout=0.1,
-    min_size_share=0.0,
     label_smoothing=0.1,
     warmup_steps=400,
     factor=1.0,

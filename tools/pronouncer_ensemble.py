@@ -35,6 +35,7 @@ from tools.decode_pronouncer import model_hash, references  # noqa: E402
 from tools.train_pronouncer import SEEDS_DIR  # noqa: E402
 from utils import pronunciation as pr  # noqa: E402
 from utils.ensemble import Ensemble  # noqa: E402
+from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer  # noqa: E402
 from utils.training import threads  # noqa: E402
 
 OUT = ROOT / "book" / "data" / "pronouncer_ensemble.json"
@@ -44,13 +45,13 @@ STRESS, BLOCK = False, 500  # as chapter 9's decoding study
 def member_path(seed: int):
     """Where the run of ``seed`` (``tools/train_pronouncer.py``) is stored."""
     if seed == 0:
-        return pr.STORED_PRONOUNCER
+        return STORED_PRONOUNCER
     return SEEDS_DIR / f"s{seed}" / "pronouncer.pt"
 
 
 def members(seeds) -> list:
     """The stored runs of ``seeds``, loaded (eval mode)."""
-    return [pr.load_pronouncer(member_path(s))[0] for s in seeds]
+    return [load_pronouncer(member_path(s))[0] for s in seeds]
 
 
 def pronounce(model, entries) -> list[tuple]:

@@ -51,9 +51,10 @@ from tools import ROOT, ddp  # noqa: E402
 from utils import bpe, shakespeare  # noqa: E402
 from utils.copying import SpanIndex  # noqa: E402
 from utils.gpt import GPT, GPTConfig, num_parameters, stream_nats  # noqa: E402
+from utils.layers import evaluating  # noqa: E402
 from utils.parallel import DataParallel, Resumable, World  # noqa: E402
 from utils.parallel import split_parts  # noqa: E402
-from utils.training import evaluating, linear_scheduler, train  # noqa: E402
+from utils.training import linear_scheduler, train  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)

@@ -47,6 +47,7 @@ from utils import pronunciation as pr  # noqa: E402
 from utils.training import threads  # noqa: E402
 from utils.pronouncer import (  # noqa: E402
     build_pronouncer,
+    load_pronouncer,
     train_pronouncer,
 )
 
@@ -149,7 +150,7 @@ def against_baseline(wrong: str, split: str = "test") -> dict:
     """McNemar's test of a model's wrong words (``scores(wrong=True)``)
     against the stored baseline's on the same ``split`` words: the words
     only the model gets right (fixes), only the baseline (breaks)."""
-    from tools.decode_pronouncer import mcnemar
+    from utils.stats import mcnemar
 
     base = json.loads((OUT / "g2p_baselines.json").read_text())
     theirs = base["entries"][base["baseline"]][split]["wrong"]
@@ -251,9 +252,9 @@ def run_recipe(args, world) -> None:
     }
     if done == cfg.steps:
         stored, half = fp16_model(model, cfg, vocabs)
+        config = {**row["config"], "stress": STRESS}  # load_pronouncer reads
         torch.save(
-            {"config": row["config"], "state_dict": half},
-            work / f"{name}_fp16.pt",
+            {"config": config, "state_dict": half}, work / f"{name}_fp16.pt"
         )
         row["valid"] = scores(stored, split["valid"])
         row["test"] = scores(stored, split["test"], wrong=True)
@@ -277,9 +278,7 @@ def rescore(args) -> None:
     """Score a finished run's stored fp16 weights again (validation, test
     and McNemar against the baseline) into its row of ``RECIPE_ROWS``."""
     name = f"{args.recipe}_s{args.seed}"
-    model, _, _ = pr.load_pronouncer(
-        pathlib.Path(args.work) / f"{name}_fp16.pt"
-    )
+    model, _, _ = load_pronouncer(pathlib.Path(args.work) / f"{name}_fp16.pt")
     split = pr.split_words(N_VALID, N_TEST, SPLIT_SEED)
     rows = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
     (row,) = [r for r in rows if r["run"] == name]
@@ -323,7 +322,8 @@ def main(args) -> None:
         }
         if log["complete"]:
             stored, half = fp16_model(model, cfg, vocabs)
-            weights = {"config": log["meta"]["config"], "state_dict": half}
+            config = {**log["meta"]["config"], "stress": STRESS}
+            weights = {"config": config, "state_dict": half}
             torch.save(weights, out / "pronouncer.pt")
             log["valid"] = scores(stored, split["valid"])
             log["test"] = scores(stored, split["test"])

@@ -16,6 +16,7 @@ __all__ = [
     "make_batches",
     "group_pairs",
     "pad_fraction",
+    "source_blocks",
 ]
 
 _SPECIALS = ["<pad>", "<bos>", "<eos>"]
@@ -153,3 +154,32 @@ def pad_fraction(
     if total == 0:
         raise ValueError("batches is empty")
     return pads / total
+
+
+def source_blocks(
+    pairs: Sequence[Pair],
+    n: int,
+    size: int | None,
+    vocabs: tuple[Vocab, Vocab],
+    device: torch.device | str | None = None,
+) -> list[tuple[torch.Tensor, list[list[list[str]]]]]:
+    """The first ``n`` distinct sources of ``pairs`` and all their targets
+    (every right answer), ``[(src (B, S), refs), ...]`` in blocks of
+    ``size`` sources (None: one block): what exact match is scored on."""
+    sources, refs = _first_sources(pairs, check_int(n, "n", 1))
+    size = len(sources) if size is None else check_int(size, "size", 1)
+    return [
+        (encode_batch(sources[i : i + size], *vocabs, device)[0],
+         refs[i : i + size])
+        for i in range(0, len(sources), size)
+    ]  # fmt: skip
+
+
+def _first_sources(pairs, n: int) -> tuple[list, list]:
+    """The first ``n`` distinct sources of ``pairs``, with all targets."""
+    refs: dict[tuple, list] = {}
+    for src, tgt in pairs:
+        key = tuple(src)
+        if key in refs or len(refs) < n:
+            refs.setdefault(key, []).append(list(tgt))
+    return [(list(k), v[0]) for k, v in refs.items()], list(refs.values())

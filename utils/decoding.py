@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import check_at_most, check_ids, check_int, check_number
-from .training import evaluating
+from .layers import evaluating
 from .sampling import sample
 
 __all__ = [

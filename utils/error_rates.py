@@ -1,6 +1,7 @@
 """The grapheme-to-phoneme scores (chapter 8), multi-reference (Yao & Zweig
-2015): a word is right if it equals ANY of its pronunciations. Importable
-from ``utils.pronunciation``."""
+2015): a word is right if it equals ANY of its pronunciations; without
+stress, the stress digits are stripped first. Importable from
+``utils.pronunciation``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,17 @@ from typing import Sequence
 
 from .checks import check_bool
 
-__all__ = ["levenshtein", "word_error_rate", "phoneme_error_rate"]
+__all__ = [
+    "strip_stress",
+    "levenshtein",
+    "word_error_rate",
+    "phoneme_error_rate",
+]
+
+
+def strip_stress(pron: Sequence[str]) -> tuple[str, ...]:
+    """``("IY1", "DH", "ER0")`` -> ``("IY", "DH", "ER")``."""
+    return tuple(p.rstrip("012") for p in pron)
 
 
 def levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
@@ -25,8 +36,6 @@ def levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
 
 
 def _check_scored(hyps, refs, stress) -> tuple[list, list]:
-    from .pronunciation import strip_stress  # it imports this module
-
     check_bool(stress, "stress")
     if len(hyps) != len(refs) or not refs:
         raise ValueError(

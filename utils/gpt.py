@@ -10,13 +10,13 @@ and those before it (the causal mask): one pass scores every next token.
 - ``GPT.generate``: sampling one token at a time through a key/value cache
   (``utils.attention.AttentionCache`` in every block); ``use_cache=False``
   recomputes every visible position instead and draws the same tokens.
+  Each step is ``GPT.next_logits`` through a ``Window``.
 - ``num_parameters(config)``: the parameter count, from the formula.
 - ``load_gpt(path)``: the stored model (tools/train_gpt.py) and its merges.
 - ``stream_nats``: the total cross-entropy of a long token stream, read in
   overlapping windows (bits per character = nats / ln 2 / characters).
 - ``torch_reference`` / ``load_torch_gpt_weights``: the same blocks built
   from PyTorch's ``nn.TransformerEncoderLayer(norm_first=True)``, to compare.
-- ``generate_seeded``: sampling by ``utils.rng`` (book/gpt_live.md).
 """
 
 from __future__ import annotations
@@ -42,19 +42,18 @@ from .checks import (
 )
 from .layers import ACTIVATIONS, EncoderLayer, Stack
 from .layers import load_torch_encoder_layer_weights
-from .rng import Mulberry32, draw_token
 from .sampling import sample
 
 __all__ = [
     "GPTConfig",
     "GPTBlock",
     "GPT",
+    "Window",
     "num_parameters",
     "stream_nats",
     "load_gpt",
     "torch_reference",
     "load_torch_gpt_weights",
-    "generate_seeded",
 ]
 
 
@@ -119,6 +118,18 @@ class GPTBlock(EncoderLayer):
 
         x = self.sub1(x, attend)
         return self.sub2(x, self.ffn)
+
+
+@dataclasses.dataclass
+class Window:
+    """What ``GPT.generate`` carries from one token to the next: the visible
+    window's first position ``start``; with ``use_cache``, every block's
+    cache and how many tokens of the sequence they hold (``fed``)."""
+
+    start: int
+    use_cache: bool = True
+    caches: list[AttentionCache] | None = None
+    fed: int = 0
 
 
 class GPT(nn.Module):
@@ -207,7 +218,6 @@ class GPT(nn.Module):
         top_p: float | None = None,
         generator: torch.Generator | None = None,
         use_cache: bool = True,
-        draw=None,
     ) -> torch.Tensor:
         """Append ``new_tokens`` sampled tokens to the prompt ``ids``
         ``(B, T)``; returns ``(B, T + new_tokens)``. Each draw is
@@ -219,39 +229,45 @@ class GPT(nn.Module):
         window sliding by one would need every key recomputed at each step.
         ``use_cache=False`` runs the whole visible window at each step
         instead: the same tokens by a slower road (tests/test_gpt.py).
-        ``draw``, a function ``logits (V,) -> id``, replaces ``sample``.
         """
         check_ids(ids, "ids", self.config.vocab_size, ndim=2)
         check_int(ids.size(1), "ids' length", 1)
         new_tokens = check_int(new_tokens, "new_tokens", 0)
-        check_bool(use_cache, "use_cache")
-        context = self.config.context
         was_training = self.training
         self.eval()
         try:
-            out = ids.long()
-            start = max(0, out.size(1) - context)  # the window's first token
-            caches, fed = None, start  # fed: the tokens the caches hold
+            out, window = ids.long(), self.start_window(ids, use_cache)
             for _ in range(new_tokens):
-                if out.size(1) - start > context:  # the window is full
-                    start, caches = out.size(1) - context // 2, None
-                if not use_cache:
-                    logits = self._run(out[:, start:], 0)[:, -1]
-                else:
-                    if caches is None:
-                        caches = [AttentionCache() for _ in self.stack.layers]
-                        fed = start
-                    # only the tokens not yet cached, at their positions
-                    logits = self._run(out[:, fed:], fed - start, caches)
-                    logits, fed = logits[:, -1], out.size(1)
-                if draw is None:
-                    nxt = sample(logits, temperature, top_k, top_p, generator)
-                else:
-                    nxt = torch.tensor([draw(row) for row in logits])
+                logits = self.next_logits(out, window)  # (B, V)
+                nxt = sample(logits, temperature, top_k, top_p, generator)
                 out = torch.cat([out, nxt[:, None]], dim=1)
             return out
         finally:
             self.train(was_training)
+
+    def start_window(self, ids: torch.Tensor, use_cache=True) -> Window:
+        """The window ``generate`` starts with, for the prompt ``ids``
+        ``(B, T)``: its last ``context`` positions at most."""
+        check_bool(use_cache, "use_cache")
+        return Window(max(0, ids.size(1) - self.config.context), use_cache)
+
+    def next_logits(self, out: torch.Tensor, window: Window) -> torch.Tensor:
+        """One step of ``generate``: the logits ``(B, V)`` of the token
+        after ``out`` ``(B, T)``, read through ``window`` (updated here: a
+        full window restarts, the caches take the tokens not yet fed)."""
+        check_instance(window, "window", Window)
+        context = self.config.context
+        if out.size(1) - window.start > context:  # the window is full
+            window.start, window.caches = out.size(1) - context // 2, None
+        if not window.use_cache:
+            return self._run(out[:, window.start :], 0)[:, -1]
+        if window.caches is None:
+            window.caches = [AttentionCache() for _ in self.stack.layers]
+            window.fed = window.start
+        # only the tokens not yet cached, at their positions
+        fed, window.fed = window.fed, out.size(1)
+        logits = self._run(out[:, fed:], fed - window.start, window.caches)
+        return logits[:, -1]
 
 
 @torch.no_grad()
@@ -369,20 +385,3 @@ def load_torch_gpt_weights(ours: GPT, theirs: nn.TransformerEncoder) -> GPT:
         load_torch_encoder_layer_weights(mine, other)
     ours.stack.norm.load_state_dict(theirs.norm.state_dict())
     return ours
-
-
-def generate_seeded(
-    model: GPT, ids: list[int], new_tokens: int, rng: Mulberry32, **kwargs
-) -> list[int]:
-    """``model.generate`` from the prompt ``ids``, each token drawn by
-    ``utils.rng.draw_token(logits, rng, **kwargs)`` (temperature, top_k,
-    top_p): as the live page draws them (book/gpt_live.md)."""
-    check_instance(model, "model", GPT)
-    check_instance(rng, "rng", Mulberry32)
-    draw_token(torch.zeros(1), Mulberry32(0), **kwargs)  # check the settings
-
-    def draw(logits):
-        return draw_token(logits, rng, **kwargs)
-
-    out = model.generate(torch.tensor([list(ids)]), new_tokens, draw=draw)
-    return out[0].tolist()

@@ -3,6 +3,7 @@ are rank 4 ``(B|1, 1, Lq, Lk)``, True = may attend."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from functools import partial
 
@@ -27,6 +28,8 @@ from .checks import (
 )
 
 __all__ = [
+    "evaluating",
+    "xavier_init",
     "ACTIVATIONS",
     "FeedForward",
     "Embeddings",
@@ -38,6 +41,32 @@ __all__ = [
     "load_torch_encoder_layer_weights",
     "load_torch_decoder_layer_weights",
 ]
+
+
+@contextlib.contextmanager
+def evaluating(model):
+    """Eval mode and no grad inside the block, the model's mode after:
+    how a model is run to be scored, decoded or inspected."""
+    was_training = getattr(model, "training", None)
+    if isinstance(model, nn.Module):
+        model.eval()
+    try:
+        with torch.no_grad():
+            yield model
+    finally:
+        if isinstance(model, nn.Module):
+            model.train(was_training)
+
+
+def xavier_init(module: nn.Module) -> nn.Module:
+    """Xavier (Glorot) uniform for every matrix of ``module`` (a parameter
+    of 2+ dims), in ``parameters()`` order, as common reference
+    implementations start a Transformer; returns ``module``."""
+    for p in check_instance(module, "module", nn.Module).parameters():
+        if p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+    return module
+
 
 # the FFN's: the paper's ReLU, or the tanh form of GELU GPT-2 was trained with
 ACTIVATIONS = {"relu": relu, "gelu_tanh": partial(gelu, approximate="tanh")}

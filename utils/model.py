@@ -19,9 +19,9 @@ from .checks import (
     check_tensor,
 )
 from .layers import DecoderLayer, Embeddings, EncoderLayer, Stack
+from .layers import evaluating, xavier_init
 from .masks import decoder_mask, padding_mask
 from .positional import PositionalEncoding
-from .training import evaluating
 
 __all__ = ["Transformer", "parameter_count", "shape_trace"]
 
@@ -66,10 +66,7 @@ class Transformer(nn.Module):
         )
         self.num_heads = self.decoder.layers[0].self_attn.num_heads
         self.generator = nn.Linear(d_model, tgt_vocab)
-        # Xavier for matrices, as in common reference implementations
-        for p in self.parameters():
-            if p.dim() > 1:
-                nn.init.xavier_uniform_(p)
+        xavier_init(self)  # every matrix, before any weight is shared
         if share_embeddings:
             self.tgt_embed.lut.weight = self.src_embed.lut.weight
             self.generator.weight = self.src_embed.lut.weight

@@ -8,7 +8,8 @@ from torch import nn
 
 from .checks import check_choice, check_heads, check_int
 from .positional import _check_d_model, apply_rotary, sinusoidal_encoding
-from .training import adam, evaluating, train
+from .layers import evaluating
+from .training import adam, train
 
 __all__ = [
     "POSITION_KINDS",

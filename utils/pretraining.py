@@ -13,7 +13,7 @@ from torch import nn
 
 from .checks import check_choice, check_instance, check_int, check_number
 from .checks import check_probability
-from .layers import Embeddings, EncoderLayer, Stack
+from .layers import Embeddings, EncoderLayer, Stack, xavier_init
 from .loss import masked_cross_entropy
 from .objectives import (
     BOS,
@@ -114,9 +114,7 @@ class TinyLM(nn.Module):
             cfg.norm_first,
         )
         self.head = nn.Linear(cfg.d_model, VOCAB)
-        for p in self.parameters():  # as utils.model.Transformer does
-            if p.dim() > 1:
-                nn.init.xavier_uniform_(p)
+        xavier_init(self)  # as utils.model.Transformer starts
 
     def forward(self, ids, mask):
         return self.encoder(self.pos(self.embed(ids)), mask)

@@ -20,7 +20,8 @@ from .checks import (
 )
 from .masks import band_mask
 from .positional import sinusoidal_encoding
-from .training import adam, evaluating, threads, train
+from .layers import evaluating
+from .training import adam, threads, train
 from .toy_tasks import symbol_counts
 
 __all__ = [

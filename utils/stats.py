@@ -1,14 +1,15 @@
-"""Paired comparisons over seeds: the mean difference and its Student-t
-confidence interval (chapter 10's fine-tuning arms)."""
+"""Paired comparisons: over seeds, the mean difference and its Student-t
+confidence interval (chapter 10's fine-tuning arms); over words, McNemar's
+test of two systems right on different words (chapters 8 and 9)."""
 
 from __future__ import annotations
 
 import math
 from typing import Sequence
 
-from .checks import check_probability
+from .checks import check_int, check_probability
 
-__all__ = ["paired_interval"]
+__all__ = ["paired_interval", "mcnemar"]
 
 
 def _t_cdf(t: float, df: int, n: int = 4000) -> float:
@@ -51,3 +52,18 @@ def paired_interval(
     sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
     half = t_quantile(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
     return mean, mean - half, mean + half
+
+
+def mcnemar(fixes: int, breaks: int) -> dict:
+    """McNemar's test on the discordant words (``fixes``: right only for
+    the new system, ``breaks``: only for the old): ``{"z", "p_exact"}``,
+    the exact two-sided binomial p-value (each discordant word a fair coin
+    under "no difference") and the normal approximation's z."""
+    check_int(fixes, "fixes", 0)
+    check_int(breaks, "breaks", 0)
+    n, k = fixes + breaks, min(fixes, breaks)
+    tail = sum(math.comb(n, x) for x in range(k + 1)) / 2**n
+    return {
+        "z": (fixes - breaks) / math.sqrt(n) if n else 0.0,
+        "p_exact": min(1.0, 2 * tail),
+    }

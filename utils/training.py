@@ -15,13 +15,13 @@ import torch
 from torch import nn
 
 from .checks import check_bool, check_ids, check_int, check_number
+from .layers import evaluating
 from .loss import masked_cross_entropy
 
 __all__ = [
     "train",
     "adam",
     "threads",
-    "evaluating",
     "noam_lr",
     "noam_scheduler",
     "linear_scheduler",
@@ -106,20 +106,6 @@ def threads(num_threads: int):
         yield
     finally:
         torch.set_num_threads(before)
-
-
-@contextlib.contextmanager
-def evaluating(model):
-    """Eval mode and no grad inside the block, the model's mode after."""
-    was_training = getattr(model, "training", None)
-    if isinstance(model, nn.Module):
-        model.eval()
-    try:
-        with torch.no_grad():
-            yield model
-    finally:
-        if isinstance(model, nn.Module):
-            model.train(was_training)
 
 
 def noam_lr(

@@ -15,9 +15,9 @@
  *   version, a missing or unknown field, a setting this script does not
  *   compute, and any missing, extra or misshapen tensor, with a message the
  *   page shows.
- * - Mulberry32 and drawToken: utils.rng.Mulberry32 and utils.rng.draw_token
+ * - Mulberry32 and drawToken: proof.rng.Mulberry32 and proof.rng.draw_token
  *   rule for rule (double precision, the same order of every sum), and
- *   generate: utils.gpt.generate_seeded (a full window restarts from its
+ *   generate: proof.rng.generate_seeded (a full window restarts from its
  *   last context / 2 tokens, as GPT.generate), so a seeded sample equals
  *   PyTorch's token for token.
  *
@@ -254,7 +254,7 @@
       return { logits, attention };
     }
 
-    // utils.gpt.generate_seeded as a generator: yields, per new token,
+    // proof.rng.generate_seeded as a generator: yields, per new token,
     // {token, logits, attention, start} (start: the window's first index in
     // `ids`; the logits and attention are those the token was drawn from)
     *generate(ids, newTokens, rng, { temperature = 1, topK = null, topP = null } = {}) {
@@ -280,7 +280,7 @@
     }
   }
 
-  // ---------- sampling: utils.rng.Mulberry32, utils.rng.draw_token ----------
+  // -------- sampling: proof.rng.Mulberry32, proof.rng.draw_token --------
 
   class Mulberry32 {
     constructor(seed) {
@@ -303,7 +303,7 @@
     }
   }
 
-  // utils.rng.draw_token: temperature 0 -> the first largest logit (no
+  // proof.rng.draw_token: temperature 0 -> the first largest logit (no
   // draw); else z = logits / T, ids by z (largest first, then lower id),
   // top-k, e = exp(z - max), top-p (each id while the mass before it is
   // below p), renormalise, inverse CDF with one uniform number

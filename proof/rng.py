@@ -1,6 +1,8 @@
-"""The course's seeded random generator and the draw it drives, written the
-same in JavaScript (``_static/gpt/gpt.js``), so a seeded sample drawn in the
-browser can be checked against PyTorch token for token (book/gpt_live.md).
+"""The live page's seeded random generator and the draw it drives, written
+the same in JavaScript (``_static/gpt/gpt.js``), so a seeded sample drawn in
+the browser can be checked against PyTorch token for token (book/gpt_live.md,
+tests/test_gpt_export.py, tests/test_live_gpt.py). Not the lesson: chapter
+11 samples with ``utils.sampling``; this exists to prove the page.
 
 Mulberry32 (Tommy Ettinger, 2017, public domain) keeps one 32-bit integer
 of state: each call adds ``0x6D2B79F5`` to it and scrambles a copy by
@@ -8,6 +10,11 @@ shifts, xors and two multiplications, all mod 2**32, so both languages give
 the same integers (JavaScript: ``Math.imul``, ``>>>``). ``random()`` is one
 integer divided by 2**32: exact in both, in ``[0, 1)``. For reproducible
 examples, not statistics at scale or secrets (its period is 2**32).
+
+``generate_seeded`` is ``utils.gpt.GPT.generate`` with this draw in place of
+``utils.sampling.sample``: it drives the model's own steps
+(``GPT.start_window``, ``GPT.next_logits``), so the window and the cache
+are the ones ``generate`` uses.
 """
 
 from __future__ import annotations
@@ -16,9 +23,12 @@ import math
 
 import torch
 
-from .checks import check_instance, check_int, check_number, check_tensor
+from utils.checks import check_ids, check_instance, check_int
+from utils.checks import check_number, check_tensor
+from utils.gpt import GPT
+from utils.layers import evaluating
 
-__all__ = ["Mulberry32", "draw_token"]
+__all__ = ["Mulberry32", "draw_token", "generate_seeded"]
 
 MASK32 = 0xFFFFFFFF
 
@@ -93,3 +103,26 @@ def draw_token(
         if u < cdf:
             return i
     return order[-1]
+
+
+@torch.no_grad()
+def generate_seeded(
+    model: GPT, ids: list[int], new_tokens: int, rng: Mulberry32, **kwargs
+) -> list[int]:
+    """``model.generate`` from the prompt ``ids``, each token drawn by
+    ``draw_token(logits, rng, **kwargs)`` (temperature, top_k, top_p): as
+    the live page draws them (book/gpt_live.md)."""
+    check_instance(model, "model", GPT)
+    check_instance(rng, "rng", Mulberry32)
+    draw_token(torch.zeros(1), Mulberry32(0), **kwargs)  # check the settings
+    out = torch.tensor([list(ids)])
+    check_ids(out, "ids", model.config.vocab_size, ndim=2)
+    check_int(out.size(1), "ids' length", 1)
+    new_tokens = check_int(new_tokens, "new_tokens", 0)
+    with evaluating(model):  # eval mode, no grad; the mode restored after
+        window = model.start_window(out)
+        for _ in range(new_tokens):
+            logits = model.next_logits(out, window)  # (1, V)
+            nxt = [draw_token(row, rng, **kwargs) for row in logits]
+            out = torch.cat([out, torch.tensor(nxt)[:, None]], dim=1)
+    return out[0].tolist()
