@@ -31,15 +31,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from .attention import AttentionCache
-from .checks import (
-    check_bool,
-    check_choice,
-    check_heads,
-    check_ids,
-    check_instance,
-    check_int,
-    check_probability,
-)
+from .checks import check_bool, check_choice, check_heads, check_ids
+from .checks import check_instance, check_int, check_probability
 from .layers import ACTIVATIONS, EncoderLayer, Stack
 from .layers import load_torch_encoder_layer_weights
 from .sampling import sample
