@@ -212,6 +212,14 @@ def run(cfg, checkpoint: pathlib.Path, args, world=None):
     return split, vocabs, model, h
 
 
+def held_out(model, split) -> dict:
+    """A recipe row's scores: validation, test (with the words it gets
+    wrong) and McNemar's test against the baseline on the test words."""
+    test = scores(model, split["test"], wrong=True)
+    test["mcnemar"] = against_baseline(test["wrong"])
+    return {"valid": scores(model, split["valid"]), "test": test}
+
+
 def run_recipe(args, world) -> None:
     """One run of ``RECIPES[args.recipe]`` on ``args.seed``, resumable; once
     complete, its row (validation scores of the fp16 weights, the curves)
@@ -256,9 +264,7 @@ def run_recipe(args, world) -> None:
         torch.save(
             {"config": config, "state_dict": half}, work / f"{name}_fp16.pt"
         )
-        row["valid"] = scores(stored, split["valid"])
-        row["test"] = scores(stored, split["test"], wrong=True)
-        row["test"]["mcnemar"] = against_baseline(row["test"]["wrong"])
+        row.update(held_out(stored, split))
         old = []
         if RECIPE_ROWS.is_file():
             old = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
@@ -283,9 +289,7 @@ def rescore(args) -> None:
     rows = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
     (row,) = [r for r in rows if r["run"] == name]
     with threads(1):
-        row["valid"] = scores(model, split["valid"])
-        row["test"] = scores(model, split["test"], wrong=True)
-    row["test"]["mcnemar"] = against_baseline(row["test"]["wrong"])
+        row.update(held_out(model, split))
     RECIPE_ROWS.write_text("".join(json.dumps(r) + "\n" for r in rows))
     print(json.dumps({k: v for k, v in row["test"].items() if k != "wrong"}))
 
