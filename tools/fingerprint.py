@@ -22,7 +22,8 @@ kind of operation the chapters' stored outputs depend on:
   and tiny Transformer, chapter 2's two-head copier, chapter 4's position
   probes, chapter 7's ``utils.model.Transformer``, chapters 8-9's
   pronouncer recipe (dropout, label smoothing, warm-up) and chapter 10's
-  three pre-training objectives and fine-tuning;
+  three pre-training objectives and fine-tuning, chapter 11's GPT trainer
+  (fused causal attention, fused AdamW, clipping);
 - NumPy's exp, sin and matrix product.
 
 Two runs that print the same fingerprint compute these bit for bit alike.
@@ -283,6 +284,26 @@ def _models(out: dict[str, str]) -> None:
     out["ch10_pretraining"] = _h(torch.cat(weights))
 
 
+def _gpt(out: dict[str, str]) -> None:
+    """Chapter 11's trainer: a few steps of a tiny GPT (PyTorch's fused
+    causal attention forward and backward, fused AdamW, clipping, two
+    parts' dropout streams), then the course's attention in eval mode."""
+    from tools import train_gpt
+    from utils.layers import evaluating
+
+    recipe = dataclasses.replace(
+        train_gpt.RECIPES["tiny"], steps=3, warmup=1
+    )
+    gen = torch.Generator().manual_seed(0)
+    stream = torch.randint(recipe.model.vocab_size, (2000,), generator=gen)
+    model, losses, _ = train_gpt.fit(recipe, {"ids": {"train": stream}})
+    with evaluating(model):
+        logits = model(stream[None, : recipe.model.context])
+    out["ch11_gpt"] = _h(
+        torch.cat([_weights(model), torch.tensor(losses), logits.flatten()])
+    )
+
+
 # qemu-user's models of the two vendors' CPUs (both with AVX2, neither with
 # AVX-512): MKL, oneDNN and glibc see another CPU and must compute alike
 QEMU_CPUS = ("Haswell", "EPYC")
@@ -317,6 +338,7 @@ def fingerprint() -> dict[str, str]:
     _operations(out)
     _optimisers(out)
     _models(out)
+    _gpt(out)
     a = np.random.default_rng(0).standard_normal((64, 96))
     out["np_exp"] = _h(np.exp(a))
     out["np_exp32"] = _h(np.exp(a.astype(np.float32)))
