@@ -18,9 +18,9 @@ from utils.gpt import (
     GPTConfig,
     load_torch_gpt_weights,
     num_parameters,
-    stream_nats,
     torch_reference,
 )
+from utils.stream_scoring import dynamic_nats, stream_nats
 
 SMALL = GPTConfig(
     vocab_size=50,
@@ -220,9 +220,58 @@ def test_stream_nats_scores_each_token_once():
     assert abs(half - want) < 0.1 * want
 
 
+def test_dynamic_evaluation_scores_before_it_learns():
+    gpt = model()
+    stream, prefix = ids(1, 96)[0], torch.tensor([3])
+    before = [p.clone() for p in gpt.parameters()]
+    # at rate 0 it is the static score, window by window
+    static = dynamic_nats(gpt, stream, prefix, lr=0.0, stride=8)
+    assert float(static.sum()) == pytest.approx(
+        stream_nats(gpt, stream, prefix, stride=8, batch=1), rel=1e-6
+    )
+    # learning: window k is scored by a model that has read windows < k
+    # only, so changing the tokens after it leaves its score alone
+    learnt = dynamic_nats(gpt, stream, prefix, lr=0.5, stride=8)
+    later = torch.cat([stream[:40], ids(1, 56, seed=7)[0]])
+    changed = dynamic_nats(gpt, later, prefix, lr=0.5, stride=8)
+    first = 4  # windows 0-3 score stream tokens 0-39 (15, then 8 each)
+    assert torch.equal(learnt[:first], changed[:first])
+    assert not torch.equal(learnt[first:], changed[first:])
+    assert torch.equal(learnt[0], static[0])  # nothing read yet
+    assert all(torch.equal(a, b) for a, b in zip(before, gpt.parameters()))
+
+
+def test_dynamic_evaluation_learns_what_repeats():
+    gpt = model()
+    phrase = ids(1, 24, seed=3)[0]
+    stream = phrase.repeat(16)  # a play's names come back: so does this
+    prefix = torch.tensor([3])
+    static = dynamic_nats(gpt, stream, prefix, lr=0.0)
+    learnt = dynamic_nats(gpt, stream, prefix, lr=0.3)
+    # the last windows cost far less once it has read the phrase
+    assert learnt[-4:].sum() < 0.5 * static[-4:].sum()
+    assert torch.equal(
+        learnt[:3], dynamic_nats(gpt, stream, prefix, lr=0.3, windows=3)
+    )
+    with pytest.raises(ValueError, match="diverged"):
+        dynamic_nats(gpt, stream, prefix, lr=3.0)
+
+
 @pytest.mark.parametrize(
     "call, error",
     [
+        (
+            lambda g: dynamic_nats(g, ids(1, 4)[0], ids(1, 1)[0], -1),
+            ValueError,
+        ),
+        (
+            lambda g: dynamic_nats(g, ids(1, 4)[0], ids(1, 1)[0], "1"),
+            TypeError,
+        ),
+        (
+            lambda g: dynamic_nats(g, ids(1, 4)[0], ids(1, 1)[0], 1, 4, 0),
+            ValueError,
+        ),
         (lambda g: g(ids(1, 17)), ValueError),  # longer than the context
         (lambda g: g(ids(1, 4, vocab=60)), ValueError),  # id >= vocab
         (lambda g: g(ids(1, 4).float()), TypeError),

@@ -26,15 +26,17 @@ of the fp16 weights). ``OUT`` is ``book/data`` for the stored run
 (``ch11``), ``_build/ch11`` for the others.
 
 Bits per character: the total cross-entropy of a split's token stream in
-nats (``utils.gpt.stream_nats``, windows of the context ``stride`` tokens
-apart, the first token predicted after the work separator's tokens) / ln 2
-/ the split's characters, so it compares with character models.
+nats (``utils.stream_scoring.stream_nats``, windows of the context
+``stride`` tokens apart, the first token predicted after the work
+separator's tokens) / ln 2 / the split's characters, so it compares with
+character models.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+from concurrent import futures
 import json
 import math
 import pathlib
@@ -50,7 +52,8 @@ import torch  # noqa: E402
 from tools import ROOT, ddp  # noqa: E402
 from utils import bpe, shakespeare  # noqa: E402
 from utils.copying import SpanIndex  # noqa: E402
-from utils.gpt import GPT, GPTConfig, num_parameters, stream_nats  # noqa: E402
+from utils.gpt import GPT, GPTConfig, load_gpt, num_parameters  # noqa: E402
+from utils.stream_scoring import dynamic_nats, stream_nats  # noqa: E402
 from utils.layers import evaluating  # noqa: E402
 from utils.parallel import DataParallel, Resumable, World  # noqa: E402
 from utils.parallel import split_parts  # noqa: E402
@@ -306,7 +309,8 @@ def logger(recipe: Recipe, data: dict, rows_path, world: World):
                 r for r in old.splitlines() if json.loads(r)["step"] < step
             ]
             rows_path.write_text("".join(r + "\n" for r in kept))
-        if step % recipe.eval_every and step != recipe.steps:
+        scored = step % recipe.eval_every == 0 or step == recipe.steps
+        if not scored and step not in recipe.sample_at:
             return
         row = {
             "step": step,
@@ -337,9 +341,9 @@ def finish(recipe, data, model, losses, seconds, world) -> dict:
             "data": shakespeare.fingerprint(),
             "tokens": {k: v.numel() for k, v in data["ids"].items()},
             "bits_per_char": f"total nats of a split's token stream "
-            f"(utils.gpt.stream_nats, windows context/{STRIDE} tokens "
-            f"apart, first token after the separator's tokens) / ln 2 / "
-            f"its characters",
+            f"(utils.stream_scoring.stream_nats, windows context/{STRIDE} "
+            f"tokens apart, first token after the separator's tokens) / "
+            f"ln 2 / its characters",
         },
         "steps_done": len(losses),
         "complete": len(losses) == recipe.steps,
@@ -357,7 +361,65 @@ def finish(recipe, data, model, losses, seconds, world) -> dict:
     return log
 
 
+# ------------------------------------------------------ dynamic evaluation
+# SGD rates for the validation plays; the best is used on the test plays
+DYNAMIC_RATES = (0.0, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
+DYNAMIC_REPLAY = 8  # the test windows the chapter makes again
+
+
+def _dynamic_windows(job) -> tuple:
+    """One (split, rate) -> (rate, the nats of each window or, where the
+    rate diverges, the error's text)."""
+    path, split, lr = job
+    model, merges = load_gpt(path)
+    stream = torch.tensor(bpe.encode(shakespeare.split_works(split), merges))
+    prefix = torch.tensor(bpe.encode(shakespeare.SEPARATOR, merges))
+    stride = model.config.context // STRIDE
+    try:
+        return lr, dynamic_nats(model, stream, prefix, lr, stride).tolist()
+    except ValueError as error:
+        return lr, str(error)
+
+
+def dynamic(path=DATA / "ch11_gpt.pt", procs: int = 2) -> dict:
+    """Dynamic evaluation of the stored GPT (``utils.stream_scoring``):
+    bits per character of the validation plays at every rate of
+    ``DYNAMIC_RATES``, of the test plays at 0 and at the best; ``procs``
+    processes of one thread each, one (split, rate) apiece."""
+    chars = {k: len(v) for k, v in shakespeare.split_works().items()}
+
+    def run(pool, split, rates) -> tuple[dict, dict]:
+        jobs = [(path, split, lr) for lr in rates]
+        nats = dict(pool.map(_dynamic_windows, jobs))
+        bits = {
+            lr: n if n == str(n) else sum(n) / math.log(2)
+            for lr, n in nats.items()
+        }
+        return nats, {
+            lr: b if b == str(b) else b / chars[split]
+            for lr, b in bits.items()
+        }
+
+    with futures.ProcessPoolExecutor(procs) as pool:
+        _, valid = run(pool, "valid", DYNAMIC_RATES)
+        best = min((v, lr) for lr, v in valid.items() if v != str(v))[1]
+        nats, test = run(pool, "test", sorted({0.0, best}))
+    out = {
+        "what": "tools/train_gpt.py --dynamic: SGD after each scored window",
+        "stride": STORED.model.context // STRIDE,
+        "valid_bpc": {str(lr): v for lr, v in valid.items()},
+        "lr": best,
+        "test_bpc": {str(lr): v for lr, v in test.items()},
+        "replay_nats": nats[best][:DYNAMIC_REPLAY],
+    }
+    (DATA / "ch11_dynamic.json").write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
 def main(args) -> None:
+    if args.dynamic:
+        print(json.dumps(dynamic(procs=args.procs), indent=1))
+        return
     recipe = dataclasses.replace(RECIPES[args.recipe], seed=args.seed)
     name = args.recipe if not args.seed else f"{args.recipe}_s{args.seed}"
     out = pathlib.Path(args.out or (DATA if name == "ch11" else WORK))
@@ -406,4 +468,7 @@ if __name__ == "__main__":
     parser.add_argument("--out", help="default: book/data for ch11")
     parser.add_argument("--fresh", action="store_true", help="start over")
     parser.add_argument("--stop-at", type=int, help="stop after this step")
+    parser.add_argument(
+        "--dynamic", action="store_true", help="dynamic evaluation"
+    )
     main(parser.parse_args())
