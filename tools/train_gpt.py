@@ -416,6 +416,20 @@ def dynamic(path=DATA / "ch11_gpt.pt", procs: int = 2) -> dict:
     return out
 
 
+PILOTS = ("lr1e3", "lr2e3")  # their rows go to book/data/ch11_pilots.jsonl
+
+
+def store_pilot(name: str, log: dict, rows_path) -> None:
+    """A finished pilot's log and rows, as one row of ch11_pilots.jsonl
+    (replacing an older row of the same pilot)."""
+    path = DATA / "ch11_pilots.jsonl"
+    rows = [json.loads(r) for r in rows_path.read_text().splitlines()]
+    old = path.read_text().splitlines() if path.is_file() else []
+    kept = [r for r in old if json.loads(r)["recipe_name"] != name]
+    new = json.dumps({**log, "rows": rows, "recipe_name": name})
+    path.write_text("".join(r + "\n" for r in [*kept, new]))
+
+
 def main(args) -> None:
     if args.dynamic:
         print(json.dumps(dynamic(procs=args.procs), indent=1))
@@ -454,6 +468,8 @@ def main(args) -> None:
         }
         torch.save(stored, out / f"{name}_gpt.pt")
     (out / f"{name}_run.json").write_text(json.dumps(log) + "\n")
+    if log["complete"] and name in PILOTS:
+        store_pilot(name, log, rows_path)
     state = "complete" if log["complete"] else "stopped; run again to go on"
     print(f"{len(losses)} of {recipe.steps} steps ({state}); wrote {out}")
 
