@@ -19,7 +19,6 @@ from .attention import (
 from .checks import (
     check_bool,
     check_choice,
-    check_ids,
     check_instance,
     check_int,
     check_number,
@@ -94,7 +93,9 @@ class FeedForward(nn.Module):
 
 
 class Embeddings(nn.Module):
-    """Token lookup times sqrt(d_model) (not drowned by the positions)."""
+    """Token lookup times sqrt(d_model) (not drowned by the positions).
+    The ids' values are checked where a model takes them (an id outside
+    the vocabulary fails here with nn.Embedding's IndexError)."""
 
     def __init__(self, vocab: int, d_model: int, *, name: str = "ids"):
         super().__init__()
@@ -105,7 +106,6 @@ class Embeddings(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         # (B, T) -> (B, T, d_model)
-        check_ids(ids, self.name, self.vocab)
         if ids.dtype not in (torch.int32, torch.int64):
             ids = ids.long()  # nn.Embedding reads int32 and int64 only
         return self.lut(ids) * math.sqrt(self.d_model)
