@@ -3,6 +3,7 @@ the other scorers."""
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -208,13 +209,13 @@ def test_bad_input_raises_value_error_naming_argument_and_shapes():
     with pytest.raises(
         ValueError, match=r"mask.*\(1, 3, 4, 4\).*\(2, 2, 5, 5\)"
     ):
-        mha(x, x, x, torch.ones(1, 3, 4, 4, dtype=torch.bool))
+        mha.check_inputs(x, x, x, torch.ones(1, 3, 4, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"k and v.*\(2, 5, 8\).*\(2, 4, 8\)"):
-        mha(x, x, torch.randn(2, 4, 8))
+        mha.check_inputs(x, x, torch.randn(2, 4, 8))
     with pytest.raises(
         ValueError, match=r"q must have shape.*8\).*\(2, 5, 6\)"
     ):
-        mha(torch.randn(2, 5, 6), x, x)
+        mha.check_inputs(torch.randn(2, 5, 6), x, x)
     q = torch.randn(2, 3, 4)
     with pytest.raises(ValueError, match=r"k and v.*\(2, 6, 4\).*\(2, 5, 4\)"):
         scaled_dot_product_attention(
@@ -324,7 +325,9 @@ def test_bilinear_equals_nn_bilinear_and_generalises_dot_product():
 
 def test_the_silently_wrong_padding_mask_is_now_an_error():
     """A (B, S) padding mask with B == Lq used to broadcast as (Lq, Lk) and
-    mask the wrong pairs without a word; now it is refused with a hint."""
+    mask the wrong pairs without a word; the module's check refuses it with
+    a hint (forward itself checks nothing: a model checks where it is
+    called)."""
     ours, theirs = _pair(8, 2)
     x = torch.randn(3, 3, 8)  # B == Lq == 3: the ambiguous case
     keep = torch.tensor(
@@ -333,11 +336,11 @@ def test_the_silently_wrong_padding_mask_is_now_an_error():
     with pytest.raises(
         ValueError, match=r"mask must have 4 dims.*\(3, 3\).*key_padding_mask"
     ):
-        ours(x, x, x, keep)
+        ours.check_inputs(x, x, x, keep)
     with pytest.raises(
         ValueError, match=r"mask must have 4 dims.*\(1, 3, 3\)"
     ):
-        ours(x, x, x, keep[None])
+        ours.check_inputs(x, x, x, keep[None])
     # the two right ways agree with nn.MultiheadAttention
     ref, _ = theirs(x, x, x, key_padding_mask=~keep)
     by_kpm, _ = ours(x, x, x, key_padding_mask=keep)
@@ -393,7 +396,7 @@ def test_module_mask_errors(kwargs, exc, words):
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 5, 8)
     with pytest.raises(exc, match=words):
-        mha(x, x, x, **kwargs)
+        mha.check_inputs(x, x, x, **kwargs)
 
 
 def test_integer_and_mixed_dtype_inputs_get_sentences():
@@ -404,9 +407,9 @@ def test_integer_and_mixed_dtype_inputs_get_sentences():
         scaled_dot_product_attention(q, q.double(), q)
     mha = MultiHeadAttention(4, 2)
     with pytest.raises(TypeError, match=r"q must be a floating-point"):
-        mha(q.long(), q, q)
+        mha.check_inputs(q.long(), q, q)
     with pytest.raises(TypeError, match=r"float64, the weights torch.float32"):
-        mha(q.double(), q.double(), q.double())
+        mha.check_inputs(q.double(), q.double(), q.double())
     with pytest.raises(
         ValueError,
         match=r"batch dims of q, k and v.*q \(2, 3, 4\).*k \(3, 3, 4\)",
@@ -484,3 +487,15 @@ def test_load_weights_type_and_bias_mismatch():
         load_torch_mha_weights(
             MultiHeadAttention(4, 2, bias=False), nn.MultiheadAttention(4, 2)
         )
+
+
+def test_forward_computes_from_its_first_line_and_keeps_its_weights():
+    """The checks are where a user enters (``check_inputs``, a model's
+    forward), not in every call of every layer; the weights are kept by
+    forward itself, in plain view (chapter 9 prints it)."""
+    body = inspect.getsource(MultiHeadAttention.forward).split('"""')[-1]
+    assert body.strip().startswith("qh = self.split_heads(self.w_q(q))")
+    assert "check" not in body and "def " not in body
+    mha, x = MultiHeadAttention(8, 2), torch.randn(2, 5, 8)
+    out, w = mha(x, x, x)
+    assert mha.last_weights is w and w.shape == (2, 2, 5, 5)

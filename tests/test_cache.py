@@ -234,7 +234,7 @@ def test_bad_input():
                 torch.tensor([[BOS]]), memory, src_mask, cache=KVCache
             )
     with pytest.raises(TypeError, match="cache"):
-        model.decoder.layers[0].self_attn(
+        model.decoder.layers[0].self_attn.check_inputs(
             memory, memory, memory, cache=(None, None)
         )
     with pytest.raises(TypeError, match="static"):

@@ -15,11 +15,13 @@ from torch.nn import functional as F
 
 from utils.gpt import (
     GPT,
+    GPTBlock,
     GPTConfig,
     load_torch_gpt_weights,
     num_parameters,
     torch_reference,
 )
+from utils.layers import EncoderLayer
 from utils.stream_scoring import dynamic_nats, stream_nats
 
 SMALL = GPTConfig(
@@ -118,6 +120,10 @@ def test_training_attends_through_the_fused_kernel_to_the_same_values(
     assert calls == []
     gpt.train()(ids(2, 8))
     assert calls == [True] * SMALL.num_layers
+    # the fused kernel forms no weights: none kept from the eval call
+    assert all(b.self_attn.last_weights is None for b in gpt.stack.layers)
+    # GPT's blocks run the course's one encoder layer, cache and all
+    assert GPTBlock.forward is EncoderLayer.forward
 
 
 def test_causal_the_future_does_not_change_the_past():

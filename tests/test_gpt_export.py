@@ -297,7 +297,7 @@ def _reference(model: GPT, ids: list[int], start: int):
     with torch.no_grad():
         logits = model(torch.tensor([ids[start:]]))[0, -1]
     attention = torch.stack(
-        [b.attn_weights[0, :, -1] for b in model.stack.layers]
+        [b.self_attn.last_weights[0, :, -1] for b in model.stack.layers]
     )
     return logits, attention
 

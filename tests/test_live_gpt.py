@@ -18,7 +18,7 @@ the widget's button, types prompts and settings into the page, presses
 - after every run, the ten most likely tokens the page shows for the last
   token's position are PyTorch's ten (ids exact, probabilities within
   ``PROB_TOL``), and every head's attention of that query equals PyTorch's
-  ``attn_weights`` within ``ATTENTION_TOL``.
+  ``self_attn.last_weights`` within ``ATTENTION_TOL``.
 
 Also: neither the engine (the shared one and the GPT's) nor the weights
 are requested before the button is pressed, and the page with its own
@@ -103,7 +103,7 @@ def _top_and_attention(model, ids: list[int], start: int):
     probs = logits.softmax(-1)
     top = sorted(range(len(probs)), key=lambda i: (-probs[i].item(), i))[:10]
     attention = torch.stack(
-        [b.attn_weights[0, :, -1] for b in model.stack.layers]
+        [b.self_attn.last_weights[0, :, -1] for b in model.stack.layers]
     )
     return [(i, probs[i].item()) for i in top], attention
 

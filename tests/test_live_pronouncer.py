@@ -13,8 +13,9 @@ and asserts, against the same checkpoint in PyTorch:
   score within ``SCORE_TOL`` (and, called directly, with alpha 1 for a few
   words);
 - every cross-attention weight (layer, head, step, letter) of the greedy
-  run equals the decoder's ``cross_weights`` when it reads the greedy
-  output teacher-forced (as chapter 8 draws them) within ``ATTENTION_TOL``.
+  run equals the decoder's ``cross_attn.last_weights`` when it reads the
+  greedy output teacher-forced (as chapter 8 draws them) within
+  ``ATTENTION_TOL``.
 
 Also: the weights are not requested before the button is pressed, and
 the widget's scripts (its own and the shared engine's) stay under
@@ -87,7 +88,7 @@ def expected():
             memory, src_mask = model.encode(src)
             model.decode(ys, memory, src_mask)
         attention = [  # (layers, heads, T, S)
-            layer.cross_weights[0] for layer in model.decoder.layers
+            layer.cross_attn.last_weights[0] for layer in model.decoder.layers
         ]
         out[word] = {
             "greedy": " ".join(greedy),

@@ -11,7 +11,10 @@ import pytest
 import torch
 from torch import nn
 
-from utils.masks import causal_mask, padding_mask
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from utils.attention import AttentionCache
+from utils.masks import causal_mask, decoder_mask, padding_mask
 from utils.layers import (
     DecoderLayer,
     EncoderLayer,
@@ -138,6 +141,77 @@ def test_decoder_layer_equals_torch(norm_first):
             memory_key_padding_mask=src_ids == 0,
         )
     torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_with_a_cache_equals_the_full_pass(norm_first):
+    """One position at a time through an AttentionCache (GPT's generation
+    runs its blocks so) = all positions at once under the causal mask."""
+    torch.manual_seed(4)
+    layer = EncoderLayer(D, H, FF, 0.0, norm_first).eval()
+    x = torch.randn(2, 5, D)
+    with torch.no_grad():
+        full = layer(x, causal_mask(5)[None, None])
+        cache = AttentionCache()
+        steps = [  # query t sees keys 0 .. t: all that the cache holds
+            layer(x[:, t : t + 1], torch.ones(1, 1, 1, t + 1).bool(), cache)
+            for t in range(5)
+        ]
+    torch.testing.assert_close(torch.cat(steps, 1), full)
+    assert cache.length == 5
+    # the check can fail: without the mask the first positions see the rest
+    assert not torch.allclose(layer(x)[:, 0], full[:, 0], atol=1e-3)
+
+
+def test_attention_weights_are_kept_by_each_attention_module():
+    """``last_weights``: what the module's last call returned, (B, h, Lq,
+    Lk), written in its forward (no hooks, no closures)."""
+    model = small()
+    src, tgt = torch.randint(1, 11, (2, 6)), torch.randint(1, 13, (2, 4))
+    with torch.no_grad():
+        model(src, tgt)
+    enc, dec = model.encoder.layers[0], model.decoder.layers[1]
+    assert enc.self_attn.last_weights.shape == (2, H, 6, 6)
+    assert dec.self_attn.last_weights.shape == (2, H, 4, 4)
+    assert dec.cross_attn.last_weights.shape == (2, H, 4, 6)
+    y = torch.randn(2, 3, D)
+    _, weights = dec.cross_attn(y, y, y)
+    assert dec.cross_attn.last_weights is weights
+
+
+class _ValuesRead(TorchDispatchMode):
+    """The operators that copy a tensor's value to Python (``.item()``,
+    ``int(t)``, ``bool(t)``: on a GPU each waits for the device)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket in (
+            torch.ops.aten._local_scalar_dense,
+            torch.ops.aten.item,
+            torch.ops.aten.is_nonzero,
+        ):
+            self.seen.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_layers_never_read_values_back_only_the_entry_does():
+    model = small()
+    src, tgt = torch.randint(1, 11, (2, 6)), torch.randint(1, 13, (2, 4))
+    src_mask, tgt_mask = padding_mask(src), decoder_mask(tgt)
+    cache = model.start_cache()
+    with torch.no_grad(), _ValuesRead() as read:
+        memory = model.encoder(model.pos(model.src_embed(src)), src_mask)
+        x = model.pos(model.tgt_embed(tgt))
+        model.decoder(x, memory, src_mask, tgt_mask)
+        model.decoder(x[:, :1], memory, src_mask, tgt_mask[:, :, :1, :1],
+                      cache=cache.layers)  # fmt: skip
+    assert read.seen == []
+    with torch.no_grad(), _ValuesRead() as read:
+        model(src, tgt)  # the entry checks the ids' values
+    assert read.seen  # so the check can fail
 
 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor")
@@ -415,7 +489,8 @@ def test_ids_kinds_and_sizes():
 
 
 def test_ids_are_range_checked_once_per_forward(monkeypatch):
-    import utils.layers as L
+    """At the model's entry, not in the embedding's forward: one look at
+    the values (a synchronisation with the device) per tensor."""
     import utils.model as M
 
     calls = []
@@ -427,7 +502,6 @@ def test_ids_are_range_checked_once_per_forward(monkeypatch):
         return real(ids, name, vocab_size, **kw)
 
     monkeypatch.setattr(M, "check_ids", counting)
-    monkeypatch.setattr(L, "check_ids", counting)
     small()(torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4)))
     assert sorted(calls) == ["src", "tgt"]
 
@@ -455,12 +529,12 @@ def test_numpy_sizes_accepted_and_float_sizes_rejected():
         Transformer(11, 11, d_model=D, num_heads=H, share_embeddings=1)
 
 
-def test_layers_refuse_rank_2_masks_and_accept_them_lifted():
+def test_the_attention_check_refuses_rank_2_masks_the_layers_take_lifted():
     torch.manual_seed(4)
     layer = DecoderLayer(D, H, FF, 0.0).eval()
     x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
     with pytest.raises(ValueError, match=r"mask must have 4 dims.*\(4, 4\)"):
-        layer(x, memory, None, causal_mask(4))
+        layer.self_attn.check_inputs(x, x, x, causal_mask(4))
     out = layer(x, memory, None, causal_mask(4)[None, None])
     # causal: changing the last position leaves the first three unchanged
     x2 = x.clone()

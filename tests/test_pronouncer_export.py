@@ -176,7 +176,7 @@ def _torch_answers(model, word: str, greedy: str) -> dict:
     with torch.no_grad():
         logp = torch.log_softmax(model(src, ys), dim=-1)[0]  # (T, V)
     attention = torch.stack(
-        [layer.cross_weights[0] for layer in model.decoder.layers]
+        [layer.cross_attn.last_weights[0] for layer in model.decoder.layers]
     )  # (layers, heads, T, S)
     beam = pr.pronounce_beam(model, [word], 4, num_return=4, stress=False)
     return {

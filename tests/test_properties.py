@@ -315,7 +315,7 @@ def test_bad_module_inputs_raise_errors_naming_the_argument(seed):
     name, exc, corrupt = r.choice(MHA_CORRUPTIONS)
     kw = dict(q=x, k=x, v=x) | corrupt(x, keys)
     with pytest.raises(exc) as info:
-        mha(**kw)
+        mha.check_inputs(**kw)
     assert name in str(info.value), (seed, name, str(info.value))
 
 

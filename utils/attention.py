@@ -111,7 +111,10 @@ class MultiHeadAttention(nn.Module):
     key_padding_mask=None)`` -> ``out (B, Lq, d_model)``, ``weights (B, h,
     Lq, Lk)``. ``mask``: bool ``(B|1, h|1, Lq, Lk)``. ``key_padding_mask``:
     bool ``(B, Lk)``, True = real token (``nn.MultiheadAttention``'s means
-    ignore: ``utils.masks.to_key_padding_mask``)."""
+    ignore: ``utils.masks.to_key_padding_mask``). ``last_weights``: the
+    weights of the last call. ``forward`` runs unchecked, as every layer
+    inside a model does; ``check_inputs`` takes the same arguments and names
+    what is wrong (a rank-2 ``mask``, shapes, dtypes, devices)."""
 
     def __init__(
         self,
@@ -132,6 +135,8 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
+        # the weights (B, h, Lq, Lk) of the last forward, for inspection
+        self.last_weights: torch.Tensor | None = None
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, n, d_model) -> (B, h, n, d_head): each head its slice."""
@@ -146,16 +151,29 @@ class MultiHeadAttention(nn.Module):
     def _dropout_p(self) -> float:  # the weights' dropout now (0 in eval)
         return self.dropout.p if self.training else 0.0
 
-    def _combined_mask(
+    def check_inputs(
         self,
-        mask: torch.Tensor | None,
-        key_padding_mask: torch.Tensor | None,
-        b: int,
-        lq: int,
-        lk: int,
-        device: torch.device,
-    ) -> torch.Tensor | None:
-        """Validate both masks; merge them into one ``(B|1, h|1, Lq, Lk)``."""
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        cache: AttentionCache | None = None,
+    ) -> None:
+        """Raise on what ``forward`` would compute wrongly or fail on, with
+        a sentence: the entry point's check (``forward`` checks nothing)."""
+        d = self.d_model
+        check_tensor(q, "q", floating=True, shape=("batch", "length", d))
+        for name, t in (("k", k), ("v", v)):
+            check_tensor(t, name, shape=(q.size(0), "length", d))
+        check_qkv(q, k, v)  # one dtype and device, k and v of one length
+        check_like_weights(self, q)
+        lk = k.size(1)  # the keys the scores will have
+        if cache is not None:
+            check_instance(cache, "cache", AttentionCache)
+            projected = cache.static and cache.keys is not None
+            lk = cache.length if projected else cache.length + lk
+        b, lq = q.size(0), q.size(1)
         if mask is not None:  # rank 2 would be ambiguous (module docstring)
             if check_tensor(mask, "mask").dim() != 4:
                 got = f"got shape {tuple(mask.shape)}"
@@ -163,13 +181,10 @@ class MultiHeadAttention(nn.Module):
                     f"mask must have 4 dims {MASK_DIMS}, {got}{MASK_HINT}"
                 )
             scores = (b, self.num_heads, lq, lk)  # what the mask applies to
-            check_mask(mask, "mask", scores, device=device)
+            check_mask(mask, "mask", scores, device=q.device)
         if key_padding_mask is not None:
-            check_mask(key_padding_mask, "key_padding_mask", device=device)
+            check_mask(key_padding_mask, "key_padding_mask", device=q.device)
             check_tensor(key_padding_mask, "key_padding_mask", shape=(b, lk))
-            keys = key_padding_mask[:, None, None, :]  # (B, 1, 1, Lk)
-            mask = keys if mask is None else mask & keys
-        return mask
 
     def forward(
         self,
@@ -183,15 +198,8 @@ class MultiHeadAttention(nn.Module):
         """With a ``cache``, ``k`` and ``v`` are only the new positions (self-
         attention: the keys attend to the cached ones plus these) or the
         encoder memory, projected on the first call only (cross-attention,
-        ``AttentionCache(static=True)``); ``mask`` then covers every key."""
-        d = self.d_model
-        check_tensor(q, "q", floating=True, shape=("batch", "length", d))
-        for name, t in (("k", k), ("v", v)):
-            check_tensor(t, name, shape=(q.size(0), "length", d))
-        check_qkv(q, k, v)  # one dtype and device, k and v of one length
-        check_like_weights(self, q)
-        if cache is not None:
-            check_instance(cache, "cache", AttentionCache)
+        ``AttentionCache(static=True)``); ``mask`` then covers every key.
+        Nothing is checked here: ``check_inputs`` says what is wrong."""
         qh = self.split_heads(self.w_q(q))  # (B, h, Lq, d_head)
         if cache is not None and cache.static and cache.keys is not None:
             kh, vh = cache.keys, cache.values  # the memory's, projected once
@@ -200,11 +208,12 @@ class MultiHeadAttention(nn.Module):
             vh = self.split_heads(self.w_v(v))
             if cache is not None:  # past positions, then these
                 kh, vh = cache.update(kh, vh)
-        b, lq, lk = q.size(0), q.size(1), kh.size(2)
-        mask = self._combined_mask(mask, key_padding_mask, b, lq, lk, q.device)
-        # checked above: the unchecked core, as F.scaled_dot_product_attention
+        if key_padding_mask is not None:  # (B, Lk) -> (B, 1, 1, Lk)
+            keys = key_padding_mask[:, None, None, :]
+            mask = keys if mask is None else mask & keys
         scores = _scores(qh, kh, vh)  # (B, h, Lq, Lk)
         out, weights = _attend(scores, vh, mask, self._dropout_p())
+        self.last_weights = weights  # kept for a look after the call
         return self.merge_heads(out), weights
 
     def causal(self, x: torch.Tensor) -> torch.Tensor:
@@ -219,6 +228,7 @@ class MultiHeadAttention(nn.Module):
         out = F.scaled_dot_product_attention(
             *heads, dropout_p=self._dropout_p(), is_causal=True
         )
+        self.last_weights = None  # never formed
         return self.merge_heads(out)
 
 

@@ -84,31 +84,14 @@ def num_parameters(config: GPTConfig) -> int:
 
 
 class GPTBlock(EncoderLayer):
-    """An ``EncoderLayer`` in Pre-Norm whose self-attention may keep a
-    cache: ``forward(x (B, n, d), mask (1|B, 1, n, t), cache=None)``. With
-    an ``AttentionCache``, ``x`` is only the new positions and ``mask``
-    covers all ``t`` cached and new keys (as ``DecoderLayer`` does). No
-    mask and no cache: causal, by PyTorch's fused kernel (training)."""
+    """GPT's block: the course's ``EncoderLayer`` in Pre-Norm, with its
+    forward as it is (``mask (1|B, 1, n, t)`` and a ``cache`` while
+    generating; ``causal=True``, PyTorch's fused kernel, while training)."""
 
     def __init__(
         self, d_model, num_heads, d_ff, dropout, activation: str = "relu"
     ):
         super().__init__(d_model, num_heads, d_ff, dropout, True, activation)
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        cache: AttentionCache | None = None,
-    ) -> torch.Tensor:
-        def attend(y):
-            if mask is None and cache is None:  # causal: the fused kernel
-                return self.self_attn.causal(y)
-            out, self.attn_weights = self.self_attn(y, y, y, mask, cache=cache)
-            return out
-
-        x = self.sub1(x, attend)
-        return self.sub2(x, self.ffn)
 
 
 @dataclasses.dataclass
@@ -174,12 +157,12 @@ class GPT(nn.Module):
         n = ids.size(1)
         pos = torch.arange(start, start + n, device=ids.device)
         x = self.drop(self.tok_emb(ids) + self.pos_emb(pos))
-        # query start + i sees keys 0 .. start + i: (1, 1, n, start + n)
-        keys = torch.arange(start + n, device=ids.device)
-        mask = (keys[None, :] <= pos[:, None])[None, None]
         if self.fused and self.training and caches is None:
-            mask = None  # the blocks' fused causal attention
-        x = self.stack(x, mask, cache=caches)
+            x = self.stack(x, causal=True)  # the blocks' fused attention
+        else:  # query start + i sees keys 0 .. start + i: (1, 1, n, start + n)
+            keys = torch.arange(start + n, device=ids.device)
+            mask = (keys[None, :] <= pos[:, None])[None, None]
+            x = self.stack(x, mask, cache=caches)
         return x @ self.tok_emb.weight.T  # tied output layer
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:

@@ -19,7 +19,6 @@ from .attention import (
 from .checks import (
     check_bool,
     check_choice,
-    check_ids,
     check_instance,
     check_int,
     check_number,
@@ -94,7 +93,9 @@ class FeedForward(nn.Module):
 
 
 class Embeddings(nn.Module):
-    """Token lookup times sqrt(d_model) (not drowned by the positions)."""
+    """Token lookup times sqrt(d_model) (not drowned by the positions).
+    The ids' values are checked where a model takes them (an id outside
+    the vocabulary fails here with nn.Embedding's IndexError)."""
 
     def __init__(self, vocab: int, d_model: int, *, name: str = "ids"):
         super().__init__()
@@ -105,7 +106,6 @@ class Embeddings(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         # (B, T) -> (B, T, d_model)
-        check_ids(ids, self.name, self.vocab)
         if ids.dtype not in (torch.int32, torch.int64):
             ids = ids.long()  # nn.Embedding reads int32 and int64 only
         return self.lut(ids) * math.sqrt(self.d_model)
@@ -156,7 +156,12 @@ class Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then FFN: ``x (B, S, d)``, ``mask (B, 1, 1, S)``."""
+    """Self-attention then FFN: ``forward(x (B, S, d), mask (B|1, 1, S, S)
+    or None, cache=None)``. With an ``AttentionCache``, ``x`` is only the
+    new positions and ``mask (B|1, 1, n, t)`` covers all t cached and new
+    keys (GPT's generation). ``causal=True`` (no mask, no cache): causal
+    self-attention by PyTorch's fused kernel, the weights never formed
+    (GPT's training)."""
 
     def __init__(
         self,
@@ -172,16 +177,18 @@ class EncoderLayer(nn.Module):
         self.ffn = FeedForward(d_model, d_ff, dropout, activation)
         self.sub1 = Residual(d_model, dropout, norm_first)
         self.sub2 = Residual(d_model, dropout, norm_first)
-        self.attn_weights: torch.Tensor | None = None  # last (B, h, S, S)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        cache: AttentionCache | None = None,
+        causal: bool = False,
     ) -> torch.Tensor:
-        def attend(y):
-            out, self.attn_weights = self.self_attn(y, y, y, mask)
-            return out
+        def attend(y):  # queries, keys and values all from y
+            return self.self_attn(y, y, y, mask, cache=cache)[0]
 
-        x = self.sub1(x, attend)
+        x = self.sub1(x, self.self_attn.causal if causal else attend)
         return self.sub2(x, self.ffn)
 
 
@@ -206,8 +213,6 @@ class DecoderLayer(nn.Module):
         self.sub1, self.sub2, self.sub3 = (
             Residual(d_model, dropout, norm_first) for _ in range(3)
         )
-        self.self_weights: torch.Tensor | None = None  # last (B, h, T, T)
-        self.cross_weights: torch.Tensor | None = None  # last (B, h, T, S)
 
     def forward(
         self,
@@ -219,17 +224,11 @@ class DecoderLayer(nn.Module):
     ) -> torch.Tensor:
         own, cross = (None, None) if cache is None else cache
 
-        def self_attend(y):
-            out, self.self_weights = self.self_attn(
-                y, y, y, tgt_mask, cache=own
-            )
-            return out
+        def self_attend(y):  # the target's own, under tgt_mask
+            return self.self_attn(y, y, y, tgt_mask, cache=own)[0]
 
-        def cross_attend(y):
-            out, self.cross_weights = self.cross_attn(
-                y, memory, memory, src_mask, cache=cross
-            )
-            return out
+        def cross_attend(y):  # keys and values: the encoder's memory
+            return self.cross_attn(y, memory, memory, src_mask, cache=cross)[0]
 
         x = self.sub1(x, self_attend)
         x = self.sub2(x, cross_attend)
@@ -247,12 +246,13 @@ class Stack(nn.Module):
         self.layers = nn.ModuleList(make_layer() for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
-    def forward(self, x: torch.Tensor, *args, cache=None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, *args, cache=None, **kwargs
+    ) -> torch.Tensor:
+        """Each layer gets ``args``, ``kwargs`` and its own ``cache[i]``."""
         for i, layer in enumerate(self.layers):
-            if cache is None:
-                x = layer(x, *args)
-            else:
-                x = layer(x, *args, cache=cache[i])
+            own = None if cache is None else cache[i]
+            x = layer(x, *args, cache=own, **kwargs)
         return self.norm(x)
 
 

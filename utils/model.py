@@ -72,15 +72,16 @@ class Transformer(nn.Module):
             self.generator.weight = self.src_embed.lut.weight
 
     @staticmethod
-    def _check_sequence(ids, name: str) -> torch.Tensor:
-        """Kind, rank, length; values are checked by the embedding."""
-        check_ids(ids, name, ndim=2)
+    def _check_sequence(ids, name: str, vocab: int | None = None):
+        """Kind, rank, length; with ``vocab``, the values too (one
+        synchronisation with the device: once per call of the model)."""
+        check_ids(ids, name, vocab, ndim=2)
         check_int(ids.size(1), f"{name} must hold at least one position:", 1)
         return ids
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """src ``(B, S)`` -> memory ``(B, S, d)``, mask ``(B, 1, 1, S)``."""
-        self._check_sequence(src, "src")
+        self._check_sequence(src, "src", self.src_embed.vocab)
         src_mask = padding_mask(src, self.pad_id)  # (B, 1, 1, S)
         x = self.pos(self.src_embed(src))  # (B, S, d_model)
         return self.encoder(x, src_mask), src_mask
@@ -94,7 +95,7 @@ class Transformer(nn.Module):
     ) -> torch.Tensor:
         """tgt ``(B, T)`` + ``encode``'s output -> states ``(B, T, d)``;
         with ``cache``, ``tgt`` is only the new positions."""
-        self._check_sequence(tgt, "tgt")
+        self._check_sequence(tgt, "tgt", self.tgt_embed.vocab)
         b, t = tgt.shape
         shape = (b, "src_len", self.d_model)
         check_tensor(memory, "memory", floating=True, shape=shape)
@@ -118,7 +119,7 @@ class Transformer(nn.Module):
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         memory, src_mask = self.encode(src)  # checks src
-        self._check_sequence(tgt, "tgt")
+        self._check_sequence(tgt, "tgt")  # its values: in decode
         if src.size(0) != tgt.size(0):
             raise ValueError(
                 f"src and tgt must share the batch size, got src "
