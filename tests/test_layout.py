@@ -15,8 +15,8 @@ import nbformat
 import pytest
 
 from tools import ROOT
-from tools.notebooks import course_notebooks
-from tools.visible_code import visible
+from tools.editions.notebooks import course_notebooks
+from tools.budgets.visible_code import visible
 
 UTILS = ROOT / "utils"
 # Budgets of the library (issue #49): the chapters 1-10 modules at most 5,000

@@ -41,7 +41,7 @@ import pathlib
 import statistics
 import time
 
-from tools import numeric_mode
+from tools.numerics import numeric_mode
 
 if __name__ == "__main__":  # before torch is imported
     numeric_mode.reexec_in("portable", "tools.ddp_gpt")

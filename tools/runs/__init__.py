@@ -1,0 +1,1 @@
+"""The scripts that make the stored runs and baselines in ``book/data/``."""
