@@ -146,21 +146,18 @@ def test_an_untranslated_unit_keeps_its_english():
     ]
 
 
-def test_setup_call_asks_for_chinese_once_setup_takes_it(monkeypatch):
+def test_setup_call_asks_for_chinese():
     english = next(
         c.source
         for c in nbformat.read(CHAPTERS[0], as_version=4).cells
         if c.cell_type == "code"
     )
-    monkeypatch.setattr(zh_notebooks, "setup_takes_language", lambda: True)
     ours = zh_notebooks.zh_setup(english)
     assert zh_notebooks.ZH_SETUP_CALL in ours
     assert (
         ours.replace(zh_notebooks.ZH_SETUP_CALL, zh_notebooks.SETUP_CALL)
         == english
     )
-    monkeypatch.setattr(zh_notebooks, "setup_takes_language", lambda: False)
-    assert zh_notebooks.zh_setup(english) == english
     with pytest.raises(ValueError, match="does not call"):
         zh_notebooks.zh_setup("import utils")
 

@@ -1,10 +1,11 @@
 """The Chinese notebooks: each chapter with its prose in Chinese, the same
 code, executed so its figures are drawn in Chinese.
 
-    python -m tools.editions.zh_notebooks [book/03_masks.ipynb ...]  (or: make
-    zh-notebooks; no argument: every chapter in _toc.yml)
-    python -m tools.editions.zh_notebooks --prose [...]  (only the translations
-    changed: put them in, keep the stored outputs, execute nothing)
+    python -m tools.editions.zh_notebooks [book/03_masks.ipynb ...]
+        (or: make zh-notebooks; no argument: every chapter in _toc.yml)
+    python -m tools.editions.zh_notebooks --prose [...]
+        (only the translations changed: put them in, keep the stored
+        outputs, execute nothing)
 
 ``book/NN_name.ipynb`` becomes ``zh/book/NN_name.ipynb`` (committed), so the
 Colab address of a Chinese chapter is the English one with ``/zh`` before
@@ -12,9 +13,8 @@ Colab address of a Chinese chapter is the English one with ``/zh`` before
 caption and alt text replaced from ``locale/zh/<page>.yml`` (a unit with no
 translation keeps its English), the code comments in Chinese
 (``locale/zh/code/comments.yml``, tools/editions/code_comments.py: comments
-only), the folded-cell labels in Chinese, and the
-setup call asking for Chinese figures (``proof.setup(seed=0,
-language="zh")``, once ``proof.setup`` has that argument), after
+only), the folded-cell labels in Chinese, and the setup call asking for
+Chinese figures (``proof.setup(seed=0, language="zh")``), after
 ``proof.runtime.ensure_cjk_font()``, which gets a CJK font where none is
 installed (Colab: ``apt-get install fonts-noto-cjk``). It is then
 executed like ``make refresh`` does (fresh kernel, top to bottom, portable
@@ -32,7 +32,6 @@ command runs it after generating.
 
 from __future__ import annotations
 
-import ast
 import configparser
 import hashlib
 import os
@@ -82,32 +81,15 @@ def regenerate_hint(page: pathlib.Path) -> str:
 
 
 def label_stamp() -> str:
-    """The hash of the figure label table (``"none"`` while there is none)."""
-    if not LABEL_TABLE.is_file():
-        return "none"
+    """The hash of the figure label table."""
     return hashlib.sha256(LABEL_TABLE.read_bytes()).hexdigest()[:16]
-
-
-def setup_takes_language() -> bool:
-    """Whether ``proof.setup`` has a ``language`` argument (read from the
-    source: no import, so the check stays fast)."""
-    tree = ast.parse((ROOT / "proof" / "__init__.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == "setup":
-            args = node.args
-            names = [a.arg for a in (*args.args, *args.kwonlyargs)]
-            return "language" in names
-    return False
 
 
 def zh_setup(english: str) -> str:
     """The Chinese notebook's setup cell: the English one, asking for Chinese
-    figures when ``proof.setup`` can (until then the generator passes
-    ``COURSE_LANGUAGE=zh`` through the environment only)."""
+    figures."""
     if SETUP_CALL not in english:
         raise ValueError(f"the setup cell does not call {SETUP_CALL!r}")
-    if not setup_takes_language():
-        return english
     return english.replace(SETUP_CALL, ZH_SETUP_CALL)
 
 

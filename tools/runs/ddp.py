@@ -100,9 +100,6 @@ def _check(args, world) -> None:
 if __name__ == "__main__":
     import argparse
 
-    from tools.numerics import numeric_mode
-
-    numeric_mode.reexec_in("portable")
     parser = argparse.ArgumentParser(description="the launcher's check")
     parser.add_argument("--procs", type=int, default=1)
     parser.add_argument("--out", required=True)

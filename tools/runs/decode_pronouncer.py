@@ -29,16 +29,13 @@ import time
 
 from tools.numerics import numeric_mode
 
-if __name__ == "__main__":  # before torch is imported
-    numeric_mode.reexec_in("portable")
-
-from tools import ROOT  # noqa: E402
-from tools.runs import pronouncer_split  # noqa: E402
-from utils import pronunciation as pr  # noqa: E402
-from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer  # noqa: E402
-from utils.splices import best_reference_scores, splice  # noqa: E402
-from utils.stats import mcnemar  # noqa: E402
-from utils.training import threads  # noqa: E402
+from tools import ROOT
+from tools.runs import pronouncer_split
+from utils import pronunciation as pr
+from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer
+from utils.splices import best_reference_scores, splice
+from utils.stats import mcnemar
+from utils.training import threads
 
 OUT = ROOT / "book" / "data" / "pronouncer_decoding.json"
 MODEL = STORED_PRONOUNCER
@@ -64,13 +61,6 @@ def references(entries) -> list[list[tuple]]:
     return [
         [tuple(p) for _, p in pr.to_pairs([e], stress=STRESS)] for e in entries
     ]
-
-
-def decode(model, words) -> tuple[list, list]:
-    """Greedy and beam-4 outputs of ``words``, decoded as one block."""
-    greedy = pr.pronounce(model, words, stress=STRESS)
-    beam = pr.pronounce_beam(model, words, BEAM, stress=STRESS)
-    return greedy, [b[0][0] for b in beam]
 
 
 def outcome_codes(model, words, refs, greedy, beam) -> str:

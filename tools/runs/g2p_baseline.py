@@ -37,13 +37,10 @@ from pathlib import Path
 
 from tools.numerics import numeric_mode
 
-if __name__ == "__main__":  # before torch is imported (utils imports it)
-    numeric_mode.reexec_in("portable")
-
-from tools import ROOT  # noqa: E402
-from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED  # noqa: E402
-from tools.runs.pronouncer_split import fingerprint  # noqa: E402
-from utils import pronunciation as pr  # noqa: E402
+from tools import ROOT
+from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED
+from tools.runs.pronouncer_split import fingerprint
+from utils import pronunciation as pr
 
 OUT = ROOT / "book" / "data" / "g2p_baseline.json"
 N_EXAMPLES = 12  # test predictions stored, in the split's order

@@ -43,14 +43,11 @@ import json
 
 from tools.numerics import numeric_mode
 
-if __name__ == "__main__":  # before torch is imported (utils imports it)
-    numeric_mode.reexec_in("portable")
-
-from tools import ROOT  # noqa: E402
-from tools.runs import g2p_baseline  # noqa: E402
-from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED  # noqa: E402
-from tools.runs.pronouncer_split import fingerprint  # noqa: E402
-from utils import pronunciation as pr  # noqa: E402
+from tools import ROOT
+from tools.runs import g2p_baseline
+from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED
+from tools.runs.pronouncer_split import fingerprint
+from utils import pronunciation as pr
 
 OUT = ROOT / "book" / "data" / "g2p_baselines.json"
 DEFAULTS = "phonetisaurus-defaults"

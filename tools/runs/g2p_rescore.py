@@ -48,19 +48,16 @@ from pathlib import Path
 
 from tools.numerics import numeric_mode
 
-if __name__ == "__main__":  # before torch is imported
-    numeric_mode.reexec_in("portable")
-
-from tools import ROOT  # noqa: E402
-from tools.runs import pronouncer_split  # noqa: E402
-from tools.runs.decode_pronouncer import model_hash, references  # noqa: E402
-from tools.runs.g2p_baseline import lexicon, settings  # noqa: E402
-from tools.runs import pronouncer_ensemble as pe  # noqa: E402
-from tools.runs.pronouncer_ensemble import member_path, members  # noqa: E402
-from utils import pronunciation as pr  # noqa: E402
-from utils.ensemble import Ensemble  # noqa: E402
-from utils.pronouncer import load_pronouncer  # noqa: E402
-from utils.training import threads  # noqa: E402
+from tools import ROOT
+from tools.runs import pronouncer_split
+from tools.runs.decode_pronouncer import model_hash, references
+from tools.runs.g2p_baseline import lexicon, settings
+from tools.runs import pronouncer_ensemble as pe
+from tools.runs.pronouncer_ensemble import member_path, members
+from utils import pronunciation as pr
+from utils.ensemble import Ensemble
+from utils.pronouncer import load_pronouncer
+from utils.training import threads
 
 OUT = ROOT / "book" / "data" / "g2p_rescored.json"
 CACHE = ROOT / "_build" / "g2p_rescore"

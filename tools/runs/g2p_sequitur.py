@@ -45,17 +45,13 @@ import sys
 import time
 from pathlib import Path
 
-from tools.numerics import numeric_mode
 
-if __name__ == "__main__":  # before torch is imported (utils imports it)
-    numeric_mode.reexec_in("portable")
-
-from tools import ROOT  # noqa: E402
-from tools.runs import g2p_baselines  # noqa: E402
-from tools.runs.g2p_baseline import lexicon, scored  # noqa: E402
-from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED  # noqa: E402
-from tools.runs.pronouncer_split import fingerprint  # noqa: E402
-from utils import pronunciation as pr  # noqa: E402
+from tools import ROOT
+from tools.runs import g2p_baselines
+from tools.runs.g2p_baseline import lexicon, scored
+from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED
+from tools.runs.pronouncer_split import fingerprint
+from utils import pronunciation as pr
 
 BUILD = ROOT / "_build" / "baselines" / "sequitur"
 BUDGET_HOURS = 3  # of one core, all orders together

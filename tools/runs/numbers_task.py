@@ -141,27 +141,10 @@ SOURCE_WORDS = tuple(w for w in _ONES + _TEENS + _TENS if w) + (
 )
 TARGET_CHARS = tuple(_DIGITS_ZH) + ("十", "百", "千", "万")
 
-# Romanised names of the characters, for figures where no Chinese font is
-# installed.
-PINYIN = dict(
-    zip(
-        "零一二三四五六七八九十百千万",
-        "ling yi er san si wu liu qi ba jiu shi bai qian wan".split(),
-    )
-)
-
-
 # The financial numerals (大写): digits 1-9, then 十, 百, 千. 零 and 万 are
 # shared with the everyday numerals.
 FINANCIAL_CHARS = tuple("壹贰叁肆伍陆柒捌玖拾佰仟")
 AMBIGUOUS_CHARS = TARGET_CHARS + FINANCIAL_CHARS
-FINANCIAL_PINYIN = {
-    c: "F" + name
-    for c, name in zip(
-        FINANCIAL_CHARS,
-        "yi er san si wu liu qi ba jiu shi bai qian".split(),
-    )
-}
 
 
 def chinese_financial(n: int) -> list[str]:

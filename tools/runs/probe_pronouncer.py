@@ -25,13 +25,10 @@ import time
 
 from tools.numerics import numeric_mode
 
-if __name__ == "__main__":  # before torch is imported
-    numeric_mode.reexec_in("portable")
-
-from tools import ROOT  # noqa: E402
-from utils import pronunciation as pr  # noqa: E402
-from utils.training import threads  # noqa: E402
-from utils.pronouncer import PronouncerConfig, train_pronouncer  # noqa: E402
+from tools import ROOT
+from utils import pronunciation as pr
+from utils.training import threads
+from utils.pronouncer import PronouncerConfig, train_pronouncer
 
 OUT = ROOT / "book" / "data" / "g2p_probes.json"
 N_EVAL = 1000

@@ -26,17 +26,14 @@ import time
 
 from tools.numerics import numeric_mode
 
-if __name__ == "__main__":  # before torch is imported
-    numeric_mode.reexec_in("portable")
-
-from tools import ROOT  # noqa: E402
-from tools.runs import pronouncer_split  # noqa: E402
-from tools.runs.decode_pronouncer import model_hash, references  # noqa: E402
-from tools.runs.train_pronouncer import SEEDS_DIR  # noqa: E402
-from utils import pronunciation as pr  # noqa: E402
-from utils.ensemble import Ensemble  # noqa: E402
-from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer  # noqa: E402
-from utils.training import threads  # noqa: E402
+from tools import ROOT
+from tools.runs import pronouncer_split
+from tools.runs.decode_pronouncer import model_hash, references
+from tools.runs.train_pronouncer import SEEDS_DIR
+from utils import pronunciation as pr
+from utils.ensemble import Ensemble
+from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer
+from utils.training import threads
 
 OUT = ROOT / "book" / "data" / "pronouncer_ensemble.json"
 STRESS, BLOCK = False, 500  # as chapter 9's decoding study

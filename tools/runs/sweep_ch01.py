@@ -163,5 +163,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    numeric_mode.reexec_in("portable")
     main(sys.argv[1:])

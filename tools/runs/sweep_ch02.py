@@ -21,9 +21,6 @@ import time
 
 from tools.numerics import numeric_mode
 
-if __name__ == "__main__":  # before torch is imported
-    numeric_mode.reexec_in("portable")
-
 import torch
 import torch.nn.functional as F
 from torch import nn

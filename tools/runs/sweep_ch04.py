@@ -44,7 +44,6 @@ def rows() -> list[dict]:
 
 
 def main() -> None:
-    numeric_mode.reexec_in("portable")
     data = {
         "task": "previous token",
         "settings": SETTINGS,

@@ -21,19 +21,15 @@ import time
 
 from tools.numerics import numeric_mode
 
-if __name__ == "__main__":  # before torch is imported
-    numeric_mode.reexec_in("portable")
-
-
-from tools import ROOT  # noqa: E402
-from tools.runs import ambiguous as amb  # noqa: E402
-from tools.runs.numbers_task import make_splits  # noqa: E402
-from tools.runs import numbers_task as nm  # noqa: E402
-from utils.batches import make_batches  # noqa: E402
-from utils import numerals  # noqa: E402
-from utils.bleu import corpus_bleu, sentence_bleu  # noqa: E402
-from utils.pronouncer import build_pronouncer  # noqa: E402
-from utils.training import evaluate_perplexity, threads  # noqa: E402
+from tools import ROOT
+from tools.runs import ambiguous as amb
+from tools.runs.numbers_task import make_splits
+from tools.runs import numbers_task as nm
+from utils.batches import make_batches
+from utils import numerals
+from utils.bleu import corpus_bleu, sentence_bleu
+from utils.pronouncer import build_pronouncer
+from utils.training import evaluate_perplexity, threads
 
 OUT = ROOT / "book" / "data" / "ch09_sweep.json"
 SEEDS = (0, 1, 2, 3, 4)

@@ -1,6 +1,6 @@
 """Chapter 10's stored runs: pre-training on English words, and what it buys.
 
-    python -m tools.runs.sweep_ch10 [--seeds 0 1 ...] [--part pre|tune|all]
+    python -m tools.runs.sweep_ch10 [--seeds 0 1 ...]
     python -m tools.runs.sweep_ch10 --list
 
 For each seed: the three objectives are trained on the spellings of the
@@ -30,23 +30,19 @@ import fcntl
 import json
 import time
 
+
+import numpy as np
+import torch
+
+from tools import ROOT
+from tools.runs.sweep_pronouncer import RECIPE
+from utils import ngram
+from utils import objectives as obj
+from utils import pretraining as pt
+from utils import pronunciation as pr
 from tools.numerics import numeric_mode
-
-if __name__ == "__main__":  # before torch is imported
-    numeric_mode.reexec_in("portable")
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from tools import ROOT  # noqa: E402
-from tools.runs.sweep_pronouncer import RECIPE  # noqa: E402
-from utils import ngram  # noqa: E402
-from utils import objectives as obj  # noqa: E402
-from utils import pretraining as pt  # noqa: E402
-from utils import pronunciation as pr  # noqa: E402
-from proof.runtime import numeric_stamp  # noqa: E402
-from utils.training import threads  # noqa: E402
-from utils.pronouncer import train_pronouncer  # noqa: E402
+from utils.training import threads
+from utils.pronouncer import train_pronouncer
 
 OUT = ROOT / "book" / "data" / "ch10_runs.jsonl"
 MODELS = ROOT / "book" / "data" / "ch10_lm_s0.pt"
@@ -101,6 +97,7 @@ TUNE = dataclasses.replace(
     n_valid_exact=200,
 )
 LM = pt.LMConfig.like(TUNE)
+TUNE_RUNS = [(n, init, steps) for n in LABELS for init, steps in ARMS]
 
 
 def data() -> dict:
@@ -119,10 +116,6 @@ def stored_rows() -> dict:
         return {}
     rows = map(json.loads, filter(str.strip, OUT.open()))
     return {r["run"]: r for r in rows}
-
-
-def done_runs() -> set[str]:
-    return set(stored_rows())
 
 
 def store(row: dict) -> None:
@@ -164,10 +157,6 @@ def settings() -> dict:
         "LM": vars(LM),
         "TUNE": TUNE.as_dict(),
     }
-
-
-def numeric_mode_row() -> dict:
-    return {"mode": "portable", **numeric_stamp()}
 
 
 def r5(x: float) -> float:
@@ -364,35 +353,26 @@ def start_state(models: dict, kind: str | None):
     return pt.encoder_state(models[kind])
 
 
-def tune_runs(seed: int) -> list[tuple[int, str, int]]:
-    return [(n, init, steps) for n in LABELS for init, steps in ARMS]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="*", default=list(SEEDS))
-    parser.add_argument("--part", choices=("pre", "tune", "all"))
     parser.add_argument("--list", action="store_true")
-    parser.add_argument(
-        "--arm", help="only this fine-tuning arm, e.g. pretrained:1800"
-    )
     args = parser.parse_args()
-    part = args.part or "all"
     if args.list:
         for s in args.seeds:
             print(*(f"pre_{k}_s{s}" for k in pt.OBJECTIVES))
-            print(*(f"tune_{n}_{i}_{t}_s{s}" for n, i, t in tune_runs(s)))
+            print(*(f"tune_{n}_{i}_{t}_s{s}" for n, i, t in TUNE_RUNS))
         return
     torch.set_num_threads(1)
-    if "meta" not in done_runs():  # the numerics every row is computed in
-        meta = {"numeric_mode": numeric_mode_row(), "settings": settings()}
+    if "meta" not in stored_rows():  # the numerics every row is computed in
+        meta = {"numeric_mode": numeric_mode.stamp(), "settings": settings()}
         store({"run": "meta", **meta})
     d = data()
-    if "restore_counts" not in done_runs() and part != "tune":
+    if "restore_counts" not in stored_rows():
         store(restore_counts(d))
     with threads(1):
         for seed in args.seeds:
-            run_seed(seed, part, args.arm, d)
+            run_seed(seed, d)
 
 
 def stored_body(kind: str) -> pt.TinyLM:
@@ -403,18 +383,18 @@ def stored_body(kind: str) -> pt.TinyLM:
     return model
 
 
-def run_seed(seed: int, part: str, arm: str | None, d: dict) -> None:
+def run_seed(seed: int, d: dict) -> None:
     done = stored_rows()
-    todo = [] if part == "pre" else [
-        (n, init, steps) for n, init, steps in tune_runs(seed)
+    todo = [
+        (n, init, steps)
+        for n, init, steps in TUNE_RUNS
         if f"tune_{n}_{init}_{steps}_s{seed}" not in done
-        and (not arm or arm == f"{init}:{steps}")
-    ]  # fmt: skip
+    ]
     need = {STARTS[init][0] for _, init, _ in todo if init in STARTS}
-    if f"by_input_s{seed}" not in done and part != "tune":
+    if f"by_input_s{seed}" not in done:
         need.add("mlm")
     models, fresh = {}, 0
-    for kind in KINDS if part != "tune" else sorted(need):
+    for kind in KINDS:
         run = f"pre_{kind}_s{seed}"
         if run in done and kind not in need:
             continue

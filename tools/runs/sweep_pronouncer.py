@@ -30,15 +30,12 @@ import time
 
 from tools.numerics import numeric_mode
 
-if __name__ == "__main__":  # before torch is imported
-    numeric_mode.reexec_in("portable")
-
-from tools import ROOT  # noqa: E402
-from tools.runs.probe_pronouncer import BASE  # noqa: E402
-from tools.runs.train_pronouncer import STRESS  # noqa: E402
-from utils import pronunciation as pr  # noqa: E402
-from utils.training import threads  # noqa: E402
-from utils.pronouncer import train_pronouncer  # noqa: E402
+from tools import ROOT
+from tools.runs.probe_pronouncer import BASE
+from tools.runs.train_pronouncer import STRESS
+from utils import pronunciation as pr
+from utils.training import threads
+from utils.pronouncer import train_pronouncer
 
 OUT = ROOT / "book" / "data" / "pronouncer_sweep.json"
 SEEDS = (0, 1, 2, 3, 4)
