@@ -33,6 +33,20 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
+def _folds(name: str, lines: list[str], j: int) -> tuple[bool, int]:
+    """Whether the directive ``name`` opened before ``lines[j]`` is folded
+    (a dropdown, or ``:class: dropdown`` among its options, the ":key:
+    value" lines from ``j``), and the index of its first line after them."""
+    options = []
+    while j < len(lines) and lines[j].lstrip().startswith(":"):
+        options.append(lines[j])
+        j += 1
+    fold = name == "{dropdown}" or any(
+        re.match(r"\s*:class:.*\bdropdown\b", o) for o in options
+    )
+    return fold, j
+
+
 def split_markdown(source: str) -> tuple[int, int]:
     """(main-path words, folded words) of one markdown cell's source."""
     main = folded = 0
@@ -73,16 +87,7 @@ def split_markdown(source: str) -> tuple[int, int]:
             stack.pop()
         elif m and m.group(3):
             flush()
-            # read the directive's options (":key: value" lines right after it)
-            j = i + 1
-            options = []
-            while j < len(lines) and lines[j].lstrip().startswith(":"):
-                options.append(lines[j])
-                j += 1
-            name = m.group(3)
-            fold = name == "{dropdown}" or any(
-                re.match(r"\s*:class:.*\bdropdown\b", o) for o in options
-            )
+            fold, j = _folds(m.group(3), lines, i + 1)
             stack.append((m.group(2), fold))
             block.append(m.group(4))  # the box's title: seen even when folded
             flush_title(fold)

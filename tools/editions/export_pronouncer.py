@@ -53,6 +53,31 @@ FORMAT = "course-pronouncer"
 VERSION = 2  # 1: Post-Norm assumed, sizes only; 2: the whole architecture
 
 
+def _embeddings(model) -> bool:
+    """Checks the embeddings and the positions the page computes (the
+    course's Embeddings, sinusoidal positions of base 1e4); whether the
+    embeddings and the output layer share one matrix."""
+    import torch
+
+    from utils.layers import Embeddings
+    from utils.positional import PositionalEncoding, sinusoidal_encoding
+
+    unsupported = live_export.unsupported
+    embeds = (model.src_embed, model.tgt_embed)
+    if not all(type(e) is Embeddings for e in embeds):
+        raise unsupported("an embedding is not utils.layers.Embeddings")
+    pos = model.pos
+    if type(pos) is not PositionalEncoding:
+        raise unsupported(f"positions by {type(pos).__name__}")
+    if not torch.equal(pos.pe, sinusoidal_encoding(pos.max_len, pos.d_model)):
+        raise unsupported("the positional table is not sinusoidal, base 1e4")
+    lut = model.src_embed.lut.weight
+    tied = model.tgt_embed.lut.weight is lut
+    if tied != (model.generator.weight is lut):
+        raise unsupported("only some of the embeddings and output tied")
+    return tied
+
+
 def architecture(model) -> dict:
     """What the page needs to compute ``model`` (a ``utils.model.Transformer``
     in eval mode), read from its modules.
@@ -63,12 +88,10 @@ def architecture(model) -> dict:
     """
     import math
 
-    import torch
     from torch import nn
 
-    from utils.layers import DecoderLayer, Embeddings, EncoderLayer
+    from utils.layers import DecoderLayer, EncoderLayer
     from utils.model import Transformer
-    from utils.positional import PositionalEncoding, sinusoidal_encoding
 
     unsupported = live_export.unsupported
     if type(model) is not Transformer:
@@ -84,19 +107,7 @@ def architecture(model) -> dict:
     finals = [model.encoder.norm, model.decoder.norm]
     if any(isinstance(f, nn.LayerNorm) != norm_first for f in finals):
         raise unsupported("a final LayerNorm that does not match norm_first")
-    embeds = (model.src_embed, model.tgt_embed)
-    if not all(type(e) is Embeddings for e in embeds):
-        raise unsupported("an embedding is not utils.layers.Embeddings")
-    pos = model.pos
-    if type(pos) is not PositionalEncoding:
-        raise unsupported(f"positions by {type(pos).__name__}")
-    base = 10000.0
-    if not torch.equal(pos.pe, sinusoidal_encoding(pos.max_len, pos.d_model)):
-        raise unsupported("the positional table is not sinusoidal, base 1e4")
-    lut = model.src_embed.lut.weight
-    tied = model.tgt_embed.lut.weight is lut
-    if tied != (model.generator.weight is lut):
-        raise unsupported("only some of the embeddings and output tied")
+    tied = _embeddings(model)
     return {
         "model": "encoder-decoder",
         "d_model": model.d_model,
@@ -112,8 +123,8 @@ def architecture(model) -> dict:
         "embedding_scale": math.sqrt(model.src_embed.d_model),
         "positional": {
             "kind": "sinusoidal",
-            "base": base,
-            "max_len": pos.max_len,
+            "base": 10000.0,
+            "max_len": model.pos.max_len,
         },
         "attention_bias": shared["attention_bias"],
         "share_embeddings": tied,

@@ -103,36 +103,12 @@ def link_cells(
         entry = terms[name]
         if entry in done or entry in skip:
             continue
-        pattern = _pattern(name)
         for ci, src in enumerate(out):
-            lines, in_fence, hit = src.split("\n"), False, None
-            for li, line in enumerate(lines):
-                if line.lstrip().startswith("```"):
-                    in_fence = not in_fence
-                    continue
-                if not _is_prose_line(line, in_fence):
-                    continue
-                marked = MARKED_ONLY.get(name)
-                spans = (
-                    [x.span() for x in marked.finditer(line)]
-                    if marked
-                    else None
-                )
-                for a, b in _prose_spans(line):
-                    for m in pattern.finditer(line, a, b):
-                        if spans is None or any(
-                            s <= m.start() < e for s, e in spans
-                        ):
-                            hit = (li, m)
-                            break
-                    if hit:
-                        break
-                if hit:
-                    break
+            lines = src.split("\n")
+            hit = _first_use(lines, name)
             if hit:
                 li, m = hit
-                line = lines[li]
-                text = m.group(0)
+                line, text = lines[li], m.group(0)
                 same = text.lower() == entry.lower()
                 role = (
                     f"{{term}}`{text}`"
@@ -145,6 +121,24 @@ def link_cells(
                 linked.append(entry)
                 break
     return out, linked
+
+
+def _first_use(lines: list[str], name: str):
+    """(line index, match) of the first prose use of ``name`` in a cell's
+    ``lines`` (where MARKED_ONLY asks it, a marked use), or None."""
+    pattern, marked, in_fence = _pattern(name), MARKED_ONLY.get(name), False
+    for li, line in enumerate(lines):
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+            continue
+        if not _is_prose_line(line, in_fence):
+            continue
+        spans = [x.span() for x in marked.finditer(line)] if marked else None
+        for a, b in _prose_spans(line):
+            for m in pattern.finditer(line, a, b):
+                if spans is None or any(s <= m.start() < e for s, e in spans):
+                    return li, m
+    return None
 
 
 def link_notebook(path: pathlib.Path, write: bool) -> list[str]:

@@ -120,22 +120,6 @@ def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
     valid_src = sources(data["valid"])
     decode = one_pass_decode if one_pass else greedy
     curve, early = [], []
-    train_pairs = balance_by_size(data["train"], MIN_SIZE_SHARE)
-
-    def batches():  # epoch after epoch, each reshuffled
-        for epoch in itertools.count():
-            seed_e = seed * 1000 + epoch
-            for pairs in group_pairs(train_pairs, RECIPE.batch_size, seed_e):
-                yield encode_batch(pairs, VOCAB_SRC, VOCAB_TGT)
-
-    def one_pass_loss(model, batch):  # every position at once, from BOS
-        src, tgt = batch
-        target = torch.full((src.size(0), NAR_LEN), PAD)
-        target[:, : tgt.size(1) - 1] = tgt[:, 1:]
-        logits = model(src, queries(src.size(0)))  # (B, L, V)
-        return masked_cross_entropy(
-            logits, target, target != PAD, RECIPE.label_smoothing
-        )
 
     def measure(step: int, loss: float) -> None:
         if step % EVAL_EVERY == 0:
@@ -160,7 +144,7 @@ def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
         training.train(
             model,
             opt,
-            batches(),
+            batches(data["train"], seed),
             loss_fn,
             steps,
             scheduler=sched,
@@ -169,6 +153,27 @@ def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
         )
     model.eval()
     return model, curve, early[0] if early else None
+
+
+def batches(pairs, seed: int):
+    """Chapter 8's batches of ``pairs`` balanced by size, epoch after epoch,
+    each reshuffled."""
+    pairs = balance_by_size(pairs, MIN_SIZE_SHARE)
+    for epoch in itertools.count():
+        seed_e = seed * 1000 + epoch
+        for group in group_pairs(pairs, RECIPE.batch_size, seed_e):
+            yield encode_batch(group, VOCAB_SRC, VOCAB_TGT)
+
+
+def one_pass_loss(model, batch):
+    """The one-pass decoder's loss: every position at once, from BOS."""
+    src, tgt = batch
+    target = torch.full((src.size(0), NAR_LEN), PAD)
+    target[:, : tgt.size(1) - 1] = tgt[:, 1:]
+    logits = model(src, queries(src.size(0)))  # (B, L, V)
+    return masked_cross_entropy(
+        logits, target, target != PAD, RECIPE.label_smoothing
+    )
 
 
 def teacher_forced_loss_ls(model, batch):

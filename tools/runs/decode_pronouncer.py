@@ -163,16 +163,9 @@ def number_task(seeds) -> list[dict]:
     return rows
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--number-seeds", type=int, nargs="*", default=list(NUMBER_SEEDS)
-    )
-    args = parser.parse_args(argv)
-    model, cfg, stress = load_pronouncer(MODEL)
-    assert stress == STRESS, "the study scores without stress"
-    test = pr.split_words()["test"]
-    words, refs = [w for w, _ in test], references(test)
+def decode_blocks(model, words, refs) -> tuple[str, list, list, dict]:
+    """Greedy and the beam on ``words``, ``BLOCK`` words at a time in their
+    order: the outcome codes, both outputs, the CPU seconds of each."""
     codes, greedy, beam, seconds = "", [], [], {"greedy": 0.0, "beam": 0.0}
     with threads(1):
         for s in range(0, len(words), BLOCK):
@@ -187,6 +180,20 @@ def main(argv=None) -> None:
             codes += outcome_codes(model, w, r, g, b)
             greedy, beam = greedy + g, beam + b
             print(f"{s + len(w)} words", flush=True)
+    return codes, greedy, beam, seconds
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--number-seeds", type=int, nargs="*", default=list(NUMBER_SEEDS)
+    )
+    args = parser.parse_args(argv)
+    model, cfg, stress = load_pronouncer(MODEL)
+    assert stress == STRESS, "the study scores without stress"
+    test = pr.split_words()["test"]
+    words, refs = [w for w, _ in test], references(test)
+    codes, greedy, beam, seconds = decode_blocks(model, words, refs)
     fixes = sum(
         has(c, "beam_right") and not has(c, "greedy_right") for c in codes
     )

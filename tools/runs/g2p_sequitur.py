@@ -128,17 +128,37 @@ def check_package() -> None:
         )
 
 
-def train(order: int) -> None:
-    """One order, in this (child) process: train, score, store."""
+def fit(order: int, sample: list) -> tuple:
+    """Sequitur's ``g2p.py`` recipe for ``order`` on ``sample`` (from the
+    stored model of the order before): the model, its options, the wall
+    and CPU seconds it took and the CPU clock when it started."""
     import optparse
 
     import numpy
     import SequiturTool
-    from sequitur import Translator
 
     # the package calls numpy.sometrue (from order 2), which NumPy 2.0
     # removed, though it requires numpy>=2: the alias it was
     numpy.sometrue = numpy.any
+    parser = optparse.OptionParser()
+    SequiturTool.addTrainOptions(parser)
+    paths = {f"model-{order - 1}": str(model_path(order - 1))}
+    paths[f"model-{order}"] = str(model_path(order)) + ".part"
+    options, _ = parser.parse_args([paths.get(a, a) for a in command(order)])
+    random.seed(SEED)
+    log = open(model_dir() / f"train-{order}.log", "w")
+    wall, cpu = time.perf_counter(), time.process_time()
+    model = SequiturTool.procureModel(options, lambda _: sample, log=log)
+    log.close()
+    if not model:
+        raise RuntimeError(f"order {order} failed: see {log.name}")
+    seconds = time.perf_counter() - wall, time.process_time() - cpu
+    return model, options, *seconds, cpu
+
+
+def train(order: int) -> None:
+    """One order, in this (child) process: train, score, store."""
+    from sequitur import Translator
 
     split = pr.split_words(N_VALID, N_TEST, SEED)
     sample = [
@@ -146,21 +166,7 @@ def train(order: int) -> None:
         for word, prons in lexicon(split["train"]).items()
         for p in prons
     ]
-    parser = optparse.OptionParser()
-    SequiturTool.addTrainOptions(parser)
-    args = command(order)
-    paths = {f"model-{order - 1}": str(model_path(order - 1))}
-    paths[f"model-{order}"] = str(model_path(order)) + ".part"
-    options, _ = parser.parse_args([paths.get(a, a) for a in args])
-    random.seed(SEED)
-    log = open(model_dir() / f"train-{order}.log", "w")
-    wall, cpu = time.perf_counter(), time.process_time()
-    model = SequiturTool.procureModel(options, lambda _: sample, log=log)
-    log.close()
-    train_wall = time.perf_counter() - wall
-    train_cpu = time.process_time() - cpu
-    if not model:
-        raise RuntimeError(f"order {order} failed: see {log.name}")
+    model, options, train_wall, train_cpu, cpu = fit(order, sample)
     translator = Translator(model)
     out = {
         "made_by": "tools/runs/g2p_sequitur.py",

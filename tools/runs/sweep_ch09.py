@@ -35,6 +35,37 @@ OUT = ROOT / "book" / "data" / "ch09_sweep.json"
 SEEDS = (0, 1, 2, 3, 4)
 
 
+def decoder_row(m, src, test, refs) -> dict:
+    """One decoder's greedy and beam outputs on the test numbers: valid
+    rates, BLEU, search and model errors, lengths, conventions."""
+    g, b = amb.greedy(m, src), amb.beam(m, src)
+    kinds = amb.error_kinds(m, src, g, test)
+    fixed = [nm.is_valid_writing(b[i], test[i][1]) for i in kinds["wrong"]]
+    too = [
+        len(g[i]) - amb.closest_ref_len([g[i]], [test[i]])
+        for i in kinds["wrong"]
+    ]
+    is_search = kinds.get("is_search", [])
+    return {
+        "g_valid": amb.valid_rate(g, test),
+        "b_valid": amb.valid_rate(b, test),
+        "g_bleu": corpus_bleu(g, refs),
+        "b_bleu": corpus_bleu(b, refs),
+        "g_mixed": sum(map(numerals.mixes_conventions, g)) / len(g),
+        "differ": sum(x != y for x, y in zip(g, b)),
+        "search": kinds["search"],
+        "model": kinds["model"],
+        "g_len": amb.mean_len(g),
+        "ref_len": amb.closest_ref_len(g, test),
+        "fix_search": sum(f and k for f, k in zip(fixed, is_search)),
+        "fix_model": sum(f and not k for f, k in zip(fixed, is_search)),
+        "too_long": sum(x > 0 for x in too),
+        "too_short": sum(x < 0 for x in too),
+        "financial": sum(numerals.convention_of(o) == "financial" for o in g)
+        / len(g),
+    }
+
+
 def measure(seed: int) -> dict:
     data = amb.task(seed)
     start = time.perf_counter()
@@ -52,40 +83,7 @@ def measure(seed: int) -> dict:
     row = {"seed": seed, "ar_curve": ar_curve, "nar_curve": nar_curve}
     with threads(1):
         for name, m in (("ar", ar), ("early", early)):
-            g, b = amb.greedy(m, src), amb.beam(m, src)
-            kinds = amb.error_kinds(m, src, g, test)
-            fixed = [
-                nm.is_valid_writing(b[i], test[i][1]) for i in kinds["wrong"]
-            ]
-            too = [
-                len(g[i]) - amb.closest_ref_len([g[i]], [test[i]])
-                for i in kinds["wrong"]
-            ]
-            row[name] = {
-                "g_valid": amb.valid_rate(g, test),
-                "b_valid": amb.valid_rate(b, test),
-                "g_bleu": corpus_bleu(g, refs),
-                "b_bleu": corpus_bleu(b, refs),
-                "g_mixed": sum(map(numerals.mixes_conventions, g)) / len(g),
-                "differ": sum(x != y for x, y in zip(g, b)),
-                "search": kinds["search"],
-                "model": kinds["model"],
-                "g_len": amb.mean_len(g),
-                "ref_len": amb.closest_ref_len(g, test),
-                "fix_search": sum(
-                    f and k for f, k in zip(fixed, kinds.get("is_search", []))
-                ),
-                "fix_model": sum(
-                    f and not k
-                    for f, k in zip(fixed, kinds.get("is_search", []))
-                ),
-                "too_long": sum(x > 0 for x in too),
-                "too_short": sum(x < 0 for x in too),
-                "financial": sum(
-                    numerals.convention_of(o) == "financial" for o in g
-                )
-                / len(g),
-            }
+            row[name] = decoder_row(m, src, test, refs)
         for name, m in (("ar", ar), ("early", early)):
             b1, b0 = amb.beam(m, src, alpha=1.0), amb.beam(m, src)
             row[name]["a1_valid"] = amb.valid_rate(b1, test)

@@ -80,21 +80,8 @@ def decoding(model, test) -> dict:
             model, words, BEAM, alpha=1.0, stress=STRESS
         )
     ]
-    # a greedy error is a search error if a right pronunciation scores
-    # higher than greedy's own output: the model prefers a right answer
     wrong = [i for i, (h, r) in enumerate(zip(greedy, refs)) if h not in r]
-    lp_out = pr.log_prob(
-        model, [words[i] for i in wrong], [greedy[i] for i in wrong], STRESS
-    )
-    lp_ref = {}
-    for k in range(max(map(len, refs))):
-        has = [i for i in wrong if len(refs[i]) > k]
-        got = pr.log_prob(
-            model, [words[i] for i in has], [refs[i][k] for i in has], STRESS
-        )
-        for i, v in zip(has, got):
-            lp_ref[i] = max(lp_ref.get(i, -1e9), v)
-    search = [i for i, o in zip(wrong, lp_out) if lp_ref[i] > o]
+    search = search_errors(model, words, greedy, refs, wrong)
     row = {
         "greedy": scores(greedy, test),
         "beam": scores(beam, test),
@@ -113,27 +100,52 @@ def decoding(model, test) -> dict:
         "len_beam": sum(map(len, beam)) / len(beam),
         "len_alpha1": sum(map(len, norm)) / len(norm),
     }
-    # the words with two or more pronunciations (without stress)
+    return {**row, **ambiguous_words(model, words, refs, nbest)}
+
+
+def search_errors(model, words, greedy, refs, wrong) -> list[int]:
+    """The ``wrong`` greedy outputs that are search errors: a right
+    pronunciation scores higher than greedy's own output (the model prefers
+    a right answer)."""
+    lp_out = pr.log_prob(
+        model, [words[i] for i in wrong], [greedy[i] for i in wrong], STRESS
+    )
+    lp_ref = {}
+    for k in range(max(map(len, refs))):
+        has = [i for i in wrong if len(refs[i]) > k]
+        got = pr.log_prob(
+            model, [words[i] for i in has], [refs[i][k] for i in has], STRESS
+        )
+        for i, v in zip(has, got):
+            lp_ref[i] = max(lp_ref.get(i, -1e9), v)
+    return [i for i, o in zip(wrong, lp_out) if lp_ref[i] > o]
+
+
+def ambiguous_words(model, words, refs, nbest) -> dict:
+    """On the words with two or more pronunciations (without stress): the
+    beam's two best, and samples at each of ``TEMPERATURES``."""
     amb = [i for i, r in enumerate(refs) if len(r) >= 2]
     two = [[p for p, _ in nbest[i]] for i in amb]
-    row["ambiguous"] = {
-        "n": len(amb),
-        "top1_right": sum(t[0] in refs[i] for t, i in zip(two, amb)),
-        "top2_both": sum(
-            len(set(t) & set(refs[i])) == 2 for t, i in zip(two, amb)
-        ),
-        "top2_any": sum(
-            any(p in refs[i] for p in t) for t, i in zip(two, amb)
-        ),
+    out = {
+        "ambiguous": {
+            "n": len(amb),
+            "top1_right": sum(t[0] in refs[i] for t, i in zip(two, amb)),
+            "top2_both": sum(
+                len(set(t) & set(refs[i])) == 2 for t, i in zip(two, amb)
+            ),
+            "top2_any": sum(
+                any(p in refs[i] for p in t) for t, i in zip(two, amb)
+            ),
+        },
+        "sampling": [],
     }
     amb_words = [words[i] for i in amb]
-    row["sampling"] = []
     for t in TEMPERATURES:
         drawn = pr.sample_pronunciations(
             model, amb_words, N_SAMPLES, t, seed=0, stress=STRESS
         )
         right = [[p for p in d if p in refs[i]] for d, i in zip(drawn, amb)]
-        row["sampling"].append(
+        out["sampling"].append(
             {
                 "temperature": t,
                 "right": sum(map(len, right)) / (N_SAMPLES * len(amb)),
@@ -141,7 +153,7 @@ def decoding(model, test) -> dict:
                 "both": sum(len(set(r)) >= 2 for r in right) / len(amb),
             }
         )
-    return row
+    return out
 
 
 def run(name: str) -> dict:
