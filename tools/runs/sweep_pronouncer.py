@@ -31,6 +31,7 @@ import time
 from tools.numerics import numeric_mode
 
 from tools import ROOT
+from tools.runs.decode_pronouncer import references
 from tools.runs.probe_pronouncer import BASE
 from tools.runs.train_pronouncer import STRESS
 from utils import pronunciation as pr
@@ -62,15 +63,10 @@ def scores(hyps, entries) -> dict:
     }
 
 
-def prons(entry) -> list:
-    """A word's distinct pronunciations, as the model is trained on them."""
-    return [p for _, p in pr.to_pairs([entry], stress=STRESS)]
-
-
 def decoding(model, test) -> dict:
     """Chapter 9's measures on the test words."""
     words = [w for w, _ in test]
-    refs = [[tuple(p) for p in prons(e)] for e in test]
+    refs = references(test)
     greedy = pr.pronounce(model, words, stress=STRESS)
     nbest = pr.pronounce_beam(model, words, BEAM, num_return=2, stress=STRESS)
     beam = [b[0][0] for b in nbest]
