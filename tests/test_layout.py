@@ -44,6 +44,7 @@ NEW_CHAPTER_MODULES = {
     "kneser_ney.py",  # issue 60: modified Kneser-Ney, split from ngram.py
     "ppmd.py",  # issue 60: the compression baseline
     "gpt.py",
+    "stream_scoring.py",  # issue 60: scoring a stream, static and dynamic
     "copying.py",
     "gpt2.py",  # chapter 11: GPT-2's weights and tokenizer files (issue 61)
 }

@@ -291,9 +291,7 @@ def _gpt(out: dict[str, str]) -> None:
     from tools.runs import train_gpt
     from utils.layers import evaluating
 
-    recipe = dataclasses.replace(
-        train_gpt.RECIPES["tiny"], steps=3, warmup=1
-    )
+    recipe = dataclasses.replace(train_gpt.RECIPES["tiny"], steps=3, warmup=1)
     gen = torch.Generator().manual_seed(0)
     stream = torch.randint(recipe.model.vocab_size, (2000,), generator=gen)
     model, losses, _ = train_gpt.fit(recipe, {"ids": {"train": stream}})

@@ -13,8 +13,7 @@ and those before it (the causal mask): one pass scores every next token.
   Each step is ``GPT.next_logits`` through a ``Window``.
 - ``num_parameters(config)``: the parameter count, from the formula.
 - ``load_gpt(path)``: tools/runs/train_gpt.py's stored model and merges.
-- ``stream_nats``: the total cross-entropy of a long token stream, read in
-  overlapping windows (bits per character = nats / ln 2 / characters).
+- ``utils.stream_scoring`` scores a long token stream with it.
 - ``torch_reference`` / ``load_torch_gpt_weights``: the same blocks built
   from PyTorch's ``nn.TransformerEncoderLayer(norm_first=True)``, to compare.
 """
@@ -43,7 +42,6 @@ __all__ = [
     "GPT",
     "Window",
     "num_parameters",
-    "stream_nats",
     "load_gpt",
     "torch_reference",
     "load_torch_gpt_weights",
@@ -264,67 +262,6 @@ class GPT(nn.Module):
 
 
 @torch.no_grad()
-def stream_nats(
-    model: GPT,
-    ids: torch.Tensor,
-    prefix: torch.Tensor | None = None,
-    stride: int | None = None,
-    batch: int = 16,
-) -> float:
-    """Total cross-entropy in nats of every token of ``ids`` ``(N,)``, each
-    predicted from the tokens before it: ``prefix`` ``(P,)`` (not scored;
-    at least one token, e.g. a separator's, so the first token of ``ids`` is
-    predicted too) then ``ids``.
-
-    A stream longer than the context is read in windows of ``context``
-    tokens that start ``stride`` (default ``context // 2``) apart; each
-    window scores only the tokens the windows before it did not, so every
-    token but the first few has at least ``context - stride`` tokens of
-    history. Eval mode; the model's mode is restored after.
-    """
-    check_instance(model, "model", GPT)
-    check_ids(ids, "ids", model.config.vocab_size, ndim=1)
-    check_int(ids.numel(), "ids' length", 1)
-    if prefix is None:
-        raise ValueError("prefix must hold at least one token, got None")
-    check_ids(prefix, "prefix", model.config.vocab_size, ndim=1)
-    check_int(prefix.numel(), "prefix's length", 1)
-    context = model.config.context
-    stride = context // 2 if stride is None else stride
-    stride = check_int(stride, "stride", 1)
-    if stride > context:
-        raise ValueError(f"stride must be at most context={context}")
-    batch = check_int(batch, "batch", 1)
-    full = torch.cat([prefix.long(), ids.long()])
-    first = prefix.numel()  # the index in full of the first scored token
-    # windows full[s : s + context + 1]: inputs [:-1], targets [1:]; a
-    # window scores the targets with index >= done (the ones not yet scored)
-    spans, done, s = [], first, 0
-    while done < full.numel():
-        s = min(s, max(0, full.numel() - context - 1))
-        end = min(s + context + 1, full.numel())
-        spans.append((s, end, done))
-        done, s = end, s + stride
-    was_training = model.training
-    model.eval()
-    total = torch.zeros((), dtype=torch.float64)
-    try:
-        for i in range(0, len(spans), batch):
-            group = spans[i : i + batch]
-            width = max(end - s for s, end, _ in group)
-            rows = torch.zeros(len(group), width, dtype=torch.long)
-            keep = torch.zeros(len(group), width - 1, dtype=torch.bool)
-            for r, (s, end, done) in enumerate(group):
-                rows[r, : end - s] = full[s:end]
-                keep[r, done - s - 1 : end - s - 1] = True
-            logp = model(rows[:, :-1]).log_softmax(-1)
-            nll = -logp.gather(-1, rows[:, 1:, None])[..., 0]
-            total += nll[keep].double().sum()
-    finally:
-        model.train(was_training)
-    return float(total)
-
-
 def load_gpt(path) -> tuple[GPT, dict[tuple[int, int], int]]:
     """The model ``tools/runs/train_gpt.py`` stores (``{"config", "merges",
     "state_dict"}``, weights in fp16) in eval mode, computing in fp32, and

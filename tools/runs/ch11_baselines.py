@@ -1,6 +1,6 @@
 """Chapter 11's count and compression baselines and BPE table, stored small.
 
-    python -m tools.ch11_baselines      (about two minutes of one core)
+    python -m tools.runs.ch11_baselines      (about two minutes of one core)
 
 Writes ``book/data/ch11_baselines.json``: the data's fingerprint
 (``utils.shakespeare.fingerprint``), then, in bits per character of the
@@ -49,12 +49,12 @@ import numpy as np
 from tools.numerics import numeric_mode
 
 if __name__ == "__main__":  # before torch is imported (utils imports it)
-    numeric_mode.reexec_in("portable", "tools.ch11_baselines")
+    numeric_mode.reexec_in("portable", "tools.runs.ch11_baselines")
 
-from tools import ROOT  # noqa: E402
-from utils import bpe, ngram, ppmd  # noqa: E402
-from utils import shakespeare as sh  # noqa: E402
-from utils.gpt2 import byte_chars  # noqa: E402
+from tools import ROOT
+from utils import bpe, ngram, ppmd
+from utils import shakespeare as sh
+from utils.gpt2 import byte_chars
 
 OUT = ROOT / "book" / "data" / "ch11_baselines.json"
 ORDERS = tuple(range(1, 8))

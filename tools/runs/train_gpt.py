@@ -1,19 +1,20 @@
 """Train chapter 11's stored GPT on Shakespeare (byte-level BPE tokens).
 
-    python -m tools.train_gpt --procs 2             # the stored run (resumes)
-    python -m tools.train_gpt --procs 2 --minutes 20   # stop; again: go on
-    python -m tools.train_gpt --recipe lr1e3 --procs 2 # a pilot
-    python -m tools.train_gpt --recipe tiny --out /tmp/g --fresh  # a test
+    python -m tools.runs.train_gpt --procs 2         # the stored run
+    python -m tools.runs.train_gpt --procs 2 --minutes 20  # stop; again: on
+    python -m tools.runs.train_gpt --recipe lr1e3 --procs 2  # a pilot
+    python -m tools.runs.train_gpt --dynamic --procs 2  # dynamic evaluation
+    python -m tools.runs.train_gpt --recipe tiny --out /tmp/g --fresh
 
 It restarts itself in the portable numeric mode. With ``--procs 2`` it
-runs as two processes of one thread each (``tools.ddp``), each computing
-one half of every batch; ``utils.parallel`` says why that gives the bits
-of one process computing both halves in turn. Batch ``s`` is drawn from a
-generator seeded by the run's seed and ``s``; each half draws its dropout
-from a stream of its own, saved with the run: a run stopped and started
-again (in either number of processes) continues bit for bit. Its state is
-saved to ``_build/ch11/RECIPE.pt`` (``OUT/RECIPE.pt`` with ``--out``)
-every ``--every`` steps and when ``--minutes`` runs out.
+runs as two processes of one thread each (``tools.runs.ddp``), each
+computing one half of every batch; ``utils.parallel`` says why that gives
+the bits of one process computing both halves in turn. Batch ``s`` is drawn
+from a generator seeded by the run's seed and ``s``; each half draws its
+dropout from a stream of its own, saved with the run: a run stopped and
+started again (in either number of processes) continues bit for bit. Its
+state is saved to ``_build/ch11/RECIPE.pt`` (``OUT/RECIPE.pt`` with
+``--out``) every ``--every`` steps and when ``--minutes`` runs out.
 
 Every ``eval_every`` steps a row goes to ``OUT/RECIPE_run.jsonl``: the
 step, the learning rate, the mean training loss since the last row,
@@ -26,36 +27,37 @@ of the fp16 weights). ``OUT`` is ``book/data`` for the stored run
 (``ch11``), ``_build/ch11`` for the others.
 
 Bits per character: the total cross-entropy of a split's token stream in
-nats (``utils.gpt.stream_nats``, windows of the context ``stride`` tokens
-apart, the first token predicted after the work separator's tokens) / ln 2
-/ the split's characters, so it compares with character models.
+nats (``utils.stream_scoring.stream_nats``, windows of the context
+``stride`` tokens apart, the first token predicted after the work
+separator's tokens) / ln 2 / the split's characters, so it compares with
+character models.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+from concurrent import futures
 import json
 import math
 import pathlib
 
 from tools.numerics import numeric_mode
 
-if __name__ == "__main__":  # before torch is imported
-    numeric_mode.reexec_in("portable", "tools.train_gpt")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from tools import ROOT  # noqa: E402
-from tools.runs import ddp  # noqa: E402
-from utils import bpe, shakespeare  # noqa: E402
-from utils.copying import SpanIndex  # noqa: E402
-from utils.gpt import GPT, GPTConfig, num_parameters, stream_nats  # noqa: E402
-from utils.layers import evaluating  # noqa: E402
-from utils.parallel import DataParallel, Resumable, World  # noqa: E402
-from utils.parallel import split_parts  # noqa: E402
-from utils.training import linear_scheduler, train  # noqa: E402
+from tools import ROOT
+from tools.runs import ddp
+from utils import bpe, shakespeare
+from utils.copying import SpanIndex
+from utils.gpt import GPT, GPTConfig, load_gpt, num_parameters
+from utils.stream_scoring import dynamic_nats, stream_nats
+from utils.layers import evaluating
+from utils.parallel import DataParallel, Resumable, World
+from utils.parallel import split_parts
+from utils.training import linear_scheduler, train
 
 
 @dataclasses.dataclass(frozen=True)
@@ -307,7 +309,8 @@ def logger(recipe: Recipe, data: dict, rows_path, world: World):
                 r for r in old.splitlines() if json.loads(r)["step"] < step
             ]
             rows_path.write_text("".join(r + "\n" for r in kept))
-        if step % recipe.eval_every and step != recipe.steps:
+        scored = step % recipe.eval_every == 0 or step == recipe.steps
+        if not scored and step not in recipe.sample_at:
             return
         row = {
             "step": step,
@@ -331,16 +334,16 @@ def finish(recipe, data, model, losses, seconds, world) -> dict:
     log = {
         "numeric_mode": numeric_mode.stamp(),
         "meta": {
-            "what": "tools/train_gpt.py: chapter 11's GPT",
+            "what": "tools/runs/train_gpt.py: chapter 11's GPT",
             "recipe": recipe.as_dict(),
             "params": num_parameters(recipe.model),
             "processes": world.size,
             "data": shakespeare.fingerprint(),
             "tokens": {k: v.numel() for k, v in data["ids"].items()},
             "bits_per_char": f"total nats of a split's token stream "
-            f"(utils.gpt.stream_nats, windows context/{STRIDE} tokens "
-            f"apart, first token after the separator's tokens) / ln 2 / "
-            f"its characters",
+            f"(utils.stream_scoring.stream_nats, windows context/{STRIDE} "
+            f"tokens apart, first token after the separator's tokens) / "
+            f"ln 2 / its characters",
         },
         "steps_done": len(losses),
         "complete": len(losses) == recipe.steps,
@@ -358,13 +361,85 @@ def finish(recipe, data, model, losses, seconds, world) -> dict:
     return log
 
 
+# ------------------------------------------------------ dynamic evaluation
+# SGD rates for the validation plays; the best is used on the test plays
+DYNAMIC_RATES = (0.0, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
+DYNAMIC_REPLAY = 8  # the test windows the chapter makes again
+
+
+def _dynamic_windows(job) -> tuple:
+    """One (split, rate) -> (rate, the nats of each window or, where the
+    rate diverges, the error's text)."""
+    path, split, lr = job
+    model, merges = load_gpt(path)
+    stream = torch.tensor(bpe.encode(shakespeare.split_works(split), merges))
+    prefix = torch.tensor(bpe.encode(shakespeare.SEPARATOR, merges))
+    stride = model.config.context // STRIDE
+    try:
+        return lr, dynamic_nats(model, stream, prefix, lr, stride).tolist()
+    except ValueError as error:
+        return lr, str(error)
+
+
+def dynamic(path=DATA / "ch11_gpt.pt", procs: int = 2) -> dict:
+    """Dynamic evaluation of the stored GPT (``utils.stream_scoring``):
+    bits per character of the validation plays at every rate of
+    ``DYNAMIC_RATES``, of the test plays at 0 and at the best; ``procs``
+    processes of one thread each, one (split, rate) apiece."""
+    chars = {k: len(v) for k, v in shakespeare.split_works().items()}
+
+    def run(pool, split, rates) -> tuple[dict, dict]:
+        jobs = [(path, split, lr) for lr in rates]
+        nats = dict(pool.map(_dynamic_windows, jobs))
+        bits = {
+            lr: n if n == str(n) else sum(n) / math.log(2)
+            for lr, n in nats.items()
+        }
+        return nats, {
+            lr: b if b == str(b) else b / chars[split]
+            for lr, b in bits.items()
+        }
+
+    with futures.ProcessPoolExecutor(procs) as pool:
+        _, valid = run(pool, "valid", DYNAMIC_RATES)
+        best = min((v, lr) for lr, v in valid.items() if v != str(v))[1]
+        nats, test = run(pool, "test", sorted({0.0, best}))
+    out = {
+        "what": "tools/runs/train_gpt.py --dynamic: SGD after each window",
+        "stride": STORED.model.context // STRIDE,
+        "valid_bpc": {str(lr): v for lr, v in valid.items()},
+        "lr": best,
+        "test_bpc": {str(lr): v for lr, v in test.items()},
+        "replay_nats": nats[best][:DYNAMIC_REPLAY],
+    }
+    (DATA / "ch11_dynamic.json").write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+PILOTS = ("lr1e3", "lr2e3")  # their rows go to book/data/ch11_pilots.jsonl
+
+
+def store_pilot(name: str, log: dict, rows_path) -> None:
+    """A finished pilot's log and rows, as one row of ch11_pilots.jsonl
+    (replacing an older row of the same pilot)."""
+    path = DATA / "ch11_pilots.jsonl"
+    rows = [json.loads(r) for r in rows_path.read_text().splitlines()]
+    old = path.read_text().splitlines() if path.is_file() else []
+    kept = [r for r in old if json.loads(r)["recipe_name"] != name]
+    new = json.dumps({**log, "rows": rows, "recipe_name": name})
+    path.write_text("".join(r + "\n" for r in [*kept, new]))
+
+
 def main(args) -> None:
+    if args.dynamic:
+        print(json.dumps(dynamic(procs=args.procs), indent=1))
+        return
     recipe = dataclasses.replace(RECIPES[args.recipe], seed=args.seed)
     name = args.recipe if not args.seed else f"{args.recipe}_s{args.seed}"
     out = pathlib.Path(args.out or (DATA if name == "ch11" else WORK))
     checkpoint = (WORK if args.out is None else out) / f"{name}.pt"
     rows_path = out / f"{name}_run.jsonl"
-    with ddp.processes(args.procs, "tools.train_gpt") as world:
+    with ddp.processes(args.procs) as world:
         if world.rank == 0:
             WORK.mkdir(parents=True, exist_ok=True)
             out.mkdir(parents=True, exist_ok=True)
@@ -393,6 +468,8 @@ def main(args) -> None:
         }
         torch.save(stored, out / f"{name}_gpt.pt")
     (out / f"{name}_run.json").write_text(json.dumps(log) + "\n")
+    if log["complete"] and name in PILOTS:
+        store_pilot(name, log, rows_path)
     state = "complete" if log["complete"] else "stopped; run again to go on"
     print(f"{len(losses)} of {recipe.steps} steps ({state}); wrote {out}")
 
@@ -407,4 +484,7 @@ if __name__ == "__main__":
     parser.add_argument("--out", help="default: book/data for ch11")
     parser.add_argument("--fresh", action="store_true", help="start over")
     parser.add_argument("--stop-at", type=int, help="stop after this step")
+    parser.add_argument(
+        "--dynamic", action="store_true", help="dynamic evaluation"
+    )
     main(parser.parse_args())

@@ -2,12 +2,12 @@
 Pronouncing Dictionary (letters in, ARPAbet phonemes out, without the
 stress digits, as the published CMUdict benchmarks score it).
 
-    python -m tools.train_pronouncer                 # the stored run
-    python -m tools.train_pronouncer --minutes 20    # stop after 20 min...
-    python -m tools.train_pronouncer --minutes 20    # ...and go on
-    python -m tools.train_pronouncer --steps 300 --out /tmp/p   # a test run
-    python -m tools.train_pronouncer --seed 3   # the recipe on seed 3
-    python -m tools.train_pronouncer --recipe p192 --procs 2   # both cores
+    python -m tools.runs.train_pronouncer               # the stored run
+    python -m tools.runs.train_pronouncer --minutes 20  # stop after 20 min...
+    python -m tools.runs.train_pronouncer --minutes 20  # ...and go on
+    python -m tools.runs.train_pronouncer --steps 300 --out /tmp/p  # a test
+    python -m tools.runs.train_pronouncer --seed 3  # the recipe on seed 3
+    python -m tools.runs.train_pronouncer --recipe t128 --procs 2  # 2 cores
 
 It restarts itself in the portable numeric mode and trains on one thread,
 deterministically: the same command gives the same loss at every step.
@@ -35,28 +35,26 @@ import pathlib
 
 from tools.numerics import numeric_mode
 
-if __name__ == "__main__":  # before torch is imported
-    numeric_mode.reexec_in("portable", "tools.train_pronouncer")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from tools import ROOT  # noqa: E402
-from tools.runs import ddp  # noqa: E402
-from tools.runs.probe_pronouncer import BASE  # noqa: E402
-from utils import pronunciation as pr  # noqa: E402
-from utils.training import threads  # noqa: E402
-from utils.pronouncer import (  # noqa: E402
+from tools import ROOT
+from tools.runs import ddp
+from tools.runs.probe_pronouncer import BASE
+from utils import pronunciation as pr
+from utils.training import threads
+from utils.pronouncer import (
     build_pronouncer,
     load_pronouncer,
     train_pronouncer,
 )
 
-# Chosen with tools/probe_pronouncer.py (book/data/g2p_probes.json): of the
-# sizes probed, d_model 96 with 2+2 layers (0.53M parameters) learns a
+# Chosen with tools/runs/probe_pronouncer.py (book/data/g2p_probes.json): of
+# the sizes probed, d_model 96 with 2+2 layers (0.53M parameters) learns a
 # little faster per step than d_model 64 at 1.8x its cost, and has more
 # room to improve in an hour. No dropout, and a cooldown over the last
-# third: tools/sweep_pronouncer.py found each better on every seed at
+# third: tools/runs/sweep_pronouncer.py found each better on every seed at
 # d_model 64. 15,000 steps (17 epochs) took 43 min of one core here.
 CONFIG = dataclasses.replace(
     BASE,  # the probes' recipe, at the size and length chosen
@@ -120,20 +118,28 @@ RECIPES = {
         eval_every=808,
     ),
 }
+# f128 at a third of its length, without and with the stress digits in the
+# targets (scored without them, as every row): does the finer target help?
+THIRD = dict(steps=5390, eval_every=539)  # 13.3 epochs
+RECIPES["t128"] = dataclasses.replace(RECIPES["f128"], **THIRD)
+RECIPES["t128_stress"] = RECIPES["t128"]
+TRAINED_WITH_STRESS = {"t128_stress"}  # recipes whose targets keep stress
 RECIPE_ROWS = OUT / "pronouncer_recipe.jsonl"  # one row per finished run
 
 
-def data() -> tuple[dict, dict, tuple]:
-    """The split of ``split_words`` and ``train_pronouncer``'s data."""
+def data(stress: bool = STRESS) -> tuple[dict, dict, tuple]:
+    """The split of ``split_words`` and ``train_pronouncer``'s data (the
+    targets with the stress digits if ``stress``)."""
     split = pr.split_words(N_VALID, N_TEST, SPLIT_SEED)
-    splits, vocabs = pr.pronouncer_data(split, stress=STRESS)
+    splits, vocabs = pr.pronouncer_data(split, stress=stress)
     return split, splits, vocabs
 
 
-def scores(model, entries, wrong: bool = False) -> dict:
-    """Greedy WER and PER of ``model`` on ``entries`` (multi-reference);
+def scores(model, entries, wrong: bool = False, stress=STRESS) -> dict:
+    """Greedy WER and PER of ``model`` (which writes the stress digits if
+    ``stress``) on ``entries`` (multi-reference), scored without stress;
     ``wrong``: and which words it gets wrong ("1"), in their order."""
-    hyps = pr.pronounce(model, [w for w, _ in entries], stress=STRESS)
+    hyps = pr.pronounce(model, [w for w, _ in entries], stress=stress)
     refs = [p for _, p in entries]
     out = {
         "wer": pr.word_error_rate(hyps, refs, stress=STRESS),
@@ -189,7 +195,7 @@ def paths(args) -> tuple[pathlib.Path, pathlib.Path]:
     return out, checkpoint
 
 
-def run(cfg, checkpoint: pathlib.Path, args, world=None):
+def run(cfg, checkpoint: pathlib.Path, args, world=None, stress=STRESS):
     """Train ``cfg`` (continuing ``checkpoint`` unless ``args.fresh``) ->
     the split, the vocabularies, the model and its history."""
     if (
@@ -200,7 +206,7 @@ def run(cfg, checkpoint: pathlib.Path, args, world=None):
         checkpoint.unlink()
     if world is not None:
         world.barrier()  # no process reads a checkpoint being removed
-    split, splits, vocabs = data()
+    split, splits, vocabs = data(stress)
     model, h = train_pronouncer(
         cfg,
         splits,
@@ -213,12 +219,13 @@ def run(cfg, checkpoint: pathlib.Path, args, world=None):
     return split, vocabs, model, h
 
 
-def held_out(model, split) -> dict:
+def held_out(model, split, stress=STRESS) -> dict:
     """A recipe row's scores: validation, test (with the words it gets
     wrong) and McNemar's test against the baseline on the test words."""
-    test = scores(model, split["test"], wrong=True)
+    test = scores(model, split["test"], wrong=True, stress=stress)
     test["mcnemar"] = against_baseline(test["wrong"])
-    return {"valid": scores(model, split["valid"]), "test": test}
+    valid = scores(model, split["valid"], stress=stress)
+    return {"valid": valid, "test": test}
 
 
 def run_recipe(args, world) -> None:
@@ -231,7 +238,10 @@ def run_recipe(args, world) -> None:
     name = f"{args.recipe}_s{args.seed}"
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    split, vocabs, model, h = run(cfg, work / f"{name}.pt", args, world)
+    stress = args.recipe in TRAINED_WITH_STRESS
+    split, vocabs, model, h = run(
+        cfg, work / f"{name}.pt", args, world, stress
+    )
     done = len(h["train_loss"])
     if world.rank != 0:
         return
@@ -243,6 +253,7 @@ def run_recipe(args, world) -> None:
         "config": cfg.as_dict(),
         "params": sum(p.numel() for p in model.parameters()),
         "processes": world.size,
+        "trained_with_stress": stress,
         "steps_done": done,
         "seconds": round(h["seconds"], 1),
         "numeric_mode": numeric_mode.stamp(),
@@ -261,11 +272,11 @@ def run_recipe(args, world) -> None:
     }
     if done == cfg.steps:
         stored, half = fp16_model(model, cfg, vocabs)
-        config = {**row["config"], "stress": STRESS}  # load_pronouncer reads
+        config = {**row["config"], "stress": stress}  # load_pronouncer reads
         torch.save(
             {"config": config, "state_dict": half}, work / f"{name}_fp16.pt"
         )
-        row.update(held_out(stored, split))
+        row.update(held_out(stored, split, stress))
         old = []
         if RECIPE_ROWS.is_file():
             old = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
@@ -285,12 +296,14 @@ def rescore(args) -> None:
     """Score a finished run's stored fp16 weights again (validation, test
     and McNemar against the baseline) into its row of ``RECIPE_ROWS``."""
     name = f"{args.recipe}_s{args.seed}"
-    model, _, _ = load_pronouncer(pathlib.Path(args.work) / f"{name}_fp16.pt")
+    path = pathlib.Path(args.work) / f"{name}_fp16.pt"
+    model, _, _ = load_pronouncer(path)
+    stress = torch.load(path, weights_only=True)["config"]["stress"]
     split = pr.split_words(N_VALID, N_TEST, SPLIT_SEED)
     rows = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
     (row,) = [r for r in rows if r["run"] == name]
     with threads(1):
-        row.update(held_out(model, split))
+        row.update(held_out(model, split, stress))
     RECIPE_ROWS.write_text("".join(json.dumps(r) + "\n" for r in rows))
     print(json.dumps({k: v for k, v in row["test"].items() if k != "wrong"}))
 
@@ -308,7 +321,7 @@ def main(args) -> None:
         log = {
             "numeric_mode": numeric_mode.stamp(),
             "meta": {
-                "what": "tools/train_pronouncer.py: the stored pronouncer",
+                "what": "tools/runs/train_pronouncer.py: the stored model",
                 "train_loss": "float32 losses, written shortest: compare "
                 "as np.float32(stored) == np.float32(live)",
                 "config": cfg.as_dict(),
@@ -364,5 +377,5 @@ if __name__ == "__main__":
     elif args.recipe is None:
         main(args)
     else:
-        with ddp.processes(args.procs, "tools.train_pronouncer") as world:
+        with ddp.processes(args.procs) as world:
             run_recipe(args, world)
