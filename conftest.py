@@ -1,10 +1,10 @@
 """pytest configuration for the whole repository.
 
-nbval collects only the notebooks the book tests (tools/notebooks.py: the
-chapters in _toc.yml plus the author template), the site is built once per run
-and shared by the tests that need it, and the run ends with a table of how long
-each notebook took to execute, then the main-path words of chapters 1-7 and
-the visible code lines per chapter.
+nbval collects only the notebooks the book tests (tools/editions/notebooks.py:
+the chapters in _toc.yml plus the author template), the site is built once per
+run and shared by the tests that need it, and the run ends with a table of how
+long each notebook took to execute, then the main-path words of chapters 1-7
+and the visible code lines per chapter.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ import pathlib
 
 import pytest
 
-from tools import numeric_mode
-from tools.notebooks import course_notebooks
+from tools.numerics import numeric_mode
+from tools.editions.notebooks import course_notebooks
 
 # Before anything imports torch: the unit tests and every kernel nbval starts
 # run in the portable numeric mode the stored outputs were made in
-# (tools/numeric_mode.py).
+# (tools/numerics/numeric_mode.py).
 numeric_mode.apply("portable")
 # Where bits cannot match (not Linux on x86-64), notebooks run with every
-# assert but are not compared, and say so (tools/claims_mode.py).
-pytest_plugins = ["tools.claims_mode"]
+# assert but are not compared, and say so (tools/numerics/claims_mode.py).
+pytest_plugins = ["tools.numerics.claims_mode"]
 
 _LISTED = {p.resolve() for p in course_notebooks()}
 _NOTEBOOK_SECONDS: dict[str, float] = collections.defaultdict(float)
@@ -46,7 +46,7 @@ def built_site(tmp_path_factory, worker_id):
     the result.
 
     English into _build/html/, Chinese into _build/html/zh/
-    (tools/build_book.py; the result's output holds both logs).
+    (tools/editions/build_book.py; the result's output holds both logs).
     tests/test_book.py checks the build itself; tests/test_browser.py reads the
     pages of both. Under ``make test``'s two workers (pytest-xdist) the first
     worker to ask builds, under a lock, and the other reuses its result.
@@ -55,7 +55,7 @@ def built_site(tmp_path_factory, worker_id):
 
     from filelock import FileLock
 
-    from tools.build_book import build
+    from tools.editions.build_book import build
 
     if worker_id == "master":  # one process: nothing to share
         return build()
@@ -108,15 +108,15 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("notebook execution times (nbval)")
         for path, seconds in sorted(_NOTEBOOK_SECONDS.items()):
             terminalreporter.write_line(f"{seconds:7.1f} s  {path}")
-        # the lean main path of chapters 1-7 (tools/main_path_words.py)
-        from tools import main_path_words
+        # the lean main path of chapters 1-7 (tools/budgets/main_path_words.py)
+        from tools.budgets import main_path_words
 
         terminalreporter.section("main-path words, chapters 1-7")
         lines, _ = main_path_words.table(main_path_words.lean_notebooks())
         for line in lines:
             terminalreporter.write_line(line)
-        # the code shown open per chapter (tools/visible_code.py)
-        from tools import visible_code
+        # the code shown open per chapter (tools/budgets/visible_code.py)
+        from tools.budgets import visible_code
 
         terminalreporter.section("visible code lines per chapter")
         lines, _ = visible_code.table(visible_code.chapters())

@@ -19,8 +19,8 @@ chapters' folded setup and proof cells, by ``tests/`` and by ``tools/``:
 (Colab, ``jupyter lab``) it does what ``utils.setup`` does and, in a Chinese
 notebook, translates the figures' text; it installs no check that could fail a
 reader's own figure. Under the test harness (``make test``, ``make refresh``,
-``make robust``: ``tools.numeric_mode`` sets ``COURSE_CHECK_FIGURES=1``) every
-figure shown is also checked and a failed check fails its cell.
+``make robust``: ``tools.numerics.numeric_mode`` sets ``COURSE_CHECK_FIGURES``)
+every figure shown is also checked and a failed check fails its cell.
 """
 
 from __future__ import annotations

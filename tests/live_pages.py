@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 
-from tools.build_book import HTML
+from tools.editions.build_book import HTML
 
 # ---------- under Node ----------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tools.numbers_task import (
+from tools.runs.numbers_task import (
     chinese_numerals,
     english_words,
     make_splits,

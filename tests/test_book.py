@@ -16,9 +16,9 @@ import unicodedata
 
 import pytest
 
-from tools import translations
-from tools.build_book import ZH_TITLE, missing_pages
-from tools.glossary_links import GLOSSARY, glossary_terms
+from tools.editions import translations
+from tools.editions.build_book import ZH_TITLE, missing_pages
+from tools.editions.glossary_links import GLOSSARY, glossary_terms
 
 pytestmark = pytest.mark.slow
 

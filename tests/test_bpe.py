@@ -69,7 +69,7 @@ def test_round_trip_on_the_validation_plays(train_text, valid_text):
     ids = bpe.encode(valid_text, merges)
     assert bpe.decode(ids, merges) == valid_text
     assert 2.2 < len(valid_text.encode()) / len(ids) < 2.4  # bytes per token
-    from tools import ch11_baselines  # the stored table's row
+    from tools.runs import ch11_baselines  # the stored table's row
 
     stored = json.loads(ch11_baselines.OUT.read_text())["bpe"]
     row = next(r for r in stored if r["vocab_size"] == 1024)
@@ -96,7 +96,7 @@ def test_bad_arguments():
 # ---- agreement with Hugging Face tokenizers (byte-level BPE) ----
 
 tokenizers = pytest.importorskip("tokenizers")
-from tools.ch11_baselines import (  # noqa: E402
+from tools.runs.ch11_baselines import (  # noqa: E402
     as_bytes,
     hf_merges,
     hf_tokenizer,

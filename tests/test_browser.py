@@ -10,25 +10,25 @@ loaded, no code, output or equation block wider than its column (at 1280 px),
 no page wider than its window (a phone must not scroll sideways), and, on a
 chapter, a Colab link to that chapter's own Colab notebook in the page's
 language (English: colab/book/NN_name.ipynb; Chinese:
-colab/zh/book/NN_name.ipynb, made by tools/colab_notebooks.py; the last test
-checks those links alone). Both editions
+colab/zh/book/NN_name.ipynb, made by tools/editions/colab_notebooks.py; the
+last test checks those links alone). Both editions
 are checked the same way: English at /, Chinese at /zh/ (built by
-tools/build_book.py). Every page must also show a language switch inside the
-window leading to the same page in the other edition, and no Chinese character
-may be drawn as a missing-glyph box (each distinct CJK character of the page is
-drawn on a canvas in the font of the text that holds it and compared with the
-box drawn for an unassigned code point, U+0378; without a CJK font, e.g.
-`FONTCONFIG_FILE` pointing at a config with only DejaVu, this fails). A Chinese
-page must also show none of the theme's English UI strings that the Chinese
-edition translates (_ext/locale/zh_CN/LC_MESSAGES/*.po, the togglebutton hints,
-the folded-cell labels, 列印成 PDF) in any text, tooltip, label or alt text
-outside code, outputs and maths; and no other English at all in its header bar,
-footer, buttons and dropdown menus or in any tooltip, label or alt text (file
-types, "Ctrl", licence and brand names excepted; the language switch is marked
-lang="en" and addressed to English readers). The same probe run on the English
-pages must find those strings there, so it is known to see them. A full-page
-screenshot (JPEG) of each page at both sizes goes to _build/screenshots/ for a
-person to look at.
+tools/editions/build_book.py). Every page must also show a language switch
+inside the window leading to the same page in the other edition, and no Chinese
+character may be drawn as a missing-glyph box (each distinct CJK character of
+the page is drawn on a canvas in the font of the text that holds it and
+compared with the box drawn for an unassigned code point, U+0378; without a CJK
+font, e.g. `FONTCONFIG_FILE` pointing at a config with only DejaVu, this
+fails). A Chinese page must also show none of the theme's English UI strings
+that the Chinese edition translates (_ext/locale/zh_CN/LC_MESSAGES/*.po, the
+togglebutton hints, the folded-cell labels, 列印成 PDF) in any text, tooltip,
+label or alt text outside code, outputs and maths; and no other English at all
+in its header bar, footer, buttons and dropdown menus or in any tooltip, label
+or alt text (file types, "Ctrl", licence and brand names excepted; the language
+switch is marked lang="en" and addressed to English readers). The same probe
+run on the English pages must find those strings there, so it is known to see
+them. A full-page screenshot (JPEG) of each page at both sizes goes to
+_build/screenshots/ for a person to look at.
 
 Chromium comes from the system (Debian: `apt-get install chromium`); Playwright
 drives it (`executable_path`), so `playwright install` is never needed. Without
@@ -45,7 +45,7 @@ import urllib.parse
 import pytest
 from babel.messages.pofile import read_po
 
-from tools.notebooks import ROOT, config, toc_files
+from tools.editions.notebooks import ROOT, config, toc_files
 
 pytestmark = pytest.mark.slow
 
@@ -69,9 +69,9 @@ def _localised_english() -> list[str]:
     # Shown only inside longer strings: the Colab button's alt text is
     # "Colab" + "logo".
     found += ["Colab logo"]
-    # Not from a catalogue: sphinx-togglebutton's hints (tools/build_book.py
-    # sets them) and the label of folded cells and dropdowns
-    # (_ext/course_site.py relabels it).
+    # Not from a catalogue: sphinx-togglebutton's hints
+    # (tools/editions/build_book.py sets them) and the label of folded cells
+    # and dropdowns (_ext/course_site.py relabels it).
     found += ["Click to show", "Click to hide", "Toggle hidden content"]
     return sorted(set(found)) + [
         "列印成 PDF"
@@ -242,7 +242,7 @@ def _colab_problems(page: str, links: list[str]) -> list[str]:
     """A chapter's Colab links must all open the Colab notebook of the
     page's own language: colab/book/NN_name.ipynb, or, on a Chinese page,
     colab/zh/book/NN_name.ipynb (which must exist and be Chinese; see
-    tools/colab_notebooks.py)."""
+    tools/editions/colab_notebooks.py)."""
     import json
 
     chinese = page.startswith("zh/")

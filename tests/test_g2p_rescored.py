@@ -1,5 +1,5 @@
 """Chapter 9's rescoring (book/data/g2p_rescored.json, made by
-tools/g2p_rescore.py: Phonetisaurus's n-best lists rescored by the
+tools/runs/g2p_rescore.py: Phonetisaurus's n-best lists rescored by the
 pronouncer) belongs to today's files: today's split and members, the same
 tool and version as the classic baseline; each run's lambda is the best on
 its validation words; the stored test totals are what the per-word record
@@ -14,11 +14,11 @@ import math
 
 import pytest
 
-from tools import g2p_rescore as rs
-from tools import pronouncer_ensemble as pe
-from tools.decode_pronouncer import model_hash, references
-from tools.g2p_baseline import OUT as BASELINE
-from tools.pronouncer_split import fingerprint
+from tools.runs import g2p_rescore as rs
+from tools.runs import pronouncer_ensemble as pe
+from tools.runs.decode_pronouncer import model_hash, references
+from tools.runs.g2p_baseline import OUT as BASELINE
+from tools.runs.pronouncer_split import fingerprint
 from utils import pronunciation as pr
 from utils.pronouncer import load_pronouncer
 

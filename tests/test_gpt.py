@@ -357,7 +357,7 @@ def _train(out, *extra):
 
     from tools import ROOT
 
-    cmd = [sys.executable, "-m", "tools.train_gpt", "--recipe", "tiny"]
+    cmd = [sys.executable, "-m", "tools.runs.train_gpt", "--recipe", "tiny"]
     subprocess.run(
         [*cmd, *extra, "--out", str(out)],
         cwd=ROOT,
@@ -396,7 +396,7 @@ def test_two_processes_stopped_and_continued_in_one_are_one_run(tmp_path):
 
 
 def test_load_gpt_reads_what_train_gpt_stores(tmp_path):
-    from tools.train_gpt import fp16_model
+    from tools.runs.train_gpt import fp16_model
     from utils.gpt import load_gpt
 
     gpt = model()
@@ -468,13 +468,13 @@ def test_the_stored_rows_are_the_stored_runs():
 
 @pytest.mark.exact  # the portable numeric mode, as the run was made
 def test_the_stored_run_replays_exactly():
-    from tools.train_gpt import STORED, replay
+    from tools.runs.train_gpt import STORED, replay
 
     _, run = _stored()
     if run["meta"]["recipe"] != STORED.as_dict():
         pytest.skip(
-            "the stored run predates tools/train_gpt.py's recipe (issue 60 "
-            "replaces it); chapter 11's replay cell checks it"
+            "the stored run predates tools/runs/train_gpt.py's recipe (issue "
+            "60 replaces it); chapter 11's replay cell checks it"
         )
     live = replay(3)
     stored = run["replay_loss"][:3]

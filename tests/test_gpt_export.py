@@ -1,4 +1,4 @@
-"""The live GPT's export (tools/export_gpt.py) and its JavaScript
+"""The live GPT's export (tools/editions/export_gpt.py) and its JavaScript
 (_static/gpt/gpt.js on the shared engine, _static/engine/engine.js) equal
 the Python side, under Node. Fast: no browser.
 
@@ -42,7 +42,7 @@ import torch
 from proof.rng import Mulberry32, draw_token, generate_seeded
 from tests import live_pages as lp
 from tools import ROOT
-from tools import export_gpt as ex
+from tools.editions import export_gpt as ex
 from utils import bpe
 from utils.gpt import GPT, GPTConfig, load_gpt
 
@@ -231,7 +231,7 @@ def test_the_tokenizer_is_pythons(node, tmp_path):
 
 
 def _random_checkpoint(path: pathlib.Path) -> GPT:
-    """A random GPT with its own small BPE, stored as tools/train_gpt.py
+    """A random GPT with its own small BPE, stored as tools/runs/train_gpt.py
     stores chapter 11's (config, merges, fp16 state dict)."""
     from utils import shakespeare as sh
 

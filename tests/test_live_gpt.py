@@ -43,7 +43,7 @@ import torch
 
 from proof.rng import Mulberry32, generate_seeded
 from tests import live_pages as lp
-from tools import export_gpt as ex
+from tools.editions import export_gpt as ex
 from utils import bpe
 from utils import shakespeare as sh
 from utils.gpt import load_gpt

@@ -40,7 +40,7 @@ import pytest
 import torch
 
 from tests import live_pages as lp
-from tools import export_pronouncer as ex
+from tools.editions import export_pronouncer as ex
 from utils import pronunciation as pr
 from utils.pronouncer import load_pronouncer
 

@@ -1,6 +1,6 @@
 """The main-path word count: what is folded, what a reader meets."""
 
-from tools import main_path_words as mpw
+from tools.budgets import main_path_words as mpw
 
 
 def test_folded_box_counts_apart_but_its_title_is_seen():

@@ -1,9 +1,10 @@
-"""``make new-chapter`` (tools/new_chapter.py): a bad NAME is refused with a
-message and nothing written; on a scratch copy of the repository the command
-makes a chapter that the registration checks of ``make test`` accept (nbval
-on it, the repository, layout and visible-code checks, the Chinese and Colab
-notebooks) and that the translation check lists as untranslated, and nothing
-else (the slow test: it executes the new chapter twice, once per edition)."""
+"""``make new-chapter`` (tools/editions/new_chapter.py): a bad NAME is refused
+with a message and nothing written; on a scratch copy of the repository the
+command makes a chapter that the registration checks of ``make test`` accept
+(nbval on it, the repository, layout and visible-code checks, the Chinese and
+Colab notebooks) and that the translation check lists as untranslated, and
+nothing else (the slow test: it executes the new chapter twice, once per
+edition)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import sys
 
 import pytest
 
-from tools import ROOT, new_chapter, translations
+from tools import ROOT
+from tools.editions import new_chapter, translations
 
 NEXT = new_chapter.next_number()
 NAME = f"{NEXT:02d}_example"
@@ -67,7 +69,7 @@ def scratch(tmp_path_factory):
         if (ROOT / name).is_file():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, root / name)
-    run = _run(root, "-m", "tools.new_chapter", NAME, "An example")
+    run = _run(root, "-m", "tools.editions.new_chapter", NAME, "An example")
     assert run.returncode == 0, run.stdout + run.stderr
     return root, run.stdout
 
@@ -124,7 +126,7 @@ def test_make_tests_registration_checks_pass_on_it(scratch):
 @pytest.mark.slow
 def test_the_translation_check_lists_the_new_page_and_only_it(scratch):
     root, _ = scratch
-    run = _run(root, "-m", "tools.translations", "check")
+    run = _run(root, "-m", "tools.editions.translations", "check")
     assert run.returncode == 1, run.stdout + run.stderr
     units = translations.units(root / "book" / f"{NAME}.ipynb")
     found = run.stdout.strip().splitlines()

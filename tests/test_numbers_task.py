@@ -1,11 +1,11 @@
-"""The retired numbers task (tools/numbers_task.py, for chapter 9's sweep):
-hand-checked translations, disjoint splits, balancing by size."""
+"""The retired numbers task (tools/runs/numbers_task.py, for chapter 9's
+sweep): hand-checked translations, disjoint splits, balancing by size."""
 
 from __future__ import annotations
 
 import pytest
 
-from tools.numbers_task import (
+from tools.runs.numbers_task import (
     MAX_NUMBER,
     chinese_numerals,
     english_words,
@@ -103,7 +103,7 @@ def test_bad_numbers():
 
 
 def test_read_english_and_size_classes_agree_with_the_generator():
-    from tools.numbers_task import SIZE_CLASSES, read_english, size_class
+    from tools.runs.numbers_task import SIZE_CLASSES, read_english, size_class
 
     for n in (1, 19, 99, 100, 999, 1000, 1005, 9999, 10000, 12305, 99999):
         words = english_words(n)
@@ -115,7 +115,7 @@ def test_read_english_and_size_classes_agree_with_the_generator():
 def test_balance_by_size_repeats_rare_sizes_only():
     from collections import Counter
 
-    from tools.numbers_task import balance_by_size, size_class
+    from tools.runs.numbers_task import balance_by_size, size_class
 
     train = make_splits(seed=0)["train"]
     assert balance_by_size(train, 0.0) == train

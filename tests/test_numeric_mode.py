@@ -1,6 +1,6 @@
-"""The portable numeric mode (tools/numeric_mode.py): the bits the stored
-outputs were made with, reproduced wherever the tests run, Intel or AMD; and
-the claims mode (tools/claims_mode.py) where they cannot be.
+"""The portable numeric mode (tools/numerics/numeric_mode.py): the bits the
+stored outputs were made with, reproduced wherever the tests run, Intel or AMD;
+and the claims mode (tools/numerics/claims_mode.py) where they cannot be.
 
 The fingerprint (tools/fingerprint.py) hashes the exact result of every kind of
 operation the notebooks run, from a matrix product to a few training steps of
@@ -21,7 +21,8 @@ import nbformat
 import pytest
 import torch
 
-from tools import ROOT, fingerprint, numeric_mode
+from tools import ROOT, fingerprint
+from tools.numerics import numeric_mode
 
 STORED = ROOT / "tests" / "portable_fingerprint.json"
 
@@ -178,7 +179,7 @@ def _pytest(tmp_path, platform: str | None) -> subprocess.CompletedProcess:
             "-m",
             "pytest",
             "-p",
-            "tools.claims_mode",
+            "tools.numerics.claims_mode",
             "--noconftest",
             "-p",
             "no:cacheprovider",

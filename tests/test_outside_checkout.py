@@ -4,8 +4,8 @@ The notebook is copied into an empty temporary folder; its setup cell finds no
 `utils` above it and clones the course. Instead of the network, COURSE_REPO_URL
 points the clone at a local git repository made from this working tree, so the
 test sees uncommitted changes. The author template runs so, and one Colab
-notebook of each language (colab/, tools/colab_notebooks.py: what the site's
-Colab buttons open), whose printed outputs must equal the stored ones.
+notebook of each language (colab/, tools/editions/colab_notebooks.py: what the
+site's Colab buttons open), whose printed outputs must equal the stored ones.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tools import colab_notebooks, zh_notebooks
-from tools.notebooks import ROOT, setup_source
+from tools.editions import colab_notebooks, zh_notebooks
+from tools.editions.notebooks import ROOT, setup_source
 
 NOTEBOOK = ROOT / "book" / "template.ipynb"
 # The Colab notebooks run alone: a short chapter, in both languages.

@@ -11,7 +11,7 @@ import itertools
 import pytest
 import torch
 
-from tools.numbers_task import source_vocab, target_vocab
+from tools.runs.numbers_task import source_vocab, target_vocab
 from utils.batches import encode_batch
 from utils.model import Transformer
 from utils.parallel import DataParallel, Resumable, Streams, World

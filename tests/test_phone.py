@@ -24,7 +24,7 @@ import urllib.parse
 import pytest
 
 from tests.test_browser import PAGES
-from tools.build_book import HTML
+from tools.editions.build_book import HTML
 from proof.figures import MIN_CSS_PX, RECORD_RE
 
 pytestmark = pytest.mark.slow

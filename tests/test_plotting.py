@@ -252,7 +252,10 @@ def test_an_english_example_stays_english_beside_a_translated_label():
     figure's title, translated); nowhere is a Chinese word drawn inside the
     sentence (what tests/test_zh_notebooks.py looks for in every stored
     Chinese figure)."""
-    from tools.zh_notebooks import chinese_inside_english, figure_lines
+    from tools.editions.zh_notebooks import (
+        chinese_inside_english,
+        figure_lines,
+    )
 
     if labels.cjk_font() is None:
         pytest.skip("no CJK font installed")
@@ -322,8 +325,8 @@ _BAD_CELLS = [
 
 def test_a_bad_figure_fails_the_cell_under_the_harness():
     """Under the harness the failure is an exception in the cell itself (so
-    tools.refresh, nbval and the robust run fail), whether the figure is
-    shown by plt.show() or at the end of the cell; a good cell keeps its
+    tools.editions.refresh, nbval and the robust run fail), whether the figure
+    is shown by plt.show() or at the end of the cell; a good cell keeps its
     displayed value."""
     nb = _run_cells(_BAD_CELLS, "1")
     good, small, overlap = nb.cells[1:4]

@@ -69,7 +69,7 @@ def test_bad_arguments():
 
 
 def _stored() -> dict:
-    from tools import ch11_baselines
+    from tools.runs import ch11_baselines
 
     return json.loads(ch11_baselines.OUT.read_text())["ppmd"]
 

@@ -296,9 +296,9 @@ def test_masked_accuracy_by_input():
 
 @pytest.mark.exact
 def test_stored_runs_first_steps_replay():
-    """The first steps of tools/sweep_ch10.py's seed-1 runs, re-run: a
+    """The first steps of tools/runs/sweep_ch10.py's seed-1 runs, re-run: a
     causal LM and a pronouncer from scratch on 500 labelled words."""
-    from tools import sweep_ch10 as sw
+    from tools.runs import sweep_ch10 as sw
     from utils.pronouncer import train_pronouncer
 
     lines = sw.OUT.read_text().splitlines()
@@ -332,11 +332,12 @@ def test_stored_runs_first_steps_replay():
 
 def test_the_stored_settings_are_the_sweeps():
     """Chapter 10 reads the runs' settings from their meta row: they must be
-    what tools/sweep_ch10.py runs with (a changed script needs a new sweep)."""
+    what tools/runs/sweep_ch10.py runs with (a changed script needs a new
+    sweep)."""
     import json
 
     from tools import ROOT
-    from tools import sweep_ch10 as sw
+    from tools.runs import sweep_ch10 as sw
 
     path = ROOT / "book" / "data" / "ch10_runs.jsonl"
     meta = json.loads(path.read_text().splitlines()[0])
@@ -459,13 +460,13 @@ def test_noam_scales_each_group():
 
 
 def test_counting_on_the_denoising_task():
-    """tools/sweep_ch10.py's count baseline: a word's probability is the
+    """tools/runs/sweep_ch10.py's count baseline: a word's probability is the
     product of the causal counts' next-token probabilities (as ``logits``
     gives them); ``restore`` fills one sentinel with the likeliest word; the
     stored 5-gram score on the first 100 sources replays."""
     import math
 
-    from tools import sweep_ch10 as sw
+    from tools.runs import sweep_ch10 as sw
 
     words = ["cat"] * 10 + ["cart", "chart"] * 2 + ["dog"] * 5
     counts = ngram.LetterCounts("clm", words, 3)

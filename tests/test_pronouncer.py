@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 import torch
 
-from tools.numbers_task import make_splits, source_vocab, target_vocab
+from tools.runs.numbers_task import make_splits, source_vocab, target_vocab
 from utils.pronouncer import (
     PronouncerConfig,
     build_pronouncer,

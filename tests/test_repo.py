@@ -3,7 +3,7 @@ configuration.
 
 The notebooks checked are the chapters in _toc.yml plus the author template,
 which is kept out of the reader's navigation but must stay a correct model
-(tools/notebooks.py).
+(tools/editions/notebooks.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 import unicodedata
 
 import pytest
-from tools.notebooks import (
+from tools.editions.notebooks import (
     EXTRA_NOTEBOOKS,
     ROOT,
     SETUP_MARKER,
@@ -99,7 +99,7 @@ def test_setup_cell_is_the_canonical_one(path):
         f"{path.name}: first code cell is not the setup cell"
     )
     assert source == setup_source(), (
-        f"{path.name}: setup cell differs from tools/notebooks.py; "
+        f"{path.name}: setup cell differs from tools/editions/notebooks.py; "
         "run make refresh"
     )
     assert "hide-input" in code[0]["metadata"].get("tags", []), (
@@ -331,7 +331,7 @@ CHAPTERS = [p for p in NOTEBOOKS if _is_chapter_or_template(p)]
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_first_use_of_each_glossary_term_is_linked(path):
-    from tools.glossary_links import link_notebook
+    from tools.editions.glossary_links import link_notebook
 
     missing = link_notebook(path, write=False)
     assert not missing, (
@@ -382,8 +382,9 @@ def _adam_calls(text: str) -> list[str]:
 
 def test_every_adam_is_fused():
     """Adam's default path takes its square root in MKL's vector maths, whose
-    last bits differ between Intel and AMD CPUs (tools/numeric_mode.py): a
-    stored training run must use the fused kernel (``utils.training.adam``).
+    last bits differ between Intel and AMD CPUs
+    (tools/numerics/numeric_mode.py): a stored training run must use the fused
+    kernel (``utils.training.adam``).
     """
     sources = {
         str(p.relative_to(ROOT)): p.read_text()
@@ -415,7 +416,7 @@ NOT_COMPUTED = {"g2p_published.json"}
 def test_every_stored_sweep_was_made_in_the_portable_mode():
     """A sweep records the numeric mode it ran in; one stored in an older
     mode cannot be replayed exactly, so it fails here by name."""
-    from tools import numeric_mode
+    from tools.numerics import numeric_mode
 
     now = numeric_mode.stamp()
     assert now["mode"] == "portable"  # conftest.py set it

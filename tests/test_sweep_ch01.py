@@ -1,4 +1,4 @@
-"""tools/sweep_ch01.py and the seeds it stored for chapter 1
+"""tools/runs/sweep_ch01.py and the seeds it stored for chapter 1
 (book/data/ch01_data_vs_prior.json).
 
 The chapter reads the spread over seeds from that file instead of training
@@ -14,7 +14,9 @@ import sys
 
 import pytest
 
-from tools import ROOT, numeric_mode, sweep_ch01
+from tools import ROOT
+from tools.numerics import numeric_mode
+from tools.runs import sweep_ch01
 
 STORED = json.loads(sweep_ch01.OUT.read_text())
 
@@ -78,7 +80,7 @@ def test_the_chapters_live_seed_rerun_gives_back_its_stored_row(seed):
     cmd = [
         sys.executable,
         "-m",
-        "tools.sweep_ch01",
+        "tools.runs.sweep_ch01",
         "--seed",
         str(seed),
         "--motif",

@@ -12,7 +12,7 @@ import pathlib
 
 import pytest
 
-from tools import sweep_ch02
+from tools.runs import sweep_ch02
 
 STORED = (
     pathlib.Path(__file__).resolve().parents[1]

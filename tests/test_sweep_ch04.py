@@ -1,8 +1,8 @@
 """Chapter 4's stored sweep (book/data/ch04_positions.json) against a fresh
 run.
 
-The file is written by ``python -m tools.sweep_ch04``; chapter 4 asserts its
-claims on every stored row, so the rows must be what the code trains today.
+The file is written by ``python -m tools.runs.sweep_ch04``; chapter 4 asserts
+its claims on every stored row, so the rows must be what the code trains today.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import pytest
 import torch
 
-from tools.sweep_ch04 import OUT, SEEDS, SETTINGS
+from tools.runs.sweep_ch04 import OUT, SEEDS, SETTINGS
 from utils.position_probe import POSITION_KINDS, train_position_probe
 
 METRICS = (

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from tools import sweep_ch09
-from tools import ambiguous as amb
+from tools.runs import sweep_ch09
+from tools.runs import ambiguous as amb
 
 
 def _rows():
@@ -59,7 +59,7 @@ def test_the_run_is_train_pronouncers_on_the_same_data():
 
     import torch
 
-    from tools.numbers_task import balance_by_size
+    from tools.runs.numbers_task import balance_by_size
     from utils.pronouncer import train_pronouncer
 
     data = amb.task(0)

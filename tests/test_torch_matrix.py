@@ -1,13 +1,13 @@
-"""``tools.torch_matrix`` (``make torch-matrix``): which warnings count as
-new, what pip is asked for, and the requirements it installs beside torch.
-The notebooks themselves run in the CI job, not here."""
+"""``tools.numerics.torch_matrix`` (``make torch-matrix``): which warnings
+count as new, what pip is asked for, and the requirements it installs beside
+torch. The notebooks themselves run in the CI job, not here."""
 
 from __future__ import annotations
 
 import nbformat
 import pytest
 
-from tools import torch_matrix
+from tools.numerics import torch_matrix
 
 
 def _notebook(*streams: tuple[str, str]) -> nbformat.NotebookNode:
@@ -72,7 +72,7 @@ def test_other_pins_are_requirements_without_torch():
 
 
 def test_the_kernel_keeps_none_of_the_numeric_mode_variables():
-    from tools import numeric_mode
+    from tools.numerics import numeric_mode
 
     assert set(numeric_mode.PORTABLE) <= set(torch_matrix.CLEARED)
     assert {"COURSE_SEED", "PYTHONPATH"} <= set(torch_matrix.CLEARED)

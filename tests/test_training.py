@@ -20,7 +20,7 @@ from utils.training import (
     teacher_forced_loss,
     train,
 )
-from tools.numbers_task import source_vocab, target_vocab
+from tools.runs.numbers_task import source_vocab, target_vocab
 from utils.batches import encode_batch
 
 
@@ -101,7 +101,7 @@ def test_the_cooldown_falls_linearly_from_where_the_decay_left_it():
 
 
 def _batch(numbers=(5, 17, 305, 12305)):
-    from tools.numbers_task import chinese_numerals, english_words
+    from tools.runs.numbers_task import chinese_numerals, english_words
 
     pairs = [(english_words(n), chinese_numerals(n)) for n in numbers]
     return encode_batch(pairs, source_vocab(), target_vocab())

@@ -14,8 +14,8 @@
     outdated. The Chinese notebooks the Chinese site is built from are
     checked by tests/test_zh_notebooks.py.
 Both editions' builds are checked by the strict build test
-(tests/test_book.py). See tools/translations.py and README.md ("Chinese
-edition").
+(tests/test_book.py). See tools/editions/translations.py and README.md
+("Chinese edition").
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import shutil
 
 import nbformat
 import pytest
-from tools import translations
-from tools.glossary_links import GLOSSARY, glossary_terms
+from tools.editions import translations
+from tools.editions.glossary_links import GLOSSARY, glossary_terms
 
 TERM_ROLE = re.compile(r"\{term\}`([^`]*)`")
 
@@ -289,7 +289,7 @@ def test_the_chinese_reads_as_chinese():
 
 
 def test_a_wrapped_comment_never_starts_a_line_with_punctuation():
-    from tools import code_comments
+    from tools.editions import code_comments
 
     source = "x = 1\n# the seed, or COURSE_SEED when set\n"
     # 38 wide characters fill 76 of the 77 columns: the ） goes on
@@ -470,15 +470,15 @@ def test_a_translation_left_in_english_is_reported(scratch):
 
 
 def test_every_code_comment_is_translated():
-    """tools/code_comments.py: every English comment of the chapters (but
-    those in EXEMPT) and of the setup cell has its Chinese in
-    locale/zh/code/comments.yml; `python -m tools.translations check` lists
-    them."""
-    from tools import code_comments
+    """tools/editions/code_comments.py: every English comment of the chapters
+    (but those in EXEMPT) and of the setup cell has its Chinese in
+    locale/zh/code/comments.yml; `python -m tools.editions.translations check`
+    lists them."""
+    from tools.editions import code_comments
 
     failing, _ = code_comments.problems(translations.pages())
     assert not failing, "\n".join(failing[:30])
-    from tools.notebooks import setup_source
+    from tools.editions.notebooks import setup_source
 
     setup = code_comments.comments(setup_source())
     table = code_comments.load()

@@ -1,5 +1,5 @@
 """The visible code per chapter: the counter, and the staged budgets of
-issue #49 (tools/visible_code.py says how the staging works)."""
+issue #49 (tools/budgets/visible_code.py says how the staging works)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tools import visible_code as vc
+from tools.budgets import visible_code as vc
 
 
 def _cell(source, tags=(), cell_type="code", cell_id=None):

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from nbclient.exceptions import CellTimeoutError
 
-from tools.notebooks import ROOT, notebook_client, toc_notebooks
+from tools.editions.notebooks import ROOT, notebook_client, toc_notebooks
 
 pytestmark = pytest.mark.slow
 WIDGETS7 = ROOT / ".venv" / "widgets7"

@@ -96,6 +96,6 @@ def test_torch_job_runs_every_notebook_alone_on_oldest_and_newest(jobs):
     assert setup["with"]["python-version"] == "3.12"
     makefile = (ROOT / "Makefile").read_text()
     assert (
-        "\ntorch-matrix:\n\t$(PYTHON) -m tools.torch_matrix --torch $(TORCH)"
-        in (makefile)
+        "\ntorch-matrix:\n\t$(PYTHON) -m tools.numerics.torch_matrix "
+        "--torch $(TORCH)" in (makefile)
     )

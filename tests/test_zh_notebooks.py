@@ -1,4 +1,5 @@
-"""The Chinese notebooks (zh/book/*.ipynb, tools/zh_notebooks.py) are current.
+"""The Chinese notebooks (zh/book/*.ipynb, tools/editions/zh_notebooks.py) are
+current.
 
 Fast: nothing is executed. For every chapter in _toc.yml the Chinese notebook
 exists and is the English one translated: the same cells, the same code (the
@@ -16,8 +17,9 @@ import copy
 import nbformat
 import pytest
 
-from tools import ROOT, build_book, translations, zh_notebooks
-from tools.notebooks import toc_notebooks
+from tools import ROOT
+from tools.editions import build_book, translations, zh_notebooks
+from tools.editions.notebooks import toc_notebooks
 
 CHAPTERS = toc_notebooks()
 
@@ -144,21 +146,18 @@ def test_an_untranslated_unit_keeps_its_english():
     ]
 
 
-def test_setup_call_asks_for_chinese_once_setup_takes_it(monkeypatch):
+def test_setup_call_asks_for_chinese():
     english = next(
         c.source
         for c in nbformat.read(CHAPTERS[0], as_version=4).cells
         if c.cell_type == "code"
     )
-    monkeypatch.setattr(zh_notebooks, "setup_takes_language", lambda: True)
     ours = zh_notebooks.zh_setup(english)
     assert zh_notebooks.ZH_SETUP_CALL in ours
     assert (
         ours.replace(zh_notebooks.ZH_SETUP_CALL, zh_notebooks.SETUP_CALL)
         == english
     )
-    monkeypatch.setattr(zh_notebooks, "setup_takes_language", lambda: False)
-    assert zh_notebooks.zh_setup(english) == english
     with pytest.raises(ValueError, match="does not call"):
         zh_notebooks.zh_setup("import utils")
 
@@ -245,7 +244,7 @@ def test_a_stale_chinese_notebook_is_found(
     problems = zh_notebooks.problems(page)
     assert any(expect in p for p in problems), problems
     hint = zh_notebooks.regenerate_hint(page)
-    assert "python -m tools.zh_notebooks book/03_masks.ipynb" in hint
+    assert "python -m tools.editions.zh_notebooks book/03_masks.ipynb" in hint
 
 
 def test_a_missing_chinese_notebook_is_found(tmp_path, monkeypatch):
@@ -289,7 +288,8 @@ def test_chinese_source_tree_takes_the_chinese_notebooks(
     assert built.read_bytes() == zh_notebooks.zh_path(page).read_bytes()
     config = (source / "_config.yml").read_text()
     assert "language: zh_CN" in config and build_book.ZH_TITLE in config
-    # the Colab buttons open the Colab notebooks (tools/colab_notebooks.py)
+    # the Colab buttons open the Colab notebooks
+    # (tools/editions/colab_notebooks.py)
     assert "path_to_book: colab/zh\n" in config
     english = (ROOT / "_config.yml").read_text()
     assert 'path_to_book: "colab"' in english
@@ -327,10 +327,10 @@ def test_the_stamped_table_is_the_one_the_figures_use():
 
 @pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
 def test_chinese_code_differs_from_the_english_in_comments_only(page):
-    """Code comments are translated (tools/code_comments.py); with every
-    comment stripped, each code cell is the English one (the setup call
+    """Code comments are translated (tools/editions/code_comments.py); with
+    every comment stripped, each code cell is the English one (the setup call
     aside), and the outputs are checked equal by the test above."""
-    from tools import code_comments
+    from tools.editions import code_comments
 
     english = nbformat.read(page, as_version=4)
     chinese = nbformat.read(zh_notebooks.zh_path(page), as_version=4)
@@ -361,7 +361,7 @@ def test_chinese_code_differs_from_the_english_in_comments_only(page):
 
 
 def test_comments_are_wrapped_to_79_columns_and_code_kept():
-    from tools import code_comments as cc
+    from tools.editions import code_comments as cc
 
     source = (
         "x = 1  # one\n"

@@ -1,15 +1,17 @@
-"""What builds, syncs, links, refreshes and benchmarks the book (not tests, not
-course code).
+"""What builds, checks and feeds the book (not tests, not course code), by
+role; each module runs from the repository root as
+``python -m tools.ROLE.NAME`` (the Makefile's targets call them):
 
-Run each as a module from the repository root, as the Makefile does::
-
-    python -m tools.refresh book/03_masks.ipynb      # make refresh NB=...
-    python -m tools.build_book                       # make book
-    python -m tools.translations sync | check        # make translations
-    python -m tools.glossary_links book/*.ipynb      # make link-terms
-    python -m tools.robust                           # make robust
-    python -m tools.new_chapter 12_x "A title"       # make new-chapter
-    python -m tools.bench_attention                  # a benchmark, not a test
+- ``tools.editions``: both editions of the site, the Chinese and Colab
+  notebooks, translations, glossary links, the live pages' exports, refresh
+  and new chapters (``make book``, ``refresh``, ``zh-notebooks``, ``colab``,
+  ``translations``, ``link-terms``, ``new-chapter``);
+- ``tools.runs``: the scripts that make the stored runs and baselines in
+  ``book/data/`` (sweeps, trainers, the classic G2P baselines);
+- ``tools.numerics``: the numeric modes and what proves them across machines
+  and versions (``make robust``, ``make torch-matrix``, the claims mode);
+- ``tools.budgets``: the counters the layout tests hold to their budgets
+  (visible code, main-path words, validation share).
 
 ``ROOT`` (the repository) and ``NOT_PROSE`` (what in a Markdown cell is not
 prose) are defined here once and shared by the modules.

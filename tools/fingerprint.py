@@ -152,8 +152,8 @@ def _optimisers(out: dict[str, str]) -> None:
 
 
 def _models(out: dict[str, str]) -> None:
-    from tools.sweep_ch02 import CopyTwo, copy_batch
-    from tools import ambiguous
+    from tools.runs.sweep_ch02 import CopyTwo, copy_batch
+    from tools.runs import ambiguous
     from utils import pretraining, pronunciation
     from utils.loss import masked_cross_entropy
     from utils.model import Transformer
@@ -288,12 +288,10 @@ def _gpt(out: dict[str, str]) -> None:
     """Chapter 11's trainer: a few steps of a tiny GPT (PyTorch's fused
     causal attention forward and backward, fused AdamW, clipping, two
     parts' dropout streams), then the course's attention in eval mode."""
-    from tools import train_gpt
+    from tools.runs import train_gpt
     from utils.layers import evaluating
 
-    recipe = dataclasses.replace(
-        train_gpt.RECIPES["tiny"], steps=3, warmup=1
-    )
+    recipe = dataclasses.replace(train_gpt.RECIPES["tiny"], steps=3, warmup=1)
     gen = torch.Generator().manual_seed(0)
     stream = torch.randint(recipe.model.vocab_size, (2000,), generator=gen)
     model, losses, _ = train_gpt.fit(recipe, {"ids": {"train": stream}})

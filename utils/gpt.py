@@ -12,7 +12,7 @@ and those before it (the causal mask): one pass scores every next token.
   recomputes every visible position instead and draws the same tokens.
   Each step is ``GPT.next_logits`` through a ``Window``.
 - ``num_parameters(config)``: the parameter count, from the formula.
-- ``load_gpt(path)``: the stored model (tools/train_gpt.py) and its merges.
+- ``load_gpt(path)``: tools/runs/train_gpt.py's stored model and merges.
 - ``utils.stream_scoring`` scores a long token stream with it.
 - ``torch_reference`` / ``load_torch_gpt_weights``: the same blocks built
   from PyTorch's ``nn.TransformerEncoderLayer(norm_first=True)``, to compare.
@@ -246,13 +246,13 @@ class GPT(nn.Module):
 
 @torch.no_grad()
 def load_gpt(path) -> tuple[GPT, dict[tuple[int, int], int]]:
-    """The model ``tools/train_gpt.py`` stores (``{"config", "merges",
+    """The model ``tools/runs/train_gpt.py`` stores (``{"config", "merges",
     "state_dict"}``, weights in fp16) in eval mode, computing in fp32, and
     its BPE merges as ``utils.bpe`` takes them: ``{(left, right): id}``."""
     stored = torch.load(path, map_location="cpu", weights_only=True)
     keys = {"config", "merges", "state_dict"}
     if not isinstance(stored, dict) or set(stored) != keys:
-        raise ValueError(f"{path} is not a stored GPT (tools/train_gpt.py)")
+        raise ValueError(f"{path}: not a stored GPT (tools/runs/train_gpt.py)")
     model = GPT(GPTConfig(**stored["config"]))
     weights = {k: v.float() for k, v in stored["state_dict"].items()}
     model.load_state_dict(weights)

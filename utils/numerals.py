@@ -1,6 +1,6 @@
 """Chapter 9's reader of Chinese numerals 1..99,999, everyday (二千零二十六)
 or financial (贰仟零贰拾陆), never mixed; its tables are written out, apart
-from the writers in ``tools/numbers_task.py``."""
+from the writers in ``tools/runs/numbers_task.py``."""
 
 from __future__ import annotations
 

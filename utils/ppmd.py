@@ -16,7 +16,7 @@ empty prime it is the text alone, less the flush of an empty stream.
 ``memory``: the model's memory. Variant H restarts its model from nothing
 when it fills (its only way to go on), and the text it has read takes an
 eighth of it, so the memory must be large: 1 GiB never fills on these
-texts (``tools/ch11_baselines.py`` finds the same bytes at 256 MiB).
+texts (``tools/runs/ch11_baselines.py`` finds the same bytes at 256 MiB).
 """
 
 from __future__ import annotations

@@ -342,7 +342,7 @@ def _optimizer(cfg: PronouncerConfig, groups, scales):
     )  # fmt: skip
 
 
-# made by tools/train_pronouncer.py (its log: book/data/pronouncer.json)
+# made by tools/runs/train_pronouncer.py (its log: book/data/pronouncer.json)
 _DATA = pathlib.Path(__file__).resolve().parents[1] / "book" / "data"
 STORED_PRONOUNCER = _DATA / "pronouncer.pt"
 
@@ -354,7 +354,7 @@ def load_pronouncer(path=STORED_PRONOUNCER, device=None):
     path = pathlib.Path(path)
     if not path.is_file():
         raise FileNotFoundError(
-            f"no stored pronouncer at {path}: python -m tools.train_pronouncer"
+            f"no pronouncer at {path}: python -m tools.runs.train_pronouncer"
         )
     stored = torch.load(path, map_location="cpu", weights_only=True)
     record = dict(stored["config"])

@@ -5,7 +5,7 @@
  * _static/gpt/gpt.js: utils.gpt.GPT) and its widget; what both compute the
  * same way is here, once:
  *
- * - the export (weights.js, made by tools/live_export.py for either model):
+ * - the export (weights.js, made by tools/editions/live_export.py for either model):
  *   checkExport refuses another format or version, a missing or unknown
  *   architecture field and a setting the page does not compute;
  *   checkTensors any missing, extra or misshapen tensor and a short fp16;

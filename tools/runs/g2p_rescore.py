@@ -1,0 +1,262 @@
+"""Chapter 9's second opinion: the classic baseline's n-best lists rescored
+by the pronouncer, on all the validation and test words.
+
+    make rescore        (python -m tools.runs.g2p_rescore; needs phonetisaurus,
+                         as make baseline; about 25 min of one core)
+    python -m tools.runs.g2p_rescore --runs s0 s1 s2 s3   # one process's share
+    python -m tools.runs.g2p_rescore --runs s4 s5 s6 e7   # the other core's
+
+Phonetisaurus, trained as ``tools/runs/g2p_baseline.py`` trains it, lists its
+``NBEST`` best pronunciations of each word (distinct ones, ranked by their
+best alignment) with their costs (-log p; ``--accumulate`` sums the
+probabilities of the alignments of one pronunciation that the search met
+before it had ``NBEST`` distinct pronunciations, not of every one). The
+pronouncer scores every listed pronunciation by teacher forcing (log p,
+``utils.pronunciation.log_prob``), and a word's answer is the one with the
+highest ``log p - lam * cost``. ``lam`` is chosen for each run on its
+validation words (``GRID``), then the test words are scored once.
+
+Runs: ``s0`` the stored pronouncer, ``s1``..``s6`` the other seeds of its
+recipe (chapter 8's ensemble members), ``e7`` all seven averaged
+(``utils.ensemble.Ensemble``). Each run's scores are kept in a folder
+of ``CACHE`` named by what they depend on (the split, the members' weights,
+``NBEST``), so a changed model starts afresh; the JSON is written when every
+run is there. It restarts itself in the
+portable numeric mode, one thread, and scores in blocks of ``BLOCK`` words
+in the split's order, so it is deterministic.
+
+Writes ``book/data/g2p_rescored.json``: the split's fingerprint, the tool's
+version and settings, the members' SHA-256, each run's validation WER at
+every ``lam``, its chosen ``lam`` and test WER/PER, which test words ``s0``
+and ``e7`` get right, and, for the chapter's live words (the first
+``N_LIVE`` test words), Phonetisaurus's lists and the stored pronouncer's
+log-probabilities of them, computed as the chapter computes them, so the
+chapter must find the same numbers exactly.
+``tests/test_g2p_rescored.py`` checks the file against today's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import json
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from tools.numerics import numeric_mode
+
+from tools import ROOT
+from tools.runs import pronouncer_split
+from tools.runs.decode_pronouncer import model_hash, references
+from tools.runs.g2p_baseline import lexicon, settings
+from tools.runs import pronouncer_ensemble as pe
+from tools.runs.pronouncer_ensemble import member_path, members
+from utils import pronunciation as pr
+from utils.ensemble import Ensemble
+from utils.pronouncer import load_pronouncer
+from utils.training import threads
+
+OUT = ROOT / "book" / "data" / "g2p_rescored.json"
+CACHE = ROOT / "_build" / "g2p_rescore"
+NBEST, BLOCK, N_LIVE, STRESS = 10, 500, 500, False
+GRID = [0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5, 2.0, 3.0]
+SEEDS = range(7)
+RUNS = [f"s{s}" for s in SEEDS] + ["e7"]
+
+
+def nbest_lists(model_path: Path, words) -> list[list[list]]:
+    """Per word, Phonetisaurus's ``[[phonemes, cost], ...]`` in its order
+    (empty if it finds none)."""
+    import phonetisaurus
+
+    dec = settings()["decode"]
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
+        f.write("\n".join(words) + "\n")
+        f.flush()
+        text = subprocess.check_output(
+            [
+                "phonetisaurus-g2pfst",
+                f"--model={model_path}",
+                f"--nbest={NBEST}",
+                f"--beam={dec['beam']}",
+                f"--thresh={dec['thresh']}",
+                f"--pmass={dec['pmass']}",
+                "--accumulate=true",
+                f"--wordlist={f.name}",
+            ],
+            env=phonetisaurus.guess_environment(),
+            text=True,
+            stderr=subprocess.DEVNULL,
+        )
+    found: dict[str, list] = {}
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3:
+            found.setdefault(parts[0], []).append(
+                [parts[2].split(), float(parts[1])]
+            )
+    return [found.get(w, []) for w in words]
+
+
+def cache_dir() -> Path:
+    """``CACHE``'s folder for today's split, members and ``NBEST``."""
+    key = [pronouncer_split.fingerprint(), NBEST]
+    key += [model_hash(member_path(s)) for s in SEEDS]
+    digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()
+    return CACHE / digest[:16]
+
+
+def lists() -> dict:
+    """Train Phonetisaurus on the training words, list the validation and
+    test words (cached: about 4 min)."""
+    path = cache_dir() / "nbest.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    import phonetisaurus
+
+    split = pr.split_words()
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        model_path = Path(tmp) / "model.fst"
+        start = time.perf_counter()
+        phonetisaurus.train(lexicon(split["train"]), model_path)
+        out["train_seconds"] = round(time.perf_counter() - start, 1)
+        for part in ("valid", "test"):
+            out[part] = nbest_lists(model_path, [w for w, _ in split[part]])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out))
+    return out
+
+
+def model_of(run: str):
+    seeds = [int(run[1:])] if run.startswith("s") else list(SEEDS)
+    loaded = members(seeds)
+    return loaded[0] if len(loaded) == 1 else Ensemble(loaded)
+
+
+def log_probs(model, words, nbest) -> list[list[float]]:
+    """log p of every listed pronunciation, ``words`` as one call."""
+    flat_w = [w for w, cands in zip(words, nbest) for _ in cands]
+    flat_p = [p for cands in nbest for p, _ in cands]
+    flat = pr.log_prob(model, flat_w, flat_p, stress=STRESS) if flat_w else []
+    out, i = [], 0
+    for cands in nbest:
+        out.append(flat[i : i + len(cands)])
+        i += len(cands)
+    return out
+
+
+def pick(nbest, lp, lam: float) -> int | None:
+    """The index of the best ``log p - lam * cost`` (None: no list)."""
+    scores = [p - lam * c for (_, c), p in zip(nbest, lp)]
+    return max(range(len(scores)), key=scores.__getitem__) if scores else None
+
+
+def score_run(run: str, data: dict) -> None:
+    """One run's log-probs of every list, cached."""
+    path = cache_dir() / f"{run}.json"
+    if path.exists():
+        return
+    split = pr.split_words()
+    model, out = model_of(run), {}
+    start = time.process_time()
+    for part in ("valid", "test"):
+        words, nbest = [w for w, _ in split[part]], data[part]
+        out[part] = []
+        for s in range(0, len(words), BLOCK):
+            block = slice(s, s + BLOCK)
+            out[part] += log_probs(model, words[block], nbest[block])
+    out["cpu_seconds"] = round(time.process_time() - start, 1)
+    path.write_text(json.dumps(out))
+    print(run, out["cpu_seconds"], "s", flush=True)
+
+
+def outputs(nbest, lps, lam, fallback) -> list[tuple]:
+    """Each word's rescored answer; a word with no list keeps
+    ``fallback``'s (the pronouncer's greedy output)."""
+    out = []
+    for cands, lp, fb in zip(nbest, lps, fallback):
+        j = pick(cands, lp, lam)
+        out.append(fb if j is None else tuple(cands[j][0]))
+    return out
+
+
+def assemble(data: dict) -> dict:
+    split = pr.split_words()
+    refs = {part: references(split[part]) for part in ("valid", "test")}
+    stored = load_pronouncer()[0]
+    greedy = {part: pe.pronounce(stored, split[part]) for part in refs}
+    rows = []
+    for run in RUNS:
+        lps = json.loads((cache_dir() / f"{run}.json").read_text())
+
+        def wer(part, lam, _lps=lps):
+            hyps = outputs(data[part], _lps[part], lam, greedy[part])
+            return pr.word_error_rate(hyps, refs[part], stress=STRESS), hyps
+
+        grid = [round(wer("valid", lam)[0], 6) for lam in GRID]
+        lam = GRID[grid.index(min(grid))]
+        test_wer, hyps = wer("test", lam)
+        test_per = pr.phoneme_error_rate(hyps, refs["test"], stress=STRESS)
+        row = {
+            "run": run,
+            "valid_wer": dict(zip(map(str, GRID), grid)),
+            "lam": lam,
+            "test": {"wer": test_wer, "per": test_per},
+            "cpu_seconds": lps["cpu_seconds"],
+        }
+        if run in ("s0", "e7"):
+            row["test_right"] = "".join(
+                "1" if h in r else "0" for h, r in zip(hyps, refs["test"])
+            )
+        rows.append(row)
+        print(run, lam, f"{test_wer:.2%}", flush=True)
+    # the chapter's live words, scored as the chapter scores them
+    words = [w for w, _ in split["test"][:N_LIVE]]
+    live_nb = data["test"][:N_LIVE]
+    live_lp = log_probs(stored, words, live_nb)
+    s0 = rows[0]
+    got = outputs(live_nb, live_lp, s0["lam"], greedy["test"])
+    right = "".join("1" if h in r else "0" for h, r in zip(got, refs["test"]))
+    assert right == s0["test_right"][:N_LIVE], "live words pick differently"
+    return {
+        "what": "tools/runs/g2p_rescore.py: Phonetisaurus's n-best lists "
+        "rescored by the pronouncer (no stress)",
+        "split": pronouncer_split.fingerprint(),
+        "numeric_mode": numeric_mode.stamp(),
+        "tool": "phonetisaurus",
+        "version": importlib.metadata.version("phonetisaurus"),
+        "decode": {**settings()["decode"], "nbest": NBEST, "accumulate": True},
+        "train_seconds": data["train_seconds"],
+        "listed": {
+            part: sum(map(len, data[part])) for part in ("valid", "test")
+        },
+        "no_list": {
+            part: sum(not c for c in data[part]) for part in ("valid", "test")
+        },
+        "member_sha256": {str(s): model_hash(member_path(s)) for s in SEEDS},
+        "grid": GRID,
+        "block": BLOCK,
+        "rows": rows,
+        "live": {"n": N_LIVE, "nbest": live_nb, "log_p": live_lp},
+    }
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", nargs="+", choices=RUNS, default=RUNS)
+    args = parser.parse_args(argv)
+    with threads(1):
+        data = lists()
+        for run in args.runs:
+            score_run(run, data)
+        if all((cache_dir() / f"{r}.json").exists() for r in RUNS):
+            OUT.write_text(json.dumps(assemble(data)) + "\n")
+            print("wrote", OUT)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,281 @@
+"""Sequitur G2P (Bisani & Ney 2008) on the course's split, ramped up one
+n-gram order at a time, resumably.
+
+    python -m tools.runs.g2p_sequitur --max-minutes 120    (make sequitur)
+
+Sequitur is the joint-sequence model's reference implementation
+(``sequitur-g2p`` on PyPI). Its documented recipe trains order 1 with
+``--devel 5%`` (5% of the training words held out to adjust the
+discounts and to stop EM), then each next order from the last one::
+
+    g2p.py --train train.lex --devel 5% --write-model model-1
+    g2p.py --model model-1 --ramp-up --train train.lex --devel 5% \\
+        --write-model model-2    ...
+
+This script runs exactly that through the package's own ``SequiturTool``
+(its defaults otherwise: graphones of at most one letter and one phoneme,
+20 to 100 EM iterations), on every pronunciation of the training words,
+stress removed, as ``tools/runs/g2p_baseline.py`` trains Phonetisaurus.
+Python's ``random`` is seeded (``SEED``) and the hash seed fixed before each
+order, so the held-out 5% (drawn afresh each order, as the command line does)
+is the same on every run.
+
+Each order runs in a child process. A finished order keeps its model in
+``_build/baselines/sequitur/<split>/model-N.pickle`` and stores its row in
+``book/data/g2p_baselines.json`` (entry ``sequitur-N``,
+``tools/runs/g2p_baselines.py``): settings, training and prediction seconds
+(wall and CPU), valid and test WER/PER, which words it gets wrong. The next
+invocation continues with the next order. ``--max-minutes`` is a wall
+limit: no order starts after it, and an order still running then is
+stopped and simply redone next time. It stops for good (recorded under
+``sequitur`` in the JSON) where the validation WER stops improving, or
+when the finished orders have used ``BUDGET_HOURS`` of one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+from tools import ROOT
+from tools.runs import g2p_baselines
+from tools.runs.g2p_baseline import lexicon, scored
+from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED
+from tools.runs.pronouncer_split import fingerprint
+from utils import pronunciation as pr
+
+BUILD = ROOT / "_build" / "baselines" / "sequitur"
+BUDGET_HOURS = 3  # of one core, all orders together
+MAX_ORDER = 12
+DEVEL = "5%"
+PREFIX = "sequitur-"
+
+
+def model_dir() -> Path:
+    """``BUILD``'s folder for today's split and the package's version."""
+    key = [fingerprint(), importlib.metadata.version("sequitur-g2p")]
+    digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()
+    return BUILD / digest[:16]
+
+
+def model_path(order: int) -> Path:
+    return model_dir() / f"model-{order}.pickle"
+
+
+def command(order: int) -> list[str]:
+    """``g2p.py``'s arguments for ``order`` (the documented recipe)."""
+    args = ["--train", "train.lex", "--devel", DEVEL]
+    if order > 1:
+        args += ["--model", f"model-{order - 1}", "--ramp-up"]
+    return args + ["--write-model", f"model-{order}"]
+
+
+def settings(order: int) -> dict:
+    import sequitur
+
+    return {
+        "order": order,
+        "command": "g2p.py " + " ".join(command(order)),
+        "devel": DEVEL + " of the training words, held out (not trained "
+        "on), drawn afresh each order",
+        "graphones": "at most one letter and one phoneme, "
+        f"{sequitur.ModelTemplate.sizeTemplates} (the default)",
+        "em_iterations": [
+            sequitur.ModelTemplate.minIterations,
+            sequitur.ModelTemplate.maxIterations,
+        ],
+        "decode": "Translator, the most probable pronunciation",
+        "seed": {"random": SEED, "PYTHONHASHSEED": str(SEED)},
+        "built_with": f"SWIG {swig_version()}; numpy.sometrue = numpy.any",
+        "stress": False,
+        "train_on": "every pronunciation of every training word",
+    }
+
+
+def entries(data: dict) -> list[dict]:
+    """The stored orders, lowest first."""
+    found = [e for n, e in data["entries"].items() if n.startswith(PREFIX)]
+    return sorted(found, key=lambda e: e["settings"]["order"])
+
+
+def swig_version() -> str:
+    """The SWIG that made the installed package's wrapper (its header)."""
+    import sequitur_
+
+    head = Path(sequitur_.__file__).read_text().splitlines()[:3]
+    return next(line.split()[-1] for line in head if "Version" in line)
+
+
+def check_package() -> None:
+    """Sequitur 1.0.1668.30's wheels on PyPI were made with SWIG 4.2.1,
+    whose capsule reference counting breaks the package's ``thisown``
+    assignments: training fails in its first iteration ("'SwigPyObject'
+    object has no attribute 'thisown'", upstream pull request 111). Built
+    from its source with SWIG 4.0 (``make sequitur`` does) it trains."""
+    if tuple(map(int, swig_version().split(".")[:2])) >= (4, 1):
+        raise SystemExit(
+            f"sequitur-g2p was built with SWIG {swig_version()}: its "
+            "training fails; make sequitur builds it with SWIG 4.0.2"
+        )
+
+
+def fit(order: int, sample: list) -> tuple:
+    """Sequitur's ``g2p.py`` recipe for ``order`` on ``sample`` (from the
+    stored model of the order before): the model, its options, the wall
+    and CPU seconds it took and the CPU clock when it started."""
+    import optparse
+
+    import numpy
+    import SequiturTool
+
+    # the package calls numpy.sometrue (from order 2), which NumPy 2.0
+    # removed, though it requires numpy>=2: the alias it was
+    numpy.sometrue = numpy.any
+    parser = optparse.OptionParser()
+    SequiturTool.addTrainOptions(parser)
+    paths = {f"model-{order - 1}": str(model_path(order - 1))}
+    paths[f"model-{order}"] = str(model_path(order)) + ".part"
+    options, _ = parser.parse_args([paths.get(a, a) for a in command(order)])
+    random.seed(SEED)
+    log = open(model_dir() / f"train-{order}.log", "w")
+    wall, cpu = time.perf_counter(), time.process_time()
+    model = SequiturTool.procureModel(options, lambda _: sample, log=log)
+    log.close()
+    if not model:
+        raise RuntimeError(f"order {order} failed: see {log.name}")
+    seconds = time.perf_counter() - wall, time.process_time() - cpu
+    return model, options, *seconds, cpu
+
+
+def train(order: int) -> None:
+    """One order, in this (child) process: train, score, store."""
+    from sequitur import Translator
+
+    split = pr.split_words(N_VALID, N_TEST, SEED)
+    sample = [
+        (tuple(word), tuple(p))
+        for word, prons in lexicon(split["train"]).items()
+        for p in prons
+    ]
+    model, options, train_wall, train_cpu, cpu = fit(order, sample)
+    translator = Translator(model)
+    out = {
+        "made_by": "tools/runs/g2p_sequitur.py",
+        "tool": "sequitur-g2p",
+        "version": importlib.metadata.version("sequitur-g2p"),
+        "settings": settings(order),
+        "split": fingerprint(),
+        "train": {
+            "words": len(split["train"]),
+            "pronunciations": len(sample),
+            "seconds": round(train_wall, 1),
+            "cpu_seconds": round(train_cpu, 1),
+            "model_bytes": Path(options.newModelFile).stat().st_size,
+        },
+    }
+    for part in ("valid", "test"):
+        start = time.perf_counter()
+        got = {}
+        for word, _ in split[part]:
+            try:
+                got[word] = translator(tuple(word))
+            except translator.TranslationFailure:
+                pass  # no output: wrong
+        out[part] = scored(split[part], got, time.perf_counter() - start)
+    out["train"]["cpu_seconds_with_scoring"] = round(
+        time.process_time() - cpu, 1
+    )
+    os.replace(options.newModelFile, model_path(order))
+    data = g2p_baselines.load()
+    done = entries(data)
+    out["train"]["seconds_all_orders"] = round(
+        sum(e["train"]["seconds"] for e in done[: order - 1]) + train_wall, 1
+    )
+    g2p_baselines.store(data, f"{PREFIX}{order}", out)
+
+
+def stop_reason(done: list[dict]) -> str | None:
+    """Why no further order is trained, or None."""
+    if len(done) >= 2:
+        last, before = done[-1], done[-2]
+        if last["valid"]["wer"] >= before["valid"]["wer"]:
+            return (
+                f"validation WER stopped improving: order "
+                f"{last['settings']['order']} {last['valid']['wer']:.2%}, "
+                f"order {before['settings']['order']} "
+                f"{before['valid']['wer']:.2%}"
+            )
+    cpu = sum(e["train"]["cpu_seconds_with_scoring"] for e in done)
+    if cpu >= BUDGET_HOURS * 3600:
+        return f"{BUDGET_HOURS} h of one core used ({cpu:.0f} s)"
+    if done and done[-1]["settings"]["order"] >= MAX_ORDER:
+        return f"order {MAX_ORDER} reached"
+    return None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--max-minutes", type=float, default=None)
+    ap.add_argument("--order", type=int, help=argparse.SUPPRESS)  # child
+    args = ap.parse_args()
+    check_package()
+    model_dir().mkdir(parents=True, exist_ok=True)
+    if args.order is not None:
+        return train(args.order)
+    deadline = time.monotonic() + 60 * (args.max_minutes or 1e9)
+    while True:
+        data = g2p_baselines.load()
+        if data["split"] != fingerprint():
+            raise SystemExit(f"{g2p_baselines.OUT}: another split")
+        done = entries(data)
+        reason = stop_reason(done)
+        order = len(done) + 1
+        orders = [e["settings"]["order"] for e in done]
+        if orders != list(range(1, order)):
+            raise SystemExit(f"stored orders are not 1..n: {orders}")
+        if reason is not None:
+            data["sequitur"] = {"orders": order - 1, "stopped": reason}
+            g2p_baselines.store(data)
+            return print(f"sequitur: done ({reason})")
+        if order > 1 and not model_path(order - 1).exists():
+            raise SystemExit(
+                f"{model_path(order - 1)} is gone: remove the sequitur "
+                f"entries from {g2p_baselines.OUT} to start again"
+            )
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return print(f"sequitur: time is up; next: order {order}")
+        print(f"sequitur: order {order} ({left / 60:.0f} min left)")
+        env = {**os.environ, "PYTHONHASHSEED": str(SEED)}
+        cmd = [sys.executable, "-m", "tools.runs.g2p_sequitur"]
+        child = subprocess.Popen(cmd + ["--order", str(order)], env=env)
+        try:
+            code = child.wait(timeout=left)
+        except subprocess.TimeoutExpired:
+            child.terminate()
+            child.wait()
+            return print(f"sequitur: stopped in order {order}, redone next")
+        if code != 0:
+            raise SystemExit(f"order {order} failed ({code})")
+        data = g2p_baselines.load()
+        e = data["entries"][f"{PREFIX}{order}"]
+        data["sequitur"] = {"orders": order, "stopped": None}
+        g2p_baselines.store(data)
+        print(
+            f"sequitur-{order}: {e['train']['seconds']:.0f} s, valid WER "
+            f"{e['valid']['wer']:.2%}, test WER {e['test']['wer']:.2%}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

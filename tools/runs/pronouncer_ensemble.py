@@ -1,0 +1,129 @@
+"""Chapter 8's ensemble: the stored recipe trained on several seeds, and
+the pronouncer that averages their probabilities, scored on the test words.
+
+    python -m tools.runs.train_pronouncer --seed 1   # ... one run per member
+    python -m tools.runs.pronouncer_ensemble         # writes the JSON
+
+It restarts itself in the portable numeric mode and runs on one thread,
+deterministically. Seed 0 is the stored pronouncer (``book/data/
+pronouncer.pt``); seed s is ``book/data/pronouncer_seeds/s{s}/``. Every
+member is scored alone, greedy, on the 12,000 test words and the 2,000
+validation words; so are ensembles of 2, 4, ... members (disjoint groups of
+seeds in order, each group once, so each size has its spread) and the whole
+ensemble. The whole ensemble's outcome on each test word (right or not)
+is stored as one character per word, so the chapter, decoding the first
+``BLOCK`` test words the same way, must find the same outcomes exactly.
+``book/data/pronouncer_ensemble.json`` also keeps the split's fingerprint
+and each member's SHA-256, which ``tests/test_pronouncer_ensemble.py``
+compares with today's files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from tools.numerics import numeric_mode
+
+from tools import ROOT
+from tools.runs import pronouncer_split
+from tools.runs.decode_pronouncer import model_hash, references
+from tools.runs.train_pronouncer import SEEDS_DIR
+from utils import pronunciation as pr
+from utils.ensemble import Ensemble
+from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer
+from utils.training import threads
+
+OUT = ROOT / "book" / "data" / "pronouncer_ensemble.json"
+STRESS, BLOCK = False, 500  # as chapter 9's decoding study
+
+
+def member_path(seed: int):
+    """Where the run of ``seed`` (``tools/runs/train_pronouncer.py``) is."""
+    if seed == 0:
+        return STORED_PRONOUNCER
+    return SEEDS_DIR / f"s{seed}" / "pronouncer.pt"
+
+
+def members(seeds) -> list:
+    """The stored runs of ``seeds``, loaded (eval mode)."""
+    return [load_pronouncer(member_path(s))[0] for s in seeds]
+
+
+def pronounce(model, entries) -> list[tuple]:
+    """Greedy outputs, decoded in blocks of ``BLOCK`` words in the stored
+    order (a batch's padding can move the last bits of a score)."""
+    words = [w for w, _ in entries]
+    return [
+        h
+        for s in range(0, len(words), BLOCK)
+        for h in pr.pronounce(model, words[s : s + BLOCK], stress=STRESS)
+    ]
+
+
+def score(model, entries) -> dict:
+    """Greedy WER and PER of ``model`` (multi-reference), and which words
+    it gets right."""
+    hyps, refs = pronounce(model, entries), references(entries)
+    return {
+        "wer": pr.word_error_rate(hyps, refs, stress=STRESS),
+        "per": pr.phoneme_error_rate(hyps, refs, stress=STRESS),
+        "right": "".join("1" if h in r else "0" for h, r in zip(hyps, refs)),
+    }
+
+
+def groups(seeds, size: int) -> list[list[int]]:
+    """Disjoint groups of ``size`` seeds, in order (the rest left out)."""
+    return [
+        list(seeds[i : i + size])
+        for i in range(0, len(seeds) - size + 1, size)
+    ]
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", required=True)
+    args = parser.parse_args(argv)
+    seeds = args.seeds
+    split = pr.split_words()
+    sizes = [1]  # 1, 2, 4, ... and all of them
+    while sizes[-1] * 2 < len(seeds):
+        sizes.append(sizes[-1] * 2)
+    sizes = sorted({*sizes, len(seeds)})
+    rows = []
+    with threads(1):
+        loaded = dict(zip(seeds, members(seeds)))
+        for size in sizes:
+            for group in groups(seeds, size):
+                model = Ensemble([loaded[s] for s in group])
+                start = time.process_time()
+                test = score(model, split["test"])
+                seconds = time.process_time() - start
+                valid = score(model, split["valid"])
+                row = {
+                    "seeds": group,
+                    "test": {k: test[k] for k in ("wer", "per")},
+                    "valid": {k: valid[k] for k in ("wer", "per")},
+                    "test_cpu_seconds": round(seconds, 1),
+                }
+                if size == len(seeds):
+                    row["test_right"] = test["right"]
+                rows.append(row)
+                print(json.dumps({k: row[k] for k in list(row)[:4]}))
+    data = {
+        "what": "tools/runs/pronouncer_ensemble.py: the stored recipe on "
+        "several seeds, alone and averaged (greedy, no stress)",
+        "split": pronouncer_split.fingerprint(),
+        "numeric_mode": numeric_mode.stamp(),
+        "seeds": seeds,
+        "member_sha256": {str(s): model_hash(member_path(s)) for s in seeds},
+        "block": BLOCK,
+        "rows": rows,
+    }
+    OUT.write_text(json.dumps(data, indent=1) + "\n")
+    print("wrote", OUT)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,429 @@
+"""Chapter 10's stored runs: pre-training on English words, and what it buys.
+
+    python -m tools.runs.sweep_ch10 [--seeds 0 1 ...]
+    python -m tools.runs.sweep_ch10 --list
+
+For each seed: the three objectives are trained on the spellings of the
+pronouncer's training words (``PRE_STEPS`` steps each), rounded to fp16
+(as stored) and scored on the validation words against counting
+baselines; the causal LM samples words at two temperatures; the causal
+and prefix LMs complete validation words from their first letters. Then
+chapter 8's pronouncer (``RECIPE``) is trained on ``LABELS`` labelled
+words, its encoder started from the masked LM ("pretrained") or at
+random ("scratch"), for ``TUNE_STEPS`` steps, and from scratch also for
+``LONG_STEPS`` (a fair larger budget), and from the masked LM for
+``LONG_STEPS`` too (``ARMS``); each is scored by greedy word and
+phoneme error rates on the first ``N_TEST`` test words.
+
+One JSON line per finished run goes to ``book/data/ch10_runs.jsonl``
+(runs already there are skipped: a stopped sweep goes on where it
+stopped; two processes with other seeds may share the file); the seed-0
+models go to ``book/data/ch10_lm_s0.pt`` (fp16). The tool restarts itself
+in the portable numeric mode, one thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import fcntl
+import json
+import time
+
+
+import numpy as np
+import torch
+
+from tools import ROOT
+from tools.runs.sweep_pronouncer import RECIPE
+from utils import ngram
+from utils import objectives as obj
+from utils import pretraining as pt
+from utils import pronunciation as pr
+from tools.numerics import numeric_mode
+from utils.training import threads
+from utils.pronouncer import train_pronouncer
+
+OUT = ROOT / "book" / "data" / "ch10_runs.jsonl"
+MODELS = ROOT / "book" / "data" / "ch10_lm_s0.pt"
+SEEDS = (0, 1, 2, 3, 4)
+STRESS = False
+PRE_STEPS = {"mlm": 2000, "clm": 1200, "plm": 1200}
+PRE_BATCH, PRE_LR = 128, 3e-3
+REPLAY = 30  # first losses stored: the chapter re-runs them
+TEMPERATURES = (0.8, 1.2)
+N_SAMPLES = 2000
+PREFIX_LETTERS = 3
+LABELS = (500, 2000, 8000)
+TUNE_STEPS, LONG_STEPS = 600, 1800
+N_TEST = 2000
+# (start, steps) of each fine-tuning arm: the pre-trained encoder and a
+# random one, for the same steps and for three times as many; then the
+# practitioners' choices at the same steps: the masked LM's encoder at a
+# tenth of the rate (GBERT's lower end) or frozen, and the causal and
+# prefix stacks as starts
+ARMS = (
+    ("pretrained", TUNE_STEPS),
+    ("scratch", TUNE_STEPS),
+    ("scratch", LONG_STEPS),
+    ("pretrained", LONG_STEPS),
+    ("lowlr", TUNE_STEPS),
+    ("frozen", TUNE_STEPS),
+    ("causal", TUNE_STEPS),
+    ("prefix", TUNE_STEPS),
+    ("bart", TUNE_STEPS),
+    ("bartlow", TUNE_STEPS),
+)
+# start -> (the objective whose stack starts the encoder, init_lr)
+STARTS = {
+    "pretrained": ("mlm", 1.0),
+    "lowlr": ("mlm", 0.1),
+    "frozen": ("mlm", 0.0),
+    "causal": ("clm", 1.0),
+    "prefix": ("plm", 1.0),
+    "bart": ("bart", 1.0),
+    "bartlow": ("bart", 0.1),
+}
+# the encoder-decoder family: the pronouncer's own shape pre-trained on the
+# same spellings, T5's spans hidden, the whole word written back (BART's
+# target: T5's own, the spans alone, did not train in a probe); as many
+# words seen as the masked LM sees (2,000 x 128), two corruptions of each
+ED_STEPS, ED_COPIES = 4000, 2
+KINDS = (*pt.OBJECTIVES, "bart")
+TUNE = dataclasses.replace(
+    RECIPE,
+    batch_size=64,
+    warmup_steps=100,
+    n_valid_exact=200,
+)
+LM = pt.LMConfig.like(TUNE)
+TUNE_RUNS = [(n, init, steps) for n in LABELS for init, steps in ARMS]
+
+
+def data() -> dict:
+    split = pr.split_words(2000, 12000, 0)
+    return {
+        "split": split,
+        "train": [w for w, _ in split["train"]],
+        "valid": [w for w, _ in split["valid"]],
+        "heldout": {w for k in ("valid", "test") for w, _ in split[k]},
+    }
+
+
+def stored_rows() -> dict:
+    """The finished runs, by name (none before the first is stored)."""
+    if not OUT.is_file():
+        return {}
+    rows = map(json.loads, filter(str.strip, OUT.open()))
+    return {r["run"]: r for r in rows}
+
+
+def store(row: dict) -> None:
+    with OUT.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.write(json.dumps(row) + "\n")
+    print({k: v for k, v in row.items() if k != "losses"}, flush=True)
+
+
+def tune_config(steps: int, seed: int):
+    """The fine-tuning recipe for ``steps`` steps (utils.pretraining)."""
+    return pt.tune_config(TUNE, steps, seed)
+
+
+def label_order(entries: list, seed: int) -> list:
+    return pt.label_order(entries, seed)
+
+
+def settings() -> dict:
+    """What the chapter needs to replay the runs: stored in the meta row
+    (tests/test_pretraining.py checks it against this script)."""
+    return {
+        "SEEDS": list(SEEDS),
+        "PRE_STEPS": dict(PRE_STEPS),
+        "PRE_BATCH": PRE_BATCH,
+        "PRE_LR": PRE_LR,
+        "REPLAY": REPLAY,
+        "TEMPERATURES": list(TEMPERATURES),
+        "N_SAMPLES": N_SAMPLES,
+        "PREFIX_LETTERS": PREFIX_LETTERS,
+        "LABELS": list(LABELS),
+        "TUNE_STEPS": TUNE_STEPS,
+        "LONG_STEPS": LONG_STEPS,
+        "N_TEST": N_TEST,
+        "ARMS": [list(arm) for arm in ARMS],
+        "ED_STEPS": ED_STEPS,
+        "ED_COPIES": ED_COPIES,
+        "STARTS": {k: list(v) for k, v in STARTS.items()},
+        "LM": vars(LM),
+        "TUNE": TUNE.as_dict(),
+    }
+
+
+def r5(x: float) -> float:
+    return round(float(x), 5)
+
+
+def pretrain_bart(seed: int, d: dict):
+    """The denoising encoder-decoder (the pronouncer's shape), rounded."""
+    start = time.perf_counter()
+    vocab = pt.span_vocab()
+    splits = {
+        "train": pt.span_pairs(d["train"], seed, ED_COPIES, whole=True),
+        "valid": pt.span_pairs(d["valid"], 123, whole=True),
+    }
+    cfg = dataclasses.replace(tune_config(ED_STEPS, seed), n_valid_exact=500)
+    model, history = train_pronouncer(
+        cfg, splits, progress=False, vocabs=(vocab, vocab)
+    )
+    pt.round_fp16(model)
+    row = {
+        "run": f"pre_bart_s{seed}",
+        "kind": "bart",
+        "seed": seed,
+        "steps": ED_STEPS,
+        "loss": r5(history["valid_loss"][-1]),
+        "words_exact": r5(history["valid_exact"][-1]),
+        "losses": [r5(x) for x in history["train_loss"][:REPLAY]],
+        "last_loss": r5(sum(history["train_loss"][-50:]) / 50),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    return model, row
+
+
+def word_log2probs(counts, words) -> np.ndarray:
+    """``log2 P(word)`` under a causal ``ngram.LetterCounts``, start to EOS."""
+    rows = [[obj.BOS] * 4 + obj.encode([w])[0, : len(w) + 1].tolist()
+            for w in words]  # fmt: skip
+    logp = counts.counts.log2probs(np.concatenate(rows))
+    ends = np.cumsum([len(r) for r in rows])
+    total = np.concatenate([[0.0], np.cumsum(logp)])
+    return total[ends] - total[ends - [len(r) - 4 for r in rows]]
+
+
+def restore(counts, sources) -> list[str]:
+    """Counting on the denoising objective: for each source with one
+    sentinel, the likeliest word under the causal ``counts`` among the fills
+    of 1 or 2 letters, and of 3 after the 20 best of 2."""
+    if counts.kind != "clm":
+        raise ValueError(
+            f"restore needs a causal count model, got {counts.kind!r}"
+        )
+    abc = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    short = abc + [a + b for a in abc for b in abc]
+    out = []
+    for source in sources:
+        at = [i for i, t in enumerate(source) if t in obj.SENTINELS]
+        if len(at) != 1:
+            raise ValueError(f"sources need one sentinel each: {source}")
+        left, right = "".join(source[: at[0]]), "".join(source[at[0] + 1 :])
+        score = word_log2probs(counts, [left + f + right for f in short])
+        best = np.argsort(-score[26:], kind="stable")[:20]
+        longer = [short[26 + i] + c for i in best for c in abc]
+        score = np.concatenate(
+            [score, word_log2probs(counts, [left + f + right for f in longer])]
+        )
+        out.append(left + (short + longer)[int(np.argmax(score))] + right)
+    return out
+
+
+def denoising_targets(d: dict, n: int) -> dict[tuple, set[str]]:
+    """The first ``n`` validation sources of the denoising objective, each
+    with its words (as ``train_pronouncer`` scores exact matches)."""
+    targets = {}
+    for source, word in pt.span_pairs(d["valid"], 123, whole=True):
+        if tuple(source) in targets or len(targets) < n:
+            targets.setdefault(tuple(source), set()).add("".join(word))
+    return targets
+
+
+def restore_counts(d: dict) -> dict:
+    """The count models on the denoising objective: on the 500 validation
+    sources the encoder-decoder is scored on (``train_pronouncer``'s first
+    500), the word each n-gram finds likeliest, right if any of its words."""
+    targets = denoising_targets(d, 500)
+    exact, first = {}, {}
+    for n in range(1, 6):
+        counts = ngram.LetterCounts("clm", d["train"], n)
+        got = restore(counts, [list(s) for s in targets])
+        hits = [g in t for g, t in zip(got, targets.values())]
+        exact[n], first[n] = (
+            r5(sum(hits) / len(hits)),
+            r5(sum(hits[:100]) / 100),
+        )
+    return {"run": "restore_counts", "n": len(targets), "exact": exact,
+            "exact_first_100": first}  # fmt: skip
+
+
+def pretrain(kind: str, seed: int, d: dict):
+    if kind == "bart":
+        return pretrain_bart(seed, d)
+    start = time.perf_counter()
+    model, losses = pt.train_lm(
+        kind, d["train"], PRE_STEPS[kind], PRE_BATCH, seed, PRE_LR, LM
+    )
+    pt.round_fp16(model)
+    stats = pt.evaluate_lm(kind, model, d["valid"])
+    row = {
+        "run": f"pre_{kind}_s{seed}",
+        "kind": kind,
+        "seed": seed,
+        "steps": PRE_STEPS[kind],
+        "loss": r5(stats["loss"]),
+        "accuracy": r5(stats["accuracy"]),
+        "n": stats["n"],
+        "losses": [r5(x) for x in losses[:REPLAY]],
+        "last_loss": r5(sum(losses[-50:]) / 50),
+    }
+    if kind in ("clm", "plm"):
+        long = [w for w in d["valid"] if len(w) > PREFIX_LETTERS]
+        done = pt.complete(kind, model, [w[:PREFIX_LETTERS] for w in long])
+        after = pt.evaluate_lm(
+            kind, model, long, prefix_letters=PREFIX_LETTERS
+        )
+        row["completion"] = {
+            "n": len(long),
+            "exact": r5(sum(a == b for a, b in zip(done, long)) / len(long)),
+            "real": r5(sum(w in d["heldout"] for w in done) / len(long)),
+            "letter_accuracy": r5(after["accuracy"]),
+        }
+    if kind == "clm":
+        known = set(d["train"])
+        row["samples"] = []
+        for t in TEMPERATURES:
+            words = pt.sample_words(model, N_SAMPLES, t, seed=seed)
+            new = [w for w in words if w and w not in known]
+            row["samples"].append(
+                {
+                    "temperature": t,
+                    "new": r5(len(new) / N_SAMPLES),
+                    "real_unseen": r5(
+                        sum(w in d["heldout"] for w in new) / N_SAMPLES
+                    ),
+                    "distinct": r5(len(set(words)) / N_SAMPLES),
+                    "examples": words[:12],
+                }
+            )
+    row["seconds"] = round(time.perf_counter() - start, 1)
+    return model, row
+
+
+def scores(model, test) -> dict:
+    words = [w for w, _ in test]
+    refs = [[p for _, p in pr.to_pairs([e], stress=STRESS)] for e in test]
+    hyps = pr.pronounce(model, words, stress=STRESS)
+    return {
+        "wer": r5(pr.word_error_rate(hyps, refs, stress=STRESS)),
+        "per": r5(pr.phoneme_error_rate(hyps, refs, stress=STRESS)),
+    }
+
+
+def tune(models, labels: int, init: str, steps: int, seed: int, d: dict):
+    start = time.perf_counter()
+    kind, init_lr = STARTS.get(init, (None, 1.0))
+    entries = label_order(d["split"]["train"], seed)[:labels]
+    splits, vocabs = pr.pronouncer_data(
+        {"train": entries, "valid": d["split"]["valid"]}, stress=STRESS
+    )
+    model, history = train_pronouncer(
+        tune_config(steps, seed),
+        splits,
+        progress=False,
+        vocabs=vocabs,
+        init=start_state(models, kind),
+        init_lr=init_lr,
+    )
+    return {
+        "run": f"tune_{labels}_{init}_{steps}_s{seed}",
+        "labels": labels,
+        "init": init,
+        "steps": steps,
+        "seed": seed,
+        **scores(model, d["split"]["test"][:N_TEST]),
+        "valid_exact": r5(history["valid_exact"][-1]),
+        "losses": [r5(x) for x in history["train_loss"][:REPLAY]],
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def start_state(models: dict, kind: str | None):
+    if kind is None:
+        return None
+    if kind == "bart":  # the whole encoder-decoder
+        return pt.seq2seq_state(models[kind])
+    return pt.encoder_state(models[kind])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="*", default=list(SEEDS))
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args()
+    if args.list:
+        for s in args.seeds:
+            print(*(f"pre_{k}_s{s}" for k in pt.OBJECTIVES))
+            print(*(f"tune_{n}_{i}_{t}_s{s}" for n, i, t in TUNE_RUNS))
+        return
+    torch.set_num_threads(1)
+    if "meta" not in stored_rows():  # the numerics every row is computed in
+        meta = {"numeric_mode": numeric_mode.stamp(), "settings": settings()}
+        store({"run": "meta", **meta})
+    d = data()
+    if "restore_counts" not in stored_rows():
+        store(restore_counts(d))
+    with threads(1):
+        for seed in args.seeds:
+            run_seed(seed, d)
+
+
+def stored_body(kind: str) -> pt.TinyLM:
+    """Seed 0's ``kind`` model as stored (fp16, as ``pretrain`` rounds it)."""
+    stored = torch.load(MODELS, weights_only=True)["models"][kind]
+    model = pt.TinyLM(LM).eval()
+    model.load_state_dict({k: v.float() for k, v in stored.items()})
+    return model
+
+
+def run_seed(seed: int, d: dict) -> None:
+    done = stored_rows()
+    todo = [
+        (n, init, steps)
+        for n, init, steps in TUNE_RUNS
+        if f"tune_{n}_{init}_{steps}_s{seed}" not in done
+    ]
+    need = {STARTS[init][0] for _, init, _ in todo if init in STARTS}
+    if f"by_input_s{seed}" not in done:
+        need.add("mlm")
+    models, fresh = {}, 0
+    for kind in KINDS:
+        run = f"pre_{kind}_s{seed}"
+        if run in done and kind not in need:
+            continue
+        if run in done and seed == 0 and kind != "bart" and MODELS.is_file():
+            models[kind] = stored_body(kind)
+            continue
+        models[kind], row = pretrain(kind, seed, d)
+        fresh += 1
+        if run not in done:
+            store(row)
+        elif row["losses"] != done[run]["losses"]:  # a re-run must replay
+            raise RuntimeError(f"{run} did not replay its stored losses")
+    if seed == 0 and fresh >= 3:
+        state = {
+            k: {n: v.half() for n, v in models[k].state_dict().items()}
+            for k in pt.OBJECTIVES
+        }
+        torch.save({"config": vars(LM), "models": state}, MODELS)
+    if "mlm" in models and f"by_input_s{seed}" not in done:
+        stats = pt.evaluate_lm("mlm", models["mlm"], d["valid"])
+        store({
+            "run": f"by_input_s{seed}",
+            "seed": seed,
+            "by_input": {k: r5(v) for k, v in stats["by_input"].items()},
+            "share": {k: r5(v) for k, v in stats["share"].items()},
+        })  # fmt: skip
+    for n, init, steps in todo:
+        store(tune(models, n, init, steps, seed, d))
+
+
+if __name__ == "__main__":
+    main()

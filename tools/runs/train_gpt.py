@@ -1,0 +1,490 @@
+"""Train chapter 11's stored GPT on Shakespeare (byte-level BPE tokens).
+
+    python -m tools.runs.train_gpt --procs 2         # the stored run
+    python -m tools.runs.train_gpt --procs 2 --minutes 20  # stop; again: on
+    python -m tools.runs.train_gpt --recipe lr1e3 --procs 2  # a pilot
+    python -m tools.runs.train_gpt --dynamic --procs 2  # dynamic evaluation
+    python -m tools.runs.train_gpt --recipe tiny --out /tmp/g --fresh
+
+It restarts itself in the portable numeric mode. With ``--procs 2`` it
+runs as two processes of one thread each (``tools.runs.ddp``), each
+computing one half of every batch; ``utils.parallel`` says why that gives
+the bits of one process computing both halves in turn. Batch ``s`` is drawn
+from a generator seeded by the run's seed and ``s``; each half draws its
+dropout from a stream of its own, saved with the run: a run stopped and
+started again (in either number of processes) continues bit for bit. Its
+state is saved to ``_build/ch11/RECIPE.pt`` (``OUT/RECIPE.pt`` with
+``--out``) every ``--every`` steps and when ``--minutes`` runs out.
+
+Every ``eval_every`` steps a row goes to ``OUT/RECIPE_run.jsonl``: the
+step, the learning rate, the mean training loss since the last row,
+training and validation bits per character, and at the steps of
+``sample_at`` a sample (the model's form emerging). At the end:
+``OUT/RECIPE_gpt.pt`` (the tokenizer's merges, the config, the weights in
+fp16) and ``OUT/RECIPE_run.json`` (the recipe, the numeric mode, the first
+losses for the chapter's exact replay, the loss curve, bits per character
+of the fp16 weights). ``OUT`` is ``book/data`` for the stored run
+(``ch11``), ``_build/ch11`` for the others.
+
+Bits per character: the total cross-entropy of a split's token stream in
+nats (``utils.stream_scoring.stream_nats``, windows of the context
+``stride`` tokens apart, the first token predicted after the work
+separator's tokens) / ln 2 / the split's characters, so it compares with
+character models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from concurrent import futures
+import json
+import math
+import pathlib
+
+from tools.numerics import numeric_mode
+
+
+import numpy as np
+import torch
+
+from tools import ROOT
+from tools.runs import ddp
+from utils import bpe, shakespeare
+from utils.copying import SpanIndex
+from utils.gpt import GPT, GPTConfig, load_gpt, num_parameters
+from utils.stream_scoring import dynamic_nats, stream_nats
+from utils.layers import evaluating
+from utils.parallel import DataParallel, Resumable, World
+from utils.parallel import split_parts
+from utils.training import linear_scheduler, train
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """The model and how it is trained: ``batch`` windows of the context a
+    step, in ``parts`` (one per process); the rate rises to ``lr`` over
+    ``warmup`` steps and falls linearly to 0 at ``steps``."""
+
+    model: GPTConfig = GPTConfig()
+    batch: int = 32
+    parts: int = 2
+    steps: int = 2400
+    lr: float = 1.5e-3
+    warmup: int = 100
+    weight_decay: float = 0.1
+    betas: tuple = (0.9, 0.95)
+    clip: float = 1.0
+    seed: int = 0
+    eval_every: int = 400
+    sample_at: tuple = ()  # steps whose samples the rows keep
+    fused: bool = True  # training attends through PyTorch's fused kernel
+    replay_steps: int = 20  # the first losses, for the chapter
+
+    def as_dict(self) -> dict:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+
+# Issue 60: spend the compute on width, about 2M parameters and 10 passes
+# over the 1.96M training tokens (32 x 256 tokens a step), dropout 0.1.
+# The peak rate from two pilots at a third of the run (book/data/
+# ch11_pilots.jsonl): 2e-3 ahead of 1e-3 at every validation.
+STORED = Recipe(
+    model=GPTConfig(1024, 256, 192, 6, 4, 768, dropout=0.1),
+    steps=2400,
+    lr=2e-3,
+    sample_at=(300, 1200),
+)
+PILOT = dict(steps=800, eval_every=200, sample_at=())  # a third
+RECIPES = {
+    "ch11": STORED,
+    "lr1e3": dataclasses.replace(STORED, lr=1e-3, **PILOT),
+    "lr2e3": dataclasses.replace(STORED, lr=2e-3, **PILOT),
+    "tiny": Recipe(  # tests/test_gpt.py
+        model=GPTConfig(300, 32, 32, 2, 1, 64, dropout=0.1),
+        batch=4,
+        steps=30,
+        warmup=5,
+        eval_every=10,
+        sample_at=(20,),
+    ),
+}
+WORK = ROOT / "_build" / "ch11"
+DATA = ROOT / "book" / "data"
+# a line of verse in the works' form, found in none of them
+PROMPT = "King.\nWhat news, my lord? Speak plainly, what is done?\n"
+# the final scores' windows start a quarter of the context apart (64
+# tokens): every token but the first few has 192 or more tokens of history
+STRIDE = 4
+
+
+# ---------------------------------------------------------------- the data
+def token_streams(recipe: Recipe) -> dict:
+    """The BPE merges learned on the training works, each split's token
+    ids and character count, and the work separator's tokens (the context
+    the first token of a split is predicted from)."""
+    texts = shakespeare.split_works()
+    merges = bpe.train_bpe(texts["train"], recipe.model.vocab_size)
+    out = {"merges": merges, "chars": {}, "ids": {}}
+    for split, text in texts.items():
+        out["ids"][split] = torch.tensor(bpe.encode(text, merges))
+        out["chars"][split] = len(text)
+    out["prefix"] = torch.tensor(bpe.encode(shakespeare.SEPARATOR, merges))
+    return out
+
+
+def windows(stream: torch.Tensor, recipe: Recipe, world: World, step=0):
+    """Batch after batch, ``{part: (rows, context + 1)}`` for this
+    process's parts: ``recipe.batch`` random windows of the training
+    stream, batch ``s`` drawn from a generator seeded by ``(seed, s)``
+    alone (so a resumed run, or another process, draws the same)."""
+    context = recipe.model.context
+    offsets = torch.arange(context + 1)
+    while True:
+        step += 1
+        gen = torch.Generator().manual_seed(recipe.seed * 1_000_003 + step)
+        high = stream.numel() - context - 1
+        starts = torch.randint(high, (recipe.batch,), generator=gen)
+        rows = stream[starts[:, None] + offsets]
+        parts = split_parts(list(range(recipe.batch)), recipe.parts)
+        yield {i: rows[parts[i]] for i in world.mine(recipe.parts)}
+
+
+def optimizer(model: GPT, recipe: Recipe):
+    """AdamW (the fused kernel: its square root is ATen's, the same bits
+    on every CPU), weight decay on the matrices only; the linear
+    schedule."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    groups = [
+        {"params": decay, "weight_decay": recipe.weight_decay},
+        {"params": rest, "weight_decay": 0.0},
+    ]
+    opt = torch.optim.AdamW(
+        groups, lr=recipe.lr, betas=recipe.betas, fused=True
+    )
+    return opt, linear_scheduler(opt, recipe.warmup, recipe.steps)
+
+
+# ------------------------------------------------------------- the scores
+def bits_per_char(model, data, split, stride=None) -> float:
+    nats = stream_nats(model, data["ids"][split], data["prefix"], stride)
+    return nats / math.log(2) / data["chars"][split]
+
+
+def train_sample_bpc(model: GPT, data: dict) -> float:
+    """Bits per character on a fixed sample of the training stream: 32
+    windows of the context, every token scored (so the first ones with
+    little history: a little above the held-out way of scoring)."""
+    context = model.config.context
+    gen = torch.Generator().manual_seed(12345)
+    stream = data["ids"]["train"]
+    starts = torch.randint(stream.numel() - context - 1, (32,), generator=gen)
+    rows = stream[starts[:, None] + torch.arange(context + 1)]
+    chars = len(bpe.decode(rows[:, 1:].ravel().tolist(), data["merges"]))
+    with evaluating(model):
+        logp = model(rows[:, :-1]).log_softmax(-1)
+        nll = -logp.gather(-1, rows[:, 1:, None])[..., 0]
+    return float(nll.double().sum()) / math.log(2) / chars
+
+
+def sample(model: GPT, data: dict, tokens: int = 200, **kwargs) -> str:
+    """``tokens`` tokens after ``PROMPT`` (seed 0, temperature 0.8 unless
+    given), decoded."""
+    kwargs = {"temperature": 0.8, "seed": 0, **kwargs}
+    gen = torch.Generator().manual_seed(kwargs.pop("seed"))
+    prompt = torch.tensor([bpe.encode(PROMPT, data["merges"])])
+    with evaluating(model):
+        ids = model.generate(prompt, tokens, generator=gen, **kwargs)
+    return bpe.decode(ids[0, prompt.size(1) :].tolist(), data["merges"])
+
+
+SAMPLERS = {  # name: generate()'s keyword arguments
+    "greedy": {"temperature": 0.0},
+    "T=1.0": {"temperature": 1.0},
+    "T=0.8": {"temperature": 0.8},
+    "T=1.0, top-k 40": {"temperature": 1.0, "top_k": 40},
+    "T=1.0, top-p 0.9": {"temperature": 1.0, "top_p": 0.9},
+}
+SAMPLE_SEEDS, SAMPLE_TOKENS, SPAN = (0, 1, 2, 3, 4), 500, 50
+
+
+def samples(model: GPT, data: dict) -> dict:
+    """Per sampler, samples of ``SAMPLE_TOKENS`` tokens after the prompt
+    (one per seed) and their copy rates: the share of their 50-character
+    windows found verbatim in the training works."""
+    index = SpanIndex(shakespeare.split_works("train"), SPAN)
+    out = {}
+    for name, kwargs in SAMPLERS.items():
+        seeds = SAMPLE_SEEDS if kwargs["temperature"] else (0,)
+        texts = [
+            sample(model, data, SAMPLE_TOKENS, seed=s, **kwargs) for s in seeds
+        ]
+        rates = [index.copy_rate(t) for t in texts]
+        out[name] = {"kwargs": kwargs, "copy_rate": rates, "text": texts}
+    return out
+
+
+def fp16_model(model: GPT) -> tuple[GPT, dict]:
+    """The model as stored: weights rounded to fp16, computed in fp32."""
+    half = {k: v.half() for k, v in model.state_dict().items()}
+    copy = GPT(model.config)
+    copy.load_state_dict({k: v.float() for k, v in half.items()})
+    return copy.eval(), half
+
+
+def shortest(x: float) -> float:
+    """A float32 loss written with the fewest digits that read back as the
+    same float32 (compare as ``np.float32(stored) == np.float32(live)``)."""
+    return float(str(np.float32(x)))
+
+
+# ---------------------------------------------------------------- the run
+def fit(recipe, data, world=None, checkpoint=None, hooks=(), **resume):
+    """Train ``recipe`` on ``data``, continuing ``checkpoint`` if there is
+    one -> ``(model, losses of every step, seconds)``. ``hooks``:
+    ``hook(model, losses) -> stop?``, called once the step's loss is
+    recorded; ``resume``: ``Resumable``'s ``every``, ``max_seconds``,
+    ``stop_at``."""
+    world = World() if world is None else world
+    torch.manual_seed(recipe.seed)
+    model = GPT(recipe.model, fused=recipe.fused)
+    world.broadcast(model)  # every process starts from process 0's
+    opt, scheduler = optimizer(model, recipe)
+    parallel = DataParallel(recipe.parts, recipe.seed * recipe.parts, world)
+    run = Resumable(
+        checkpoint, model, opt, scheduler, steps=recipe.steps, world=world,
+        parallel=parallel, **resume,
+    )  # fmt: skip
+    saved = run.resume() or {"losses": [], "seconds": 0.0, "recipe": None}
+    if saved["recipe"] not in (None, recipe.as_dict()):
+        raise SystemExit(f"{checkpoint} is another recipe's: --fresh")
+    losses = saved["losses"]
+    save = run.hook(
+        lambda: {
+            "recipe": recipe.as_dict(),
+            "losses": losses,
+            "seconds": saved["seconds"] + run.seconds,
+        }
+    )
+    train(
+        model,
+        opt,
+        windows(data["ids"]["train"], recipe, world, len(losses)),
+        lambda m, batch: m.loss(batch),
+        recipe.steps,
+        scheduler=scheduler,
+        clip=recipe.clip,
+        start=len(losses),
+        hooks=[
+            lambda step, loss: losses.append(loss),
+            *[lambda s, x, h=hook: h(model, losses) for hook in hooks],
+            save,
+        ],
+        progress=False,
+        parallel=parallel,
+    )
+    return model, losses, saved["seconds"] + run.seconds
+
+
+def replay(steps: int, recipe: Recipe = STORED) -> list[float]:
+    """The first ``steps`` losses of ``recipe``'s run, made again in one
+    process (the chapter compares them with the stored ``replay_loss``)."""
+    data = token_streams(recipe)
+    _, losses, _ = fit(recipe, data, stop_at=steps)
+    return losses
+
+
+def logger(recipe: Recipe, data: dict, rows_path, world: World):
+    """The hook that writes a row of scores every ``eval_every`` steps
+    (every process computes them, process 0 writes); rows a resumed run
+    will make again are dropped first."""
+    begun = {"now": True}
+
+    def log(model: GPT, losses: list) -> None:
+        step = len(losses)
+        if begun.pop("now", False) and world.rank == 0:
+            old = rows_path.read_text() if rows_path.is_file() else ""
+            kept = [
+                r for r in old.splitlines() if json.loads(r)["step"] < step
+            ]
+            rows_path.write_text("".join(r + "\n" for r in kept))
+        scored = step % recipe.eval_every == 0 or step == recipe.steps
+        if not scored and step not in recipe.sample_at:
+            return
+        row = {
+            "step": step,
+            "train_loss": float(np.mean(losses[-recipe.eval_every :])),
+            "train_bpc": train_sample_bpc(model, data),
+            "valid_bpc": bits_per_char(model, data, "valid"),
+        }
+        if step in recipe.sample_at:
+            row["sample"] = sample(model, data)
+        if world.rank == 0:
+            with rows_path.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
+
+    return log
+
+
+def finish(recipe, data, model, losses, seconds, world) -> dict:
+    """The run's log; once complete, the fp16 weights' scores and
+    samples."""
+    log = {
+        "numeric_mode": numeric_mode.stamp(),
+        "meta": {
+            "what": "tools/runs/train_gpt.py: chapter 11's GPT",
+            "recipe": recipe.as_dict(),
+            "params": num_parameters(recipe.model),
+            "processes": world.size,
+            "data": shakespeare.fingerprint(),
+            "tokens": {k: v.numel() for k, v in data["ids"].items()},
+            "bits_per_char": f"total nats of a split's token stream "
+            f"(utils.stream_scoring.stream_nats, windows context/{STRIDE} "
+            f"tokens apart, first token after the separator's tokens) / "
+            f"ln 2 / its characters",
+        },
+        "steps_done": len(losses),
+        "complete": len(losses) == recipe.steps,
+        "seconds": round(seconds, 1),
+        "replay_loss": [shortest(x) for x in losses[: recipe.replay_steps]],
+        "train_loss": [round(x, 4) for x in losses],
+    }
+    if log["complete"]:
+        stored, log["half"] = fp16_model(model)
+        for split in ("valid", "test"):
+            stride = recipe.model.context // STRIDE
+            bpc = bits_per_char(stored, data, split, stride)
+            log[f"{split}_bpc_fp16"] = bpc
+        log["samples"] = samples(stored, data)
+    return log
+
+
+# ------------------------------------------------------ dynamic evaluation
+# SGD rates for the validation plays; the best is used on the test plays
+DYNAMIC_RATES = (0.0, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
+DYNAMIC_REPLAY = 8  # the test windows the chapter makes again
+
+
+def _dynamic_windows(job) -> tuple:
+    """One (split, rate) -> (rate, the nats of each window or, where the
+    rate diverges, the error's text)."""
+    path, split, lr = job
+    model, merges = load_gpt(path)
+    stream = torch.tensor(bpe.encode(shakespeare.split_works(split), merges))
+    prefix = torch.tensor(bpe.encode(shakespeare.SEPARATOR, merges))
+    stride = model.config.context // STRIDE
+    try:
+        return lr, dynamic_nats(model, stream, prefix, lr, stride).tolist()
+    except ValueError as error:
+        return lr, str(error)
+
+
+def dynamic(path=DATA / "ch11_gpt.pt", procs: int = 2) -> dict:
+    """Dynamic evaluation of the stored GPT (``utils.stream_scoring``):
+    bits per character of the validation plays at every rate of
+    ``DYNAMIC_RATES``, of the test plays at 0 and at the best; ``procs``
+    processes of one thread each, one (split, rate) apiece."""
+    chars = {k: len(v) for k, v in shakespeare.split_works().items()}
+
+    def run(pool, split, rates) -> tuple[dict, dict]:
+        jobs = [(path, split, lr) for lr in rates]
+        nats = dict(pool.map(_dynamic_windows, jobs))
+        bits = {
+            lr: n if n == str(n) else sum(n) / math.log(2)
+            for lr, n in nats.items()
+        }
+        return nats, {
+            lr: b if b == str(b) else b / chars[split]
+            for lr, b in bits.items()
+        }
+
+    with futures.ProcessPoolExecutor(procs) as pool:
+        _, valid = run(pool, "valid", DYNAMIC_RATES)
+        best = min((v, lr) for lr, v in valid.items() if v != str(v))[1]
+        nats, test = run(pool, "test", sorted({0.0, best}))
+    out = {
+        "what": "tools/runs/train_gpt.py --dynamic: SGD after each window",
+        "stride": STORED.model.context // STRIDE,
+        "valid_bpc": {str(lr): v for lr, v in valid.items()},
+        "lr": best,
+        "test_bpc": {str(lr): v for lr, v in test.items()},
+        "replay_nats": nats[best][:DYNAMIC_REPLAY],
+    }
+    (DATA / "ch11_dynamic.json").write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+PILOTS = ("lr1e3", "lr2e3")  # their rows go to book/data/ch11_pilots.jsonl
+
+
+def store_pilot(name: str, log: dict, rows_path) -> None:
+    """A finished pilot's log and rows, as one row of ch11_pilots.jsonl
+    (replacing an older row of the same pilot)."""
+    path = DATA / "ch11_pilots.jsonl"
+    rows = [json.loads(r) for r in rows_path.read_text().splitlines()]
+    old = path.read_text().splitlines() if path.is_file() else []
+    kept = [r for r in old if json.loads(r)["recipe_name"] != name]
+    new = json.dumps({**log, "rows": rows, "recipe_name": name})
+    path.write_text("".join(r + "\n" for r in [*kept, new]))
+
+
+def main(args) -> None:
+    if args.dynamic:
+        print(json.dumps(dynamic(procs=args.procs), indent=1))
+        return
+    recipe = dataclasses.replace(RECIPES[args.recipe], seed=args.seed)
+    name = args.recipe if not args.seed else f"{args.recipe}_s{args.seed}"
+    out = pathlib.Path(args.out or (DATA if name == "ch11" else WORK))
+    checkpoint = (WORK if args.out is None else out) / f"{name}.pt"
+    rows_path = out / f"{name}_run.jsonl"
+    with ddp.processes(args.procs) as world:
+        if world.rank == 0:
+            WORK.mkdir(parents=True, exist_ok=True)
+            out.mkdir(parents=True, exist_ok=True)
+            for p in (checkpoint, rows_path) if args.fresh else ():
+                p.unlink(missing_ok=True)
+        world.barrier()
+        data = token_streams(recipe)
+        model, losses, seconds = fit(
+            recipe,
+            data,
+            world,
+            checkpoint,
+            hooks=[logger(recipe, data, rows_path, world)],
+            every=args.every,
+            max_seconds=None if args.minutes is None else 60 * args.minutes,
+            stop_at=args.stop_at,
+        )
+        if world.rank:
+            return
+        log = finish(recipe, data, model, losses, seconds, world)
+    if log["complete"]:
+        stored = {
+            "config": dataclasses.asdict(recipe.model),
+            "merges": [list(pair) for pair in data["merges"]],
+            "state_dict": log.pop("half"),
+        }
+        torch.save(stored, out / f"{name}_gpt.pt")
+    (out / f"{name}_run.json").write_text(json.dumps(log) + "\n")
+    if log["complete"] and name in PILOTS:
+        store_pilot(name, log, rows_path)
+    state = "complete" if log["complete"] else "stopped; run again to go on"
+    print(f"{len(losses)} of {recipe.steps} steps ({state}); wrote {out}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--recipe", default="ch11", choices=sorted(RECIPES))
+    parser.add_argument("--procs", type=int, default=1, help="processes")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--minutes", type=float, help="stop after this long")
+    parser.add_argument("--every", type=int, default=100, help="checkpoint")
+    parser.add_argument("--out", help="default: book/data for ch11")
+    parser.add_argument("--fresh", action="store_true", help="start over")
+    parser.add_argument("--stop-at", type=int, help="stop after this step")
+    parser.add_argument(
+        "--dynamic", action="store_true", help="dynamic evaluation"
+    )
+    main(parser.parse_args())
