@@ -479,3 +479,22 @@ def test_the_stored_run_replays_exactly():
     live = replay(3)
     stored = run["replay_loss"][:3]
     assert [np.float32(x) for x in live] == [np.float32(x) for x in stored]
+
+
+@pytest.mark.exact  # the portable numeric mode, as the run was made
+@pytest.mark.slow
+def test_the_stored_weights_score_the_stored_test_bpc():
+    """Chapter 11 scores the first 10,000 test tokens live and quotes the
+    stored score of the whole test stream: scored again here, exactly."""
+    from tools.runs.train_gpt import STRIDE
+    from utils import bpe, shakespeare
+    from utils.gpt import load_gpt
+
+    data, run = _stored()
+    model, merges = load_gpt(data / "ch11_gpt.pt")
+    text = shakespeare.split_works("test")
+    ids = torch.tensor(bpe.encode(text, merges))
+    prefix = torch.tensor(bpe.encode(shakespeare.SEPARATOR, merges))
+    stride = model.config.context // STRIDE
+    nats = stream_nats(model, ids, prefix, stride)
+    assert nats / math.log(2) / len(text) == run["test_bpc_fp16"]

@@ -406,6 +406,7 @@ def dynamic(path=DATA / "ch11_gpt.pt", procs: int = 2) -> dict:
         nats, test = run(pool, "test", sorted({0.0, best}))
     out = {
         "what": "tools/runs/train_gpt.py --dynamic: SGD after each window",
+        "numeric_mode": numeric_mode.stamp(),
         "stride": STORED.model.context // STRIDE,
         "valid_bpc": {str(lr): v for lr, v in valid.items()},
         "lr": best,
