@@ -9,6 +9,7 @@ import sys
 
 from tools.numerics import numeric_mode
 
-_ARGV = getattr(sys, "orig_argv", [])[:-1]
-if "-m" in _ARGV and _ARGV[_ARGV.index("-m") + 1].startswith(__name__ + "."):
-    numeric_mode.reexec_in("portable", sys.orig_argv[_ARGV.index("-m") + 1])
+_ARGV = getattr(sys, "orig_argv", [])
+_AT = _ARGV.index("-m") + 1 if "-m" in _ARGV[:-1] else None  # the module
+if _AT is not None and _ARGV[_AT].startswith(__name__ + "."):
+    numeric_mode.reexec_in("portable", _ARGV[_AT])
