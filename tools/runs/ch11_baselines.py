@@ -311,20 +311,18 @@ def main() -> None:
     start = time.perf_counter()
     texts = sh.split_works()
     out = {"numeric_mode": numeric_mode.stamp(), "data": sh.fingerprint()}
-    out["char_kn"] = char_rows(texts)
-    print("char n-grams", f"{time.perf_counter() - start:.1f} s")
-    out["char_mkn"] = char_mkn_rows(texts)
-    print("char modified KN", f"{time.perf_counter() - start:.1f} s")
-    out["word_bigram"] = word_rows(texts)
-    print("word bigram", f"{time.perf_counter() - start:.1f} s")
-    out["bpe"] = bpe_rows(texts)
-    print("bpe", f"{time.perf_counter() - start:.1f} s")
-    out["bpe_vs_hf"] = hf_rows(texts)
-    print("bpe vs hf", f"{time.perf_counter() - start:.1f} s")
-    out["bpe_mkn"] = bpe_mkn_rows(texts)
-    print("bpe modified KN", f"{time.perf_counter() - start:.1f} s")
-    out["ppmd"] = ppmd_rows(texts)
-    print("ppmd", f"{time.perf_counter() - start:.1f} s")
+    tables = [  # (key in the file, what makes it), in the order they run
+        ("char_kn", char_rows),
+        ("char_mkn", char_mkn_rows),
+        ("word_bigram", word_rows),
+        ("bpe", bpe_rows),
+        ("bpe_vs_hf", hf_rows),
+        ("bpe_mkn", bpe_mkn_rows),
+        ("ppmd", ppmd_rows),
+    ]
+    for key, make in tables:
+        out[key] = make(texts)
+        print(key, f"{time.perf_counter() - start:.1f} s")
     OUT.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {OUT} in {time.perf_counter() - start:.1f} s")
 
