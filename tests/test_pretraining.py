@@ -180,6 +180,34 @@ def test_masked_lm_becomes_the_pronouncer_encoder():
         pt.encoder_state(model)
 
 
+@pytest.mark.parametrize("kind", pt.OBJECTIVES)
+def test_every_row_the_pronouncer_reads_was_trained(kind):
+    """The pronouncer's encoder reads a word's letters and EOS. A causal or
+    prefix LM reads [BOS] and the letters (EOS only as a target), so its EOS
+    row stays exactly at its random start; ``encoder_state`` hands over its
+    [BOS] row in EOS's place. Every row the pronouncer reads must come out
+    of pre-training moved, and none but those rows is touched."""
+    pangram = ["thequickbrownfoxjumpsoverthelazydog"]  # every letter
+    torch.manual_seed(0)
+    start = pt.TinyLM().embed.lut.weight.detach().clone()
+    lm, _ = pt.train_lm(kind, pangram, steps=2, batch=4, seed=0)
+    trained = lm.embed.lut.weight.detach()
+    read = sorted(set(pr.encode_words(pangram).flatten().tolist()))
+    assert read == [pt.EOS, *range(pt.FIRST_LETTER, pt.MASK)]
+    # the cause: a causal or prefix LM never reads EOS
+    assert torch.equal(trained[pt.EOS], start[pt.EOS]) == (kind != "mlm")
+    handed = pt.encoder_state(lm, kind)["src_embed.lut.weight"]
+    for i in read:
+        assert not torch.equal(handed[i], start[i]), (kind, i)
+    want = trained[pt.BOS if kind != "mlm" else pt.EOS]
+    torch.testing.assert_close(handed[pt.EOS], want, rtol=0, atol=0)
+    others = [i for i in range(pt.MASK) if i != pt.EOS]
+    torch.testing.assert_close(handed[others], trained[others], rtol=0, atol=0)
+    assert handed.size(0) == len(pr.letter_vocab())
+    with pytest.raises(ValueError, match="kind"):
+        pt.encoder_state(lm, "bart")
+
+
 def _tiny(steps: int, n_train: int):
     """A 32-wide pronouncer's config and a few real words to train it on."""
     cfg = PronouncerConfig(d_model=32, d_ff=64, steps=steps, eval_every=steps)

@@ -222,10 +222,15 @@ def round_fp16(model: nn.Module) -> nn.Module:
     return model
 
 
-def encoder_state(lm: TinyLM) -> dict[str, torch.Tensor]:
-    """The masked LM's weights named as a ``Transformer``'s encoder."""
+def encoder_state(lm: TinyLM, kind: str = "mlm") -> dict[str, torch.Tensor]:
+    """A ``kind`` LM's weights as a ``Transformer``'s encoder; a causal or
+    prefix LM never reads EOS (a random row): its [BOS] row becomes EOS."""
     check_instance(lm, "lm", TinyLM)
-    state = {"src_embed.lut.weight": lm.embed.lut.weight[:MASK].detach()}
+    check_choice(kind, "kind", OBJECTIVES)
+    rows = lm.embed.lut.weight[:MASK].detach().clone()
+    if kind != "mlm":
+        rows[EOS] = rows[BOS]
+    state = {"src_embed.lut.weight": rows}
     for name, value in lm.encoder.state_dict().items():
         state["encoder." + name] = value.detach()
     return {k: v.clone() for k, v in state.items()}

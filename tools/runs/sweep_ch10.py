@@ -350,7 +350,7 @@ def start_state(models: dict, kind: str | None):
         return None
     if kind == "bart":  # the whole encoder-decoder
         return pt.seq2seq_state(models[kind])
-    return pt.encoder_state(models[kind])
+    return pt.encoder_state(models[kind], kind)
 
 
 def main() -> None:
