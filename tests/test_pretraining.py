@@ -518,3 +518,72 @@ def test_counting_on_the_denoising_task():
     hits = sum(g in t for g, t in zip(got, targets.values())) / 100
     stored = sw.stored_rows()["restore_counts"]
     assert round(hits, 5) == stored["exact_first_100"]["5"]
+
+
+def test_the_t5_probe_measures_what_the_decoder_reads():
+    """tools/sweep_ch10.py's probe of T5's target: the least loss without
+    the source, by hand; swapped sources leave no pair its own; the
+    encoder's spread is 0 for an encoder that writes one vector."""
+    import math
+
+    from tools import sweep_ch10 as sw
+
+    vocab = pt.span_vocab()
+    train = [(["c", "<0>"], ["<0>", "e"])] * 2 + [(["c", "<0>"], ["<0>", "a"])]
+    valid = [(["b", "<0>"], ["<0>", "e"])]
+    # BOS -> <0> always, BOS <0> -> e 2 times in 3, BOS <0> e -> EOS always
+    want = -math.log(2 / 3) / 3
+    got = sw.source_free_loss(train, valid, vocab, 0.0)
+    assert math.isclose(got, want, rel_tol=1e-12)
+    v, eps, ids = len(vocab), 0.1, vocab.stoi
+
+    def smoothed(law, right):  # label-smoothed loss under a known law
+        q = [(1 - eps) * law.get(k, 0.0) + eps / v for k in range(v)]
+        nll = [-math.log(x) for x in q]
+        return (1 - eps) * nll[right] + eps * sum(nll) / v
+
+    first, then = {ids["<0>"]: 1.0}, {ids["e"]: 2 / 3, ids["a"]: 1 / 3}
+    want = (smoothed(first, ids["<0>"]) + smoothed(then, ids["e"])
+            + smoothed({vocab.eos_id: 1.0}, vocab.eos_id)) / 3  # fmt: skip
+    got = sw.source_free_loss(train, valid, vocab, eps)
+    assert math.isclose(got, want, rel_tol=1e-9)
+    unseen = [(["b", "<0>"], ["<1>", "z"])]  # after <1>: never seen, uniform
+    want = (smoothed(first, ids["<1>"]) + 2 * math.log(v)) / 3
+    got = sw.source_free_loss(train, unseen, vocab, eps)
+    assert math.isclose(got, want, rel_tol=1e-9)
+
+    pairs = [([c, "<0>"], ["<0>", c]) for c in "abcdefgh"]
+    swapped = sw.swapped_sources(pairs, seed=5)
+    assert [t for _, t in swapped] == [t for _, t in pairs]
+    assert all(s != p[0] for (s, _), p in zip(swapped, pairs))
+    assert sorted(s[0] for s, _ in swapped) == list("abcdefgh")
+    with pytest.raises(ValueError, match="2 pairs"):
+        sw.swapped_sources(pairs[:1], 0)
+
+    cfg = PronouncerConfig(d_model=32, d_ff=64, num_layers=1, dropout=0.0)
+    torch.manual_seed(0)
+    model = build_pronouncer(cfg, vocab, vocab)
+    src = torch.tensor([[3, 4, 29, 5], [6, 29, 7, 0]])
+    assert sw.memory_spread(model, src) > 0.3  # random: letters differ
+    with torch.no_grad():  # the last LayerNorm writes its bias alone
+        model.encoder.layers[-1].sub2.norm.weight.zero_()
+        model.encoder.layers[-1].sub2.norm.bias.normal_()
+    assert sw.memory_spread(model, src) < 1e-6
+
+
+@pytest.mark.exact
+def test_the_t5_probes_replay_their_first_steps():
+    """The stored probes of T5's target (tools/sweep_ch10.py --probe t5),
+    at the recipe's rate and at a quarter of it, re-run for their first
+    steps: the committed code made them."""
+    from tools import sweep_ch10 as sw
+    from utils.pronouncer import train_pronouncer
+
+    rows, d, vocab = sw.stored_rows(), sw.data(), pt.span_vocab()
+    for factor in (sw.PROBE_FACTOR, 0.25):
+        _, history = train_pronouncer(
+            sw.ed_config(0, factor), sw.ed_splits(d, 0, False),
+            progress=False, vocabs=(vocab, vocab), stop_after=sw.REPLAY,
+        )  # fmt: skip
+        got = [round(x, 5) for x in history["train_loss"]]
+        assert got == rows[sw.probe_name(0, factor)]["losses"]

@@ -2,6 +2,7 @@
 
     python -m tools.runs.sweep_ch10 [--seeds 0 1 ...]
     python -m tools.runs.sweep_ch10 --list
+    python -m tools.runs.sweep_ch10 --probe t5 [--factor F] [--seeds 0 ...]
 
 For each seed: the three objectives are trained on the spellings of the
 pronouncer's training words (``PRE_STEPS`` steps each), rounded to fp16
@@ -19,15 +20,19 @@ One JSON line per finished run goes to ``book/data/ch10_runs.jsonl``
 (runs already there are skipped: a stopped sweep goes on where it
 stopped; two processes with other seeds may share the file); the seed-0
 models go to ``book/data/ch10_lm_s0.pt`` (fp16). The tool restarts itself
-in the portable numeric mode, one thread.
+in the portable numeric mode, one thread. ``--probe t5`` is apart from the
+sweep: the encoder-decoder on T5's own target (``probe_t5``), a row
+``probe_t5[_fF]_sN`` per seed (seed 0 unless ``--seeds``).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import fcntl
 import json
+import random
 import time
 
 
@@ -41,7 +46,9 @@ from utils import objectives as obj
 from utils import pretraining as pt
 from utils import pronunciation as pr
 from tools.numerics import numeric_mode
-from utils.training import threads
+from utils.batches import make_batches
+from utils.checks import check_probability
+from utils.training import evaluate_loss, threads
 from utils.pronouncer import train_pronouncer
 
 OUT = ROOT / "book" / "data" / "ch10_runs.jsonl"
@@ -86,7 +93,8 @@ STARTS = {
 }
 # the encoder-decoder family: the pronouncer's own shape pre-trained on the
 # same spellings, T5's spans hidden, the whole word written back (BART's
-# target: T5's own, the spans alone, did not train in a probe); as many
+# target: T5's own, the spans alone, did not train at this rate, see
+# probe_t5); as many
 # words seen as the masked LM sees (2,000 x 128), two corruptions of each
 ED_STEPS, ED_COPIES = 4000, 2
 KINDS = (*pt.OBJECTIVES, "bart")
@@ -163,18 +171,31 @@ def r5(x: float) -> float:
     return round(float(x), 5)
 
 
+def ed_splits(d: dict, seed: int, whole: bool) -> dict:
+    """The encoder-decoder's pairs: ``ED_COPIES`` span corruptions of each
+    training word, one of each validation word; BART's target (``whole``)
+    or T5's (the spans)."""
+    return {
+        "train": pt.span_pairs(d["train"], seed, ED_COPIES, whole=whole),
+        "valid": pt.span_pairs(d["valid"], 123, whole=whole),
+    }
+
+
+def ed_config(seed: int, factor: float | None = None):
+    """The encoder-decoder's recipe: the fine-tuning one for ``ED_STEPS``,
+    scored on 500 validation sources (``factor``: its rate's, if given)."""
+    cfg = dataclasses.replace(tune_config(ED_STEPS, seed), n_valid_exact=500)
+    return cfg if factor is None else dataclasses.replace(cfg, factor=factor)
+
+
 def pretrain_bart(seed: int, d: dict):
     """The denoising encoder-decoder (the pronouncer's shape), rounded."""
     start = time.perf_counter()
     vocab = pt.span_vocab()
-    splits = {
-        "train": pt.span_pairs(d["train"], seed, ED_COPIES, whole=True),
-        "valid": pt.span_pairs(d["valid"], 123, whole=True),
-    }
-    cfg = dataclasses.replace(tune_config(ED_STEPS, seed), n_valid_exact=500)
     model, history = train_pronouncer(
-        cfg, splits, progress=False, vocabs=(vocab, vocab)
-    )
+        ed_config(seed), ed_splits(d, seed, True), progress=False,
+        vocabs=(vocab, vocab),
+    )  # fmt: skip
     pt.round_fp16(model)
     row = {
         "run": f"pre_bart_s{seed}",
@@ -188,6 +209,172 @@ def pretrain_bart(seed: int, d: dict):
         "seconds": round(time.perf_counter() - start, 1),
     }
     return model, row
+
+
+# T5's own target, the spans alone, is a probe beside the sweep
+# (``--probe t5``). At the recipe's rate (factor 1, a peak of 0.0125) the
+# decoder learns the spans' letter frequencies within the warm-up, and the
+# Post-Norm encoder then writes one vector for every letter of every word
+# (its FFNs add a large constant before the last LayerNorm): the decoder
+# has nothing to read, and never learns to. At a quarter of the rate the
+# encoder survives and the decoder reads the source. Each probe row says
+# how much its decoder reads the source, early and at the end.
+PROBE_FACTOR = 1.0  # the recipe's: the stored probe_t5_s0
+
+
+def probe_name(seed: int, factor: float) -> str:
+    tag = "" if factor == PROBE_FACTOR else f"_f{factor:g}"
+    return f"probe_t5{tag}_s{seed}"
+
+
+def source_free_loss(train_pairs, valid_pairs, vocab, smoothing: float):
+    """The least validation loss (label-smoothed as ``train_pronouncer``
+    scores it) of a decoder that never reads the source: each target token
+    predicted by how often it follows the same target prefix in
+    ``train_pairs``, smoothed as the loss smooths (the optimum of that loss
+    for the training frequencies); an unseen prefix: uniform."""
+    check_probability(smoothing, "smoothing")
+    counts: dict[tuple, collections.Counter] = collections.defaultdict(
+        collections.Counter
+    )
+    for _, target in train_pairs:
+        ids = vocab.encode(target, bos=True)
+        for i in range(1, len(ids)):
+            counts[tuple(ids[:i])][ids[i]] += 1
+    size, total, n = len(vocab), 0.0, 0
+    for _, target in valid_pairs:
+        ids = vocab.encode(target, bos=True)
+        for i in range(1, len(ids)):
+            seen = counts.get(tuple(ids[:i]))
+            if seen:
+                k = sum(seen.values())
+                p = np.array([seen[j] / k for j in range(size)])
+                p = (1 - smoothing) * p + smoothing / size
+            else:
+                p = np.full(size, 1 / size)
+            spread = -np.log(p).mean() if smoothing else 0.0
+            total += (1 - smoothing) * -np.log(p[ids[i]]) + smoothing * spread
+            n += 1
+    return total / n
+
+
+def swapped_sources(pairs, seed: int) -> list:
+    """Each target with another pair's source (a seeded cycle: no pair
+    keeps its own), to measure what a decoder takes from the source."""
+    pairs = list(pairs)
+    if len(pairs) < 2:
+        raise ValueError(f"pairs must hold >= 2 pairs, got {len(pairs)}")
+    order = list(range(len(pairs)))
+    random.Random(seed).shuffle(order)
+    source = {a: pairs[b][0] for a, b in zip(order, order[1:] + order[:1])}
+    return [(source[i], t) for i, (_, t) in enumerate(pairs)]
+
+
+@torch.no_grad()
+def memory_spread(model, src: torch.Tensor) -> float:
+    """How far the encoder's outputs at the real positions of ``src`` lie
+    from their mean, over the mean's length: 0 when the encoder writes one
+    vector whatever it reads."""
+    was = model.training
+    model.eval()
+    memory, _ = model.encode(src)
+    model.train(was)
+    m = memory[src != model.pad_id]
+    centre = m.mean(0)
+    return ((m - centre).norm(dim=1).mean() / centre.norm()).item()
+
+
+PROBE_EARLY = 150  # a step of the warm-up's end, where the collapse shows
+
+
+def probe_t5(seed: int, d: dict, factor: float = PROBE_FACTOR):
+    """The encoder-decoder pre-trained on T5's target, as ``pretrain_bart``
+    trains BART's (``factor``: the rate's), rounded to fp16 and scored ->
+    ``(model, row)``: ``loss`` and ``spans_exact`` on the validation pairs
+    as training scored them; ``source``: what the rounded model's decoder
+    reads (``reads_source``), and in ``early`` the same after
+    ``PROBE_EARLY`` steps; ``loss_without_source``: the least loss a
+    decoder reaches without reading it (``source_free_loss``)."""
+    start = time.perf_counter()
+    vocab = pt.span_vocab()
+    splits = ed_splits(d, seed, False)
+    cfg = ed_config(seed, factor)
+    model, history = train_pronouncer(
+        cfg, splits, progress=False, vocabs=(vocab, vocab)
+    )
+    pt.round_fp16(model)
+    early, _ = train_pronouncer(
+        cfg, splits, progress=False, vocabs=(vocab, vocab),
+        stop_after=PROBE_EARLY,
+    )  # fmt: skip
+    valid = splits["valid"]
+    free = source_free_loss(splits["train"], valid, vocab, cfg.label_smoothing)
+    return model, {
+        "run": probe_name(seed, factor),
+        "kind": "t5",
+        "seed": seed,
+        "steps": ED_STEPS,
+        "factor": factor,
+        "loss": r5(history["valid_loss"][-1]),
+        "spans_exact": r5(history["valid_exact"][-1]),
+        "loss_without_source": r5(free),
+        "source": reads_source(model, valid, vocab, cfg.label_smoothing),
+        "early": {
+            "step": PROBE_EARLY,
+            **reads_source(early, valid, vocab, cfg.label_smoothing),
+        },
+        "losses": [r5(x) for x in history["train_loss"][:REPLAY]],
+        "last_loss": r5(sum(history["train_loss"][-50:]) / 50),
+        "seconds": round(time.perf_counter() - start, 1),
+        "what": "one run: T5 targets (spans only)"
+        + ("" if factor == PROBE_FACTOR else f", rate factor {factor:g}")
+        + ", not used by the sweep",
+    }
+
+
+def reads_source(model, valid, vocab, smoothing: float) -> dict:
+    """What a seq2seq model's decoder takes from the source: its validation
+    ``loss``, the loss with every source swapped for another word's
+    (``swapped``, ``swapped_sources``) and the encoder's ``memory_spread``
+    over the first 500 sources."""
+
+    def loss(pairs):
+        batches = make_batches(pairs, 500, vocab, vocab, seed=None)
+        return evaluate_loss(model, batches, smoothing, vocab.pad_id)
+
+    src = make_batches(valid[:500], 500, vocab, vocab, seed=None)[0][0]
+    return {
+        "loss": r5(loss(valid)),
+        "swapped": r5(loss(swapped_sources(valid, 5))),
+        "memory_spread": r5(memory_spread(model, src)),
+    }
+
+
+def run_probe(seeds, factor: float, tune_too: bool = False) -> None:
+    """``probe_t5`` on each seed: stored if new (or if the stored row lacks
+    a score, after checking that it replays the stored first losses).
+    ``tune_too``: then the pronouncer fine-tuned from it whole, as the
+    ``"bart"`` arm is, on each label budget (``probe_tune_...`` rows)."""
+    d = data()
+    for seed in seeds:
+        done = stored_rows().get(probe_name(seed, factor))
+        model, row = probe_t5(seed, d, factor)
+        if done is not None and row["losses"] != done["losses"]:
+            raise RuntimeError(f"{row['run']} did not replay its losses")
+        if done is None or set(row) - set(done):
+            store(row)  # a later row of the same run supersedes
+        else:
+            print(row, flush=True)
+        if not tune_too:
+            continue
+        name = probe_name(seed, factor).removeprefix("probe_")
+        for n in LABELS:
+            run = f"probe_tune_{n}_{name.rsplit('_s', 1)[0]}_{TUNE_STEPS}"
+            if f"{run}_s{seed}" in stored_rows():
+                continue
+            row = tune({"t5": model}, n, "t5", TUNE_STEPS, seed, d,
+                       start=("t5", 1.0))  # fmt: skip
+            store({**row, "run": f"{run}_s{seed}", "factor": factor})
 
 
 def word_log2probs(counts, words) -> np.ndarray:
@@ -317,9 +504,19 @@ def scores(model, test) -> dict:
     }
 
 
-def tune(models, labels: int, init: str, steps: int, seed: int, d: dict):
-    start = time.perf_counter()
-    kind, init_lr = STARTS.get(init, (None, 1.0))
+def tune(
+    models,
+    labels: int,
+    init: str,
+    steps: int,
+    seed: int,
+    d: dict,
+    start: tuple[str, float] | None = None,
+):
+    """One fine-tuning run of ``init`` (``start``: its ``(kind, init_lr)``
+    if not in ``STARTS``)."""
+    began = time.perf_counter()
+    kind, init_lr = start or STARTS.get(init, (None, 1.0))
     entries = label_order(d["split"]["train"], seed)[:labels]
     splits, vocabs = pr.pronouncer_data(
         {"train": entries, "valid": d["split"]["valid"]}, stress=STRESS
@@ -341,23 +538,40 @@ def tune(models, labels: int, init: str, steps: int, seed: int, d: dict):
         **scores(model, d["split"]["test"][:N_TEST]),
         "valid_exact": r5(history["valid_exact"][-1]),
         "losses": [r5(x) for x in history["train_loss"][:REPLAY]],
-        "seconds": round(time.perf_counter() - start, 1),
+        "seconds": round(time.perf_counter() - began, 1),
     }
 
 
 def start_state(models: dict, kind: str | None):
     if kind is None:
         return None
-    if kind == "bart":  # the whole encoder-decoder
+    if kind in ("bart", "t5"):  # the whole encoder-decoder
         return pt.seq2seq_state(models[kind])
     return pt.encoder_state(models[kind], kind)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="*", default=list(SEEDS))
+    parser.add_argument("--seeds", type=int, nargs="*")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument(
+        "--probe", choices=("t5",), help="T5's target (not the sweep's)"
+    )
+    parser.add_argument(
+        "--factor", type=float, default=PROBE_FACTOR,
+        help="the probe's rate factor (the recipe's: 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tune", action="store_true",
+        help="with --probe: fine-tune the pronouncer from it too",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.probe:
+        torch.set_num_threads(1)
+        with threads(1):
+            run_probe(args.seeds or [0], args.factor, args.tune)
+        return
+    args.seeds = list(SEEDS) if args.seeds is None else args.seeds
     if args.list:
         for s in args.seeds:
             print(*(f"pre_{k}_s{s}" for k in pt.OBJECTIVES))
