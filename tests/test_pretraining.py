@@ -521,12 +521,12 @@ def test_counting_on_the_denoising_task():
 
 
 def test_the_t5_probe_measures_what_the_decoder_reads():
-    """tools/sweep_ch10.py's probe of T5's target: the least loss without
+    """tools/runs/sweep_ch10.py's probe of T5's target: the least loss without
     the source, by hand; swapped sources leave no pair its own; the
     encoder's spread is 0 for an encoder that writes one vector."""
     import math
 
-    from tools import sweep_ch10 as sw
+    from tools.runs import sweep_ch10 as sw
 
     vocab = pt.span_vocab()
     train = [(["c", "<0>"], ["<0>", "e"])] * 2 + [(["c", "<0>"], ["<0>", "a"])]
@@ -573,10 +573,10 @@ def test_the_t5_probe_measures_what_the_decoder_reads():
 
 @pytest.mark.exact
 def test_the_t5_probes_replay_their_first_steps():
-    """The stored probes of T5's target (tools/sweep_ch10.py --probe t5),
+    """The stored probes of T5's target (tools/runs/sweep_ch10.py --probe t5),
     at the recipe's rate and at a quarter of it, re-run for their first
     steps: the committed code made them."""
-    from tools import sweep_ch10 as sw
+    from tools.runs import sweep_ch10 as sw
     from utils.pronouncer import train_pronouncer
 
     rows, d, vocab = sw.stored_rows(), sw.data(), pt.span_vocab()
