@@ -100,6 +100,13 @@ RECIPES = {
     "ch11": STORED,
     "lr1e3": dataclasses.replace(STORED, lr=1e-3, **PILOT),
     "lr2e3": dataclasses.replace(STORED, lr=2e-3, **PILOT),
+    # the loss against size: lr2e3 at two narrower widths (head width 32)
+    "d96": dataclasses.replace(
+        STORED, model=GPTConfig(1024, 256, 96, 3, 4, 384, 0.1), **PILOT
+    ),
+    "d128": dataclasses.replace(
+        STORED, model=GPTConfig(1024, 256, 128, 4, 4, 512, 0.1), **PILOT
+    ),
     "tiny": Recipe(  # tests/test_gpt.py
         model=GPTConfig(300, 32, 32, 2, 1, 64, dropout=0.1),
         batch=4,
@@ -417,7 +424,8 @@ def dynamic(path=DATA / "ch11_gpt.pt", procs: int = 2) -> dict:
     return out
 
 
-PILOTS = ("lr1e3", "lr2e3")  # their rows go to book/data/ch11_pilots.jsonl
+# their rows go to book/data/ch11_pilots.jsonl
+PILOTS = ("lr1e3", "lr2e3", "d96", "d128")
 
 
 def store_pilot(name: str, log: dict, rows_path) -> None:
