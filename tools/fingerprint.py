@@ -256,7 +256,8 @@ def _models(out: dict[str, str]) -> None:
     out["translator_training"] = _h(_weights(model))
 
     # chapter 10: the three objectives on words, then a pronouncer whose
-    # encoder starts from the masked LM
+    # encoder starts from the last of them (the prefix LM), handed over
+    # row for row as a masked LM is (the hash predates encoder_state's kind)
     split = pronunciation.split_words(20, 20, 0)
     words = [w for w, _ in split["train"][:200]]
     weights = []

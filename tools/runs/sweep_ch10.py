@@ -550,10 +550,24 @@ def start_state(models: dict, kind: str | None):
     return pt.encoder_state(models[kind], kind)
 
 
+def cost(d: dict) -> dict:
+    """The seconds of seed 0's masked and denoising pre-training and of a
+    scratch fine-tuning run (8,000 labels) at both step counts, measured
+    back to back in one process: the chapter compares them."""
+    out = {"run": "cost_s0", "what": "seconds, one process, back to back"}
+    for kind in ("mlm", "bart"):
+        out[f"pre_{kind}"] = pretrain(kind, 0, d)[1]["seconds"]
+    for steps in (TUNE_STEPS, LONG_STEPS):
+        row = tune({}, LABELS[-1], "scratch", steps, 0, d)
+        out[f"tune_{steps}"] = row["seconds"]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="*")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--cost", action="store_true", help="cost_s0 row")
     parser.add_argument(
         "--probe", choices=("t5",), help="T5's target (not the sweep's)"
     )
@@ -566,6 +580,10 @@ def main() -> None:
         help="with --probe: fine-tune the pronouncer from it too",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.cost:
+        with threads(1):
+            store(cost(data()))
+        return
     if args.probe:
         torch.set_num_threads(1)
         with threads(1):
