@@ -4,6 +4,7 @@
     python -m tools.runs.train_gpt --procs 2 --minutes 20  # stop; again: on
     python -m tools.runs.train_gpt --recipe lr1e3 --procs 2  # a pilot
     python -m tools.runs.train_gpt --dynamic --procs 2  # dynamic evaluation
+    python -m tools.runs.train_gpt --speed  # 1 and 2 processes, idle machine
     python -m tools.runs.train_gpt --recipe tiny --out /tmp/g --fresh
 
 It restarts itself in the portable numeric mode. With ``--procs 2`` it
@@ -41,6 +42,8 @@ from concurrent import futures
 import json
 import math
 import pathlib
+import subprocess
+import sys
 
 from tools.numerics import numeric_mode
 
@@ -439,7 +442,29 @@ def store_pilot(name: str, log: dict, rows_path) -> None:
     path.write_text("".join(r + "\n" for r in [*kept, new]))
 
 
+def speed(steps: int = 60) -> dict:
+    """Seconds a step of the stored recipe in one process and in two (its
+    first ``steps`` steps, fresh, in ``_build/ch11/speed_pN``): run it on
+    an otherwise idle machine; written to ``book/data/ch11_speed.json``."""
+    out = {"steps": steps, "numeric_mode": numeric_mode.stamp()}
+    for procs in (1, 2):
+        where = WORK / f"speed_p{procs}"
+        cmd = [sys.executable, "-m", "tools.runs.train_gpt", "--fresh"]
+        cmd += [f"--procs={procs}", f"--stop-at={steps}", f"--out={where}"]
+        subprocess.run(cmd, check=True, cwd=ROOT)
+        log = json.loads((where / "ch11_run.json").read_text())
+        out[f"seconds_per_step_{procs}"] = round(log["seconds"] / steps, 3)
+    out["speedup"] = round(
+        out["seconds_per_step_1"] / out["seconds_per_step_2"], 2
+    )
+    (DATA / "ch11_speed.json").write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
 def main(args) -> None:
+    if args.speed:
+        print(json.dumps(speed(), indent=1))
+        return
     if args.dynamic:
         print(json.dumps(dynamic(procs=args.procs), indent=1))
         return
@@ -496,4 +521,5 @@ if __name__ == "__main__":
     parser.add_argument(
         "--dynamic", action="store_true", help="dynamic evaluation"
     )
+    parser.add_argument("--speed", action="store_true", help="1 vs 2 procs")
     main(parser.parse_args())
