@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import pathlib
 import re
+import runpy
 import sys
 import urllib.parse
 
@@ -242,41 +243,15 @@ def figure_numbers() -> dict[str, tuple[str, str]]:
     return found
 
 
-def _people(entry) -> list[str]:
-    people = entry.persons.get("author") or entry.persons.get("editor") or []
-    return [
-        " ".join((*p.prelast_names, *p.last_names))
-        .replace("{", "")
-        .replace("}", "")
-        for p in people
-    ]
-
-
 @functools.cache
 def bibliography() -> dict[str, tuple[str, str]]:
     """Each entry of book/references.bib: (authors, year) as the site's
-    author-year style writes them (_ext/course_site.py)."""
+    author-year style writes them (_ext/course_site.py's ``author_year``)."""
     from pybtex.database import parse_file
 
-    found = {}
-    for key, entry in parse_file(
-        ROOT / "book" / "references.bib"
-    ).entries.items():
-        names = _people(entry)
-        if not names:
-            who = (
-                entry.fields.get("title", key)
-                .replace("{", "")
-                .replace("}", "")
-            )
-        elif len(names) == 1:
-            who = names[0]
-        elif len(names) == 2:
-            who = f"{names[0]} and {names[1]}"
-        else:
-            who = f"{names[0]} et al."
-        found[key] = (who, entry.fields.get("year", "n.d."))
-    return found
+    site = runpy.run_path(str(ROOT / "_ext" / "course_site.py"))
+    entries = parse_file(ROOT / "book" / "references.bib").entries
+    return {key: site["author_year"](e) for key, e in entries.items()}
 
 
 def bib_anchor(key: str) -> str:
