@@ -216,27 +216,24 @@ def labels(language: str) -> dict[str, tuple[str, str]]:
     return found
 
 
-def figure_cells(nb) -> list:
-    """The code cells that show a captioned figure, in order."""
-    return [
-        c
-        for c in nb.cells
-        if c.cell_type == "code"
-        and c.metadata.get("mystnb", {}).get("figure", {}).get("caption")
-    ]
+def _figure(cell) -> dict:
+    """A code cell's figure metadata (empty: it shows none)."""
+    return cell.metadata.get("mystnb", {}).get("figure", {})
 
 
 @functools.cache
 def figure_numbers() -> dict[str, tuple[str, str]]:
     """Each named figure: its page and its number as the site numbers it
-    (chapter.n, per chapter; only named figures get a number)."""
+    (chapter.n, per chapter; only named, captioned figures get a number)."""
     found = {}
     for chapter, docname in enumerate(chapters(), start=1):
         nb = nbformat.read(ROOT / f"{docname}.ipynb", as_version=4)
         named = [
-            c.metadata["mystnb"]["figure"]["name"]
-            for c in figure_cells(nb)
-            if c.metadata["mystnb"]["figure"].get("name")
+            _figure(c)["name"]
+            for c in nb.cells
+            if c.cell_type == "code"
+            and _figure(c).get("caption")
+            and _figure(c).get("name")
         ]
         for n, name in enumerate(named, start=1):
             found[name] = (docname, f"{chapter}.{n}")
@@ -417,16 +414,13 @@ def render_markdown(text: str, ctx: dict) -> str:
     text = CHAPTER_LINK.sub(
         lambda m: f"]({colab_url(m.group(1), ctx['language'])})", text
     )
-    text = PAGE_LINK.sub(
-        lambda m: (
-            "]("
-            + page_url(
-                f"book/{m.group(1)}", ctx["language"], (m.group(2) or "#")[1:]
-            )
-            + ")"
-        ),
-        text,
-    )
+    language = ctx["language"]
+
+    def page(m: re.Match) -> str:
+        anchor = (m.group(2) or "#")[1:]
+        return f"]({page_url(f'book/{m.group(1)}', language, anchor)})"
+
+    text = PAGE_LINK.sub(page, text)
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
 
 
@@ -458,7 +452,7 @@ def _title(cell, heading: str, ctx: dict) -> str:
     """What a folded cell is, for its ``#@title`` line."""
     words = WORDS[ctx["language"]]
     meta = cell.metadata
-    name = meta.get("mystnb", {}).get("figure", {}).get("name")
+    name = _figure(cell).get("name")
     if "solution" in meta.get("tags", []):
         if EXERCISE.match(heading):  # plain text: Colab shows it as it is
             return words["solution"].format(re.sub(r"[*_`$]", "", heading))
@@ -534,7 +528,7 @@ def convert(page: pathlib.Path, language: str) -> nbformat.NotebookNode:
             cell.source = f"#@title {title}\n{cell.source}"
             cell.metadata["cellView"] = "form"
         cells.append(cell)
-        if cell.metadata.get("mystnb", {}).get("figure", {}).get("caption"):
+        if _figure(cell).get("caption"):
             cells.append(caption_cell(cell, ctx))
     nb.cells = cells
     nb.metadata.pop("course_zh", None)
