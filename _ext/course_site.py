@@ -57,22 +57,28 @@ def _clean(text: str) -> str:
     return text.replace("{", "").replace("}", "")
 
 
+def author_year(entry) -> tuple[str, str]:
+    """An entry's authors and year as the labels write them (also the Colab
+    notebooks' citations, tools/editions/colab_notebooks.py)."""
+    people = entry.persons.get("author") or entry.persons.get("editor")
+    names = [_clean(_last_names(p)) for p in people or []]
+    if not names:
+        who = _clean(entry.fields.get("title", entry.key))
+    elif len(names) == 1:
+        who = names[0]
+    elif len(names) == 2:
+        who = f"{names[0]} and {names[1]}"
+    else:
+        who = f"{names[0]} et al."
+    return who, entry.fields.get("year", "n.d.")
+
+
 class AuthorYearLabelStyle(BaseLabelStyle):
     """Labels "Rush, 2018", "Bahdanau et al., 2015", "Ba and Kiros, 2016"."""
 
     def format_labels(self, sorted_entries):
         for entry in sorted_entries:
-            people = entry.persons.get("author") or entry.persons.get("editor")
-            names = [_clean(_last_names(p)) for p in people or []]
-            if not names:
-                who = _clean(entry.fields.get("title", entry.key))
-            elif len(names) == 1:
-                who = names[0]
-            elif len(names) == 2:
-                who = f"{names[0]} and {names[1]}"
-            else:
-                who = f"{names[0]} et al."
-            yield f"{who}, {entry.fields.get('year', 'n.d.')}"
+            yield ", ".join(author_year(entry))
 
 
 class CourseStyle(UnsrtStyle):

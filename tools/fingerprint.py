@@ -66,7 +66,6 @@ def _operations(out: dict[str, str]) -> None:
     x = torch.randn(4, 48, 64, requires_grad=True)  # (B, T, d)
     w = torch.randn(64, 96)
     xd = x.detach()
-    pos = xd.abs() + 0.1
     out["randn"] = _h(x)
     out["matmul"] = _h(x @ w)
     out["linear"] = _h(F.linear(x, w.T, torch.randn(96)))
@@ -74,20 +73,7 @@ def _operations(out: dict[str, str]) -> None:
     out["softmax"] = _h(torch.softmax(x, -1))
     out["log_softmax"] = _h(torch.log_softmax(x, -1))
     out["layer_norm"] = _h(F.layer_norm(x, (64,)))
-    for name, fn in [
-        ("exp", torch.exp),
-        ("log", torch.log),
-        ("sin", torch.sin),
-        ("cos", torch.cos),
-        ("tanh", torch.tanh),
-        ("erf", torch.erf),
-        ("sigmoid", torch.sigmoid),
-        ("rsqrt", torch.rsqrt),
-    ]:
-        out[name] = _h(fn(pos))
-        out[name + "64"] = _h(fn(pos.double()))
-    out["pow"] = _h(pos.pow(1.5))
-    out["div"] = _h(xd / pos)
+    _elementwise(out, xd)
     out["gelu"] = _h(F.gelu(x))
     spread = [xd.var(-1), xd.std(0), xd.norm(dim=-1)]
     out["var_norm"] = _h(torch.cat([t.flatten() for t in spread]))
@@ -102,6 +88,35 @@ def _operations(out: dict[str, str]) -> None:
         nn.GRU(64, 32, batch_first=True),
     ]
     out["rnn_gru"] = _h(torch.cat([m(xd)[0].flatten() for m in recurrent]))
+    _backward_and_draws(out, x)
+
+    from utils.layers import LayerNorm
+
+    out["course_layer_norm"] = _h(LayerNorm(64)(xd))
+
+
+def _elementwise(out: dict[str, str], xd: torch.Tensor) -> None:
+    """The elementwise maths, float32 and float64, on positive inputs."""
+    pos = xd.abs() + 0.1
+    for name, fn in [
+        ("exp", torch.exp),
+        ("log", torch.log),
+        ("sin", torch.sin),
+        ("cos", torch.cos),
+        ("tanh", torch.tanh),
+        ("erf", torch.erf),
+        ("sigmoid", torch.sigmoid),
+        ("rsqrt", torch.rsqrt),
+    ]:
+        out[name] = _h(fn(pos))
+        out[name + "64"] = _h(fn(pos.double()))
+    out["pow"] = _h(pos.pow(1.5))
+    out["div"] = _h(xd / pos)
+
+
+def _backward_and_draws(out: dict[str, str], x: torch.Tensor) -> None:
+    """A backward pass through attention and LayerNorm, cross-entropy's
+    gradient with label smoothing, dropout's and sampling's draws."""
     loss = (torch.softmax(x @ x.transpose(1, 2), -1) @ x).pow(2).mean()
     loss = loss + F.layer_norm(x, (64,)).pow(3).mean()
     loss.backward()
@@ -119,10 +134,6 @@ def _operations(out: dict[str, str]) -> None:
             ]
         ).float()
     )
-
-    from utils.layers import LayerNorm
-
-    out["course_layer_norm"] = _h(LayerNorm(64)(xd))
 
 
 def _optimisers(out: dict[str, str]) -> None:
@@ -152,27 +163,32 @@ def _optimisers(out: dict[str, str]) -> None:
 
 
 def _models(out: dict[str, str]) -> None:
-    from tools.runs.sweep_ch02 import CopyTwo, copy_batch
-    from tools.runs import ambiguous
-    from utils import pretraining, pronunciation
-    from utils.loss import masked_cross_entropy
-    from utils.model import Transformer
-    from utils.position_probe import (
-        POSITION_KINDS,
-        PositionProbe,
-        previous_token_batch,
-    )
-    from utils.priors import MotifCNN, TinyTransformer, train_classifier
-    from utils.training import adam
-    from utils.toy_tasks import make_motif_data
-    from utils.training import noam_scheduler, paper_adam
-    from utils.pronouncer import (
-        PronouncerConfig,
-        build_pronouncer,
-        train_pronouncer,
-    )
+    """A few training steps of each chapter's models, in this order (the
+    global seed's draws run on from one to the next)."""
+    _ch1(out)
+    _ch2_ch4(out)
+    _ch7(out)
+    _ch8_ch9(out)
+    _ch10(out)
 
-    # chapter 1: a CNN and a tiny Transformer on the motif task
+
+def _steps(model, opt, loss_fn, sched=None) -> torch.Tensor:
+    """Three optimiser steps of ``loss_fn(model)``; the weights after."""
+    for _ in range(3):
+        loss = loss_fn(model)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if sched is not None:
+            sched.step()
+    return _weights(model)
+
+
+def _ch1(out: dict[str, str]) -> None:
+    """Chapter 1: a CNN and a tiny Transformer on the motif task."""
+    from utils.priors import MotifCNN, TinyTransformer, train_classifier
+    from utils.toy_tasks import make_motif_data
+
     x, y = make_motif_data(64, seed=0)
     weights = []
     for make in (MotifCNN, TinyTransformer):
@@ -182,17 +198,23 @@ def _models(out: dict[str, str]) -> None:
         weights.append(_weights(model))
     out["ch1_priors"] = _h(torch.cat(weights))
 
-    # chapter 2: the one- and two-head copier (the sweep's model), and
-    # chapter 4: each position scheme; a few steps each, no test set (a
-    # large one costs a minute under emulation and adds no kind of operation)
+
+def _ch2_ch4(out: dict[str, str]) -> None:
+    """Chapter 2: the one- and two-head copier (the sweep's model), and
+    chapter 4: each position scheme; a few steps each, no test set (a
+    large one costs a minute under emulation and adds no kind of
+    operation). One generator draws both chapters' batches."""
+    from tools.runs.sweep_ch02 import CopyTwo, copy_batch
+    from utils.position_probe import (
+        POSITION_KINDS,
+        PositionProbe,
+        previous_token_batch,
+    )
+    from utils.training import adam
+
     def steps(model, batch, loss_fn) -> torch.Tensor:
         opt = adam(model.parameters(), lr=1e-2)
-        for _ in range(3):
-            loss = loss_fn(model, *batch())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        return _weights(model)
+        return _steps(model, opt, lambda m: loss_fn(m, *batch()))
 
     gen = torch.Generator().manual_seed(0)
     weights = []
@@ -220,22 +242,33 @@ def _models(out: dict[str, str]) -> None:
         )
     out["ch4_positions"] = _h(torch.cat(weights))
 
-    # chapter 7: utils.model.Transformer
+
+def _ch7(out: dict[str, str]) -> None:
+    """Chapter 7: utils.model.Transformer."""
+    from utils.model import Transformer
+    from utils.training import adam
+
     torch.manual_seed(0)
     model = Transformer(20, 20, d_model=32, num_heads=4, num_layers=2, d_ff=64)
     opt = adam(model.parameters(), lr=1e-3)
     src = torch.randint(3, 20, (8, 10))
     tgt = torch.randint(3, 20, (8, 9))
-    for _ in range(3):
-        logits = model(src, tgt[:, :-1])  # (B, T, V)
-        loss = F.cross_entropy(logits.transpose(1, 2), tgt[:, 1:])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    out["transformer_training"] = _h(_weights(model))
 
-    # chapters 8-9: the pronouncer's recipe (dropout on, label smoothing,
-    # paper_adam with the warm-up schedule), on chapter 9's vocabularies
+    def loss(m):
+        logits = m(src, tgt[:, :-1])  # (B, T, V)
+        return F.cross_entropy(logits.transpose(1, 2), tgt[:, 1:])
+
+    out["transformer_training"] = _h(_steps(model, opt, loss))
+
+
+def _ch8_ch9(out: dict[str, str]) -> None:
+    """Chapters 8-9: the pronouncer's recipe (dropout on, label smoothing,
+    paper_adam with the warm-up schedule), on chapter 9's vocabularies."""
+    from tools.runs import ambiguous
+    from utils.loss import masked_cross_entropy
+    from utils.pronouncer import PronouncerConfig, build_pronouncer
+    from utils.training import noam_scheduler, paper_adam
+
     cfg = dataclasses.replace(PronouncerConfig(), warmup_steps=2)
     torch.manual_seed(0)
     model = build_pronouncer(cfg, ambiguous.VOCAB_SRC, ambiguous.VOCAB_TGT)
@@ -244,43 +277,37 @@ def _models(out: dict[str, str]) -> None:
     src = torch.randint(3, len(ambiguous.VOCAB_SRC), (16, 12))
     tgt = torch.randint(3, len(ambiguous.VOCAB_TGT), (16, 10))
     model.train()
-    for _ in range(3):
-        logits = model(src, tgt[:, :-1])
-        loss = masked_cross_entropy(
-            logits, tgt[:, 1:], tgt[:, 1:] != 0, label_smoothing=0.1
-        )
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-    out["translator_training"] = _h(_weights(model))
 
-    # chapter 10: the three objectives on words, then a pronouncer whose
-    # encoder starts from the last of them (the prefix LM), handed over
-    # row for row as a masked LM is (the hash predates encoder_state's kind)
+    def loss(m):
+        return masked_cross_entropy(
+            m(src, tgt[:, :-1]), tgt[:, 1:], tgt[:, 1:] != 0,
+            label_smoothing=0.1,
+        )  # fmt: skip
+
+    out["translator_training"] = _h(_steps(model, opt, loss, sched))
+
+
+def _ch10(out: dict[str, str]) -> None:
+    """Chapter 10: the three objectives on words, then a pronouncer whose
+    encoder starts from the last of them (the prefix LM), handed over row
+    for row as a masked LM is (the hash predates encoder_state's kind)."""
+    from utils import pretraining, pronunciation
+    from utils.pronouncer import PronouncerConfig, train_pronouncer
+
     split = pronunciation.split_words(20, 20, 0)
     words = [w for w, _ in split["train"][:200]]
     weights = []
     for kind in pretraining.OBJECTIVES:
         lm, losses = pretraining.train_lm(kind, words, steps=3, batch=32)
         weights += [_weights(lm), torch.tensor(losses)]
-    cfg = PronouncerConfig(
-        d_model=64,
-        d_ff=256,
-        num_layers=2,
-        steps=3,
-        eval_every=3,
-        n_valid_exact=4,
-    )
+    cfg = PronouncerConfig(d_model=64, d_ff=256, num_layers=2, steps=3,
+                           eval_every=3, n_valid_exact=4)  # fmt: skip
     data = {"train": split["train"][:64], "valid": split["valid"][:4]}
     pairs, vocabs = pronunciation.pronouncer_data(data, stress=False)
     tuned, _ = train_pronouncer(
-        cfg,
-        pairs,
-        progress=False,
-        vocabs=vocabs,
+        cfg, pairs, progress=False, vocabs=vocabs,
         init=pretraining.encoder_state(lm),
-    )
+    )  # fmt: skip
     weights.append(_weights(tuned))
     out["ch10_pretraining"] = _h(torch.cat(weights))
 

@@ -20,9 +20,6 @@ The counting rule (read from the source with ``ast`` and ``tokenize``):
     ``check_mask(...)``, ``return check_at_most(...)``), all of its lines;
     an ``if`` whose test calls one, its test.
 
-  ``--strict`` also counts a loop that only checks (its header) and the
-  lines inside a guard that prepare the message.
-
 The same rule applies to every module, ``utils/checks.py`` included (its
 raises and the tests guarding them count; its message helpers do not). The
 share is validation lines / executable lines. ``tests/test_lint.py`` keeps
@@ -90,22 +87,14 @@ def _is_check(stmt: ast.stmt) -> bool:
     return isinstance(stmt, simple) and _calls_a_check(stmt)
 
 
-def _validation(stmt: ast.stmt, strict: bool) -> set[int]:
+def _validation(stmt: ast.stmt) -> set[int]:
     """The validation lines of one statement (not of its children)."""
     if _is_raise(stmt) or _is_check(stmt):
         return _lines(stmt)
     if isinstance(stmt, (ast.If, ast.While)) and _calls_a_check(stmt.test):
         return set(range(stmt.lineno, stmt.body[0].lineno))  # the test
-    guards = isinstance(stmt, ast.If) and any(map(_is_raise, stmt.body))
-    if guards and strict:
-        return set(range(stmt.lineno, stmt.body[-1].end_lineno + 1))
-    if guards:
-        return set(range(stmt.lineno, stmt.body[0].lineno))
-    only_checks = isinstance(stmt, ast.For) and all(
-        _is_raise(s) or _is_check(s) for s in stmt.body
-    )
-    if strict and only_checks:
-        return set(range(stmt.lineno, stmt.body[0].lineno))
+    if isinstance(stmt, ast.If) and any(map(_is_raise, stmt.body)):
+        return set(range(stmt.lineno, stmt.body[0].lineno))  # the guard
     return set()
 
 
@@ -126,7 +115,7 @@ def _docstring_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
-def count(source: str, strict: bool = False) -> tuple[int, int]:
+def count(source: str) -> tuple[int, int]:
     """(validation lines, executable lines) of one module's source."""
     code: set[int] = set()
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -137,16 +126,14 @@ def count(source: str, strict: bool = False) -> tuple[int, int]:
     checks: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.stmt):
-            checks |= _validation(node, strict)
+            checks |= _validation(node)
     return len(checks & code), len(code)
 
 
-def shares(
-    folder: pathlib.Path = ROOT / "utils", strict: bool = False
-) -> dict[str, tuple]:
+def shares(folder: pathlib.Path = ROOT / "utils") -> dict[str, tuple]:
     """Module name -> (validation lines, executable lines)."""
     return {
-        path.stem: count(path.read_text(), strict)
+        path.stem: count(path.read_text())
         for path in sorted(folder.glob("*.py"))
     }
 
@@ -154,10 +141,9 @@ def shares(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--max", type=float, default=None)
-    parser.add_argument("--strict", action="store_true")
     parser.add_argument("folder", nargs="?", default=ROOT / "utils")
     args = parser.parse_args(argv)
-    table = shares(pathlib.Path(args.folder), args.strict)
+    table = shares(pathlib.Path(args.folder))
     rows = sorted(table.items(), key=lambda kv: -kv[1][0] / max(kv[1][1], 1))
     print(f"{'module':<20}{'checks':>8}{'lines':>8}{'share':>8}")
     for name, (checks, lines) in rows:

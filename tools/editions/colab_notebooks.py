@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import pathlib
 import re
+import runpy
 import sys
 import urllib.parse
 
@@ -215,68 +216,39 @@ def labels(language: str) -> dict[str, tuple[str, str]]:
     return found
 
 
-def figure_cells(nb) -> list:
-    """The code cells that show a captioned figure, in order."""
-    return [
-        c
-        for c in nb.cells
-        if c.cell_type == "code"
-        and c.metadata.get("mystnb", {}).get("figure", {}).get("caption")
-    ]
+def _figure(cell) -> dict:
+    """A code cell's figure metadata (empty: it shows none)."""
+    return cell.metadata.get("mystnb", {}).get("figure", {})
 
 
 @functools.cache
 def figure_numbers() -> dict[str, tuple[str, str]]:
     """Each named figure: its page and its number as the site numbers it
-    (chapter.n, per chapter; only named figures get a number)."""
+    (chapter.n, per chapter; only named, captioned figures get a number)."""
     found = {}
     for chapter, docname in enumerate(chapters(), start=1):
         nb = nbformat.read(ROOT / f"{docname}.ipynb", as_version=4)
         named = [
-            c.metadata["mystnb"]["figure"]["name"]
-            for c in figure_cells(nb)
-            if c.metadata["mystnb"]["figure"].get("name")
+            _figure(c)["name"]
+            for c in nb.cells
+            if c.cell_type == "code"
+            and _figure(c).get("caption")
+            and _figure(c).get("name")
         ]
         for n, name in enumerate(named, start=1):
             found[name] = (docname, f"{chapter}.{n}")
     return found
 
 
-def _people(entry) -> list[str]:
-    people = entry.persons.get("author") or entry.persons.get("editor") or []
-    return [
-        " ".join((*p.prelast_names, *p.last_names))
-        .replace("{", "")
-        .replace("}", "")
-        for p in people
-    ]
-
-
 @functools.cache
 def bibliography() -> dict[str, tuple[str, str]]:
     """Each entry of book/references.bib: (authors, year) as the site's
-    author-year style writes them (_ext/course_site.py)."""
+    author-year style writes them (_ext/course_site.py's ``author_year``)."""
     from pybtex.database import parse_file
 
-    found = {}
-    for key, entry in parse_file(
-        ROOT / "book" / "references.bib"
-    ).entries.items():
-        names = _people(entry)
-        if not names:
-            who = (
-                entry.fields.get("title", key)
-                .replace("{", "")
-                .replace("}", "")
-            )
-        elif len(names) == 1:
-            who = names[0]
-        elif len(names) == 2:
-            who = f"{names[0]} and {names[1]}"
-        else:
-            who = f"{names[0]} et al."
-        found[key] = (who, entry.fields.get("year", "n.d."))
-    return found
+    site = runpy.run_path(str(ROOT / "_ext" / "course_site.py"))
+    entries = parse_file(ROOT / "book" / "references.bib").entries
+    return {key: site["author_year"](e) for key, e in entries.items()}
 
 
 def bib_anchor(key: str) -> str:
@@ -442,16 +414,13 @@ def render_markdown(text: str, ctx: dict) -> str:
     text = CHAPTER_LINK.sub(
         lambda m: f"]({colab_url(m.group(1), ctx['language'])})", text
     )
-    text = PAGE_LINK.sub(
-        lambda m: (
-            "]("
-            + page_url(
-                f"book/{m.group(1)}", ctx["language"], (m.group(2) or "#")[1:]
-            )
-            + ")"
-        ),
-        text,
-    )
+    language = ctx["language"]
+
+    def page(m: re.Match) -> str:
+        anchor = (m.group(2) or "#")[1:]
+        return f"]({page_url(f'book/{m.group(1)}', language, anchor)})"
+
+    text = PAGE_LINK.sub(page, text)
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
 
 
@@ -483,7 +452,7 @@ def _title(cell, heading: str, ctx: dict) -> str:
     """What a folded cell is, for its ``#@title`` line."""
     words = WORDS[ctx["language"]]
     meta = cell.metadata
-    name = meta.get("mystnb", {}).get("figure", {}).get("name")
+    name = _figure(cell).get("name")
     if "solution" in meta.get("tags", []):
         if EXERCISE.match(heading):  # plain text: Colab shows it as it is
             return words["solution"].format(re.sub(r"[*_`$]", "", heading))
@@ -559,7 +528,7 @@ def convert(page: pathlib.Path, language: str) -> nbformat.NotebookNode:
             cell.source = f"#@title {title}\n{cell.source}"
             cell.metadata["cellView"] = "form"
         cells.append(cell)
-        if cell.metadata.get("mystnb", {}).get("figure", {}).get("caption"):
+        if _figure(cell).get("caption"):
             cells.append(caption_cell(cell, ctx))
     nb.cells = cells
     nb.metadata.pop("course_zh", None)

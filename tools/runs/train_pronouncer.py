@@ -232,8 +232,6 @@ def run_recipe(args, world) -> None:
     """One run of ``RECIPES[args.recipe]`` on ``args.seed``, resumable; once
     complete, its row (validation scores of the fp16 weights, the curves)
     joins ``RECIPE_ROWS``."""
-    from tools.runs.pronouncer_split import fingerprint
-
     cfg = dataclasses.replace(RECIPES[args.recipe], seed=args.seed)
     name = f"{args.recipe}_s{args.seed}"
     work = pathlib.Path(args.work)
@@ -242,12 +240,40 @@ def run_recipe(args, world) -> None:
     split, vocabs, model, h = run(
         cfg, work / f"{name}.pt", args, world, stress
     )
-    done = len(h["train_loss"])
     if world.rank != 0:
         return
-    every = cfg.eval_every
-    row = {
-        "run": name,
+    row = recipe_row(args, cfg, model, h, world, stress)
+    if row["steps_done"] == cfg.steps:
+        stored, half = fp16_model(model, cfg, vocabs)
+        config = {**row["config"], "stress": stress}  # load_pronouncer reads
+        torch.save(
+            {"config": config, "state_dict": half}, work / f"{name}_fp16.pt"
+        )
+        row.update(held_out(stored, split, stress))
+        old = []
+        if RECIPE_ROWS.is_file():
+            old = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
+        if all(r["run"] != name for r in old):
+            with RECIPE_ROWS.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+    (work / f"{name}.json").write_text(json.dumps(row) + "\n")
+    print(
+        f"{name}: {row['steps_done']} of {cfg.steps} steps, {row['seconds']} s"
+    )
+    if "valid" in row:
+        print(json.dumps(row["valid"]))
+        print(
+            json.dumps({k: v for k, v in row["test"].items() if k != "wrong"})
+        )
+
+
+def recipe_row(args, cfg, model, h, world, stress) -> dict:
+    """A recipe run's row before it is scored: its settings and curves."""
+    from tools.runs.pronouncer_split import fingerprint
+
+    done, every = len(h["train_loss"]), cfg.eval_every
+    return {
+        "run": f"{args.recipe}_s{args.seed}",
         "recipe": args.recipe,
         "seed": args.seed,
         "config": cfg.as_dict(),
@@ -270,26 +296,6 @@ def run_recipe(args, world) -> None:
             for i in range(0, done, every)
         ],
     }
-    if done == cfg.steps:
-        stored, half = fp16_model(model, cfg, vocabs)
-        config = {**row["config"], "stress": stress}  # load_pronouncer reads
-        torch.save(
-            {"config": config, "state_dict": half}, work / f"{name}_fp16.pt"
-        )
-        row.update(held_out(stored, split, stress))
-        old = []
-        if RECIPE_ROWS.is_file():
-            old = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
-        if all(r["run"] != name for r in old):
-            with RECIPE_ROWS.open("a") as f:
-                f.write(json.dumps(row) + "\n")
-    (work / f"{name}.json").write_text(json.dumps(row) + "\n")
-    print(f"{name}: {done} of {cfg.steps} steps, {row['seconds']} s")
-    if "valid" in row:
-        print(json.dumps(row["valid"]))
-        print(
-            json.dumps({k: v for k, v in row["test"].items() if k != "wrong"})
-        )
 
 
 def rescore(args) -> None:
