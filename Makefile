@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-requirements
 NB     ?= book/*.ipynb
 
-.PHONY: help venv book serve test unit notebooks browser robust baseline sequitur rescore refresh new-chapter zh-notebooks colab link-terms translations torch-matrix freeze clean
+.PHONY: help venv book serve test unit notebooks browser robust baseline sequitur rescore refresh format new-chapter zh-notebooks colab link-terms translations torch-matrix freeze clean
 
 help:
 	@echo "make book     build both editions: English into _build/html, Chinese into _build/html/zh (strict)"
@@ -20,6 +20,7 @@ help:
 	@echo "              MINUTES=120 stops cleanly by then (default 180; 3 h of one core in all)"
 	@echo "make rescore  its 10-best lists rescored by the pronouncer: book/data/g2p_rescored.json (about 25 min)"
 	@echo "make refresh  re-execute notebooks in place with clean metadata (NB=book/03_masks.ipynb for one)"
+	@echo "make format   ruff's fixes and formatting on the notebooks' code cells, outputs kept (NB=... for one)"
 	@echo "make new-chapter NAME=12_topic TITLE=\"A topic\" [ABOUT=...]  a chapter from the template, registered"
 	@echo "              everywhere (toc, intro, both editions, Colab); prints what is left to write"
 	@echo "make zh-notebooks  regenerate the Chinese notebooks zh/book/*.ipynb (after refresh or translations)"
@@ -180,6 +181,12 @@ new-chapter: $(STAMP)
 # for one): tests/test_zh_notebooks.py fails while their outputs differ from the English.
 refresh: $(STAMP)
 	$(BIN)/python -m tools.editions.refresh $(NB)
+
+# Ruff over the notebooks' code cells (tools/editions/format_notebooks.py): its safe
+# fixes and its formatting, as for utils; nothing is executed, outputs are kept, and the
+# Chinese and Colab notebooks follow a change of layout. tests/test_lint.py checks it.
+format: $(STAMP)
+	$(BIN)/python -m tools.editions.format_notebooks $(NB)
 
 # The Chinese notebooks zh/book/*.ipynb (Colab and the Chinese site): the English notebooks
 # with their translations, executed with Chinese figures (tools/editions/zh_notebooks.py). All

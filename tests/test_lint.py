@@ -1,30 +1,31 @@
-"""The library, the tooling and the tests stay formatted and lint-clean at
-the project's 79 columns (pyproject.toml: pycodestyle, E501 among it, and
+"""The library, the tooling, the tests and the notebooks' code cells (every
+chapter of _toc.yml and the template) stay formatted and lint-clean at the
+project's 79 columns (pyproject.toml: pycodestyle, E501 among it, and
 pyflakes, F401 among it), so the code the chapters show and import reads like
-the rest; and argument checks stay a small part of the library."""
+the rest (``make format`` fixes and formats the notebooks); and argument
+checks stay a small part of the library. The Chinese and Colab notebooks are
+generated from the English ones (make zh-notebooks, make colab) and are not
+checked here."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 
 import pytest
 
 from tools import ROOT
 from tools.budgets import validation_share
+from tools.editions.format_notebooks import ruff
+from tools.editions.notebooks import course_notebooks
 
 TESTS = sorted(f"tests/{p.name}" for p in (ROOT / "tests").glob("*.py"))
-CHECKED = ["utils", "proof", "tools", "conftest.py", *TESTS]
+NOTEBOOKS = [str(p.relative_to(ROOT)) for p in course_notebooks()]
+CHECKED = ["utils", "proof", "tools", "conftest.py", *TESTS, *NOTEBOOKS]
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess:
-    exe = shutil.which(
-        "ruff", path=str(ROOT / ".venv" / "bin")
-    ) or shutil.which("ruff")
-    cmd = [exe] if exe else [sys.executable, "-m", "ruff"]
     return subprocess.run(
-        [*cmd, *args, *CHECKED], cwd=ROOT, capture_output=True, text=True
+        [*ruff(), *args, *CHECKED], cwd=ROOT, capture_output=True, text=True
     )
 
 
@@ -32,7 +33,10 @@ def _ruff(*args: str) -> subprocess.CompletedProcess:
 def test_ruff_is_clean(args):
     done = _ruff(*args)
     command = " ".join(["ruff", *args, "utils proof tools conftest.py tests"])
-    assert done.returncode == 0, f"{command}:\n{done.stdout}{done.stderr}"
+    hint = "\nthe notebooks: make format" if ".ipynb" in done.stdout else ""
+    assert done.returncode == 0, (
+        f"{command} book/*.ipynb:\n{done.stdout}{done.stderr}{hint}"
+    )
 
 
 def _share() -> tuple[float, str]:

@@ -16,11 +16,18 @@ from tools import ROOT
 
 SETUP_MARKER = "# Setup, the same in every chapter"
 
+# Ruff checks it like every code cell (tests/test_lint.py): `proof` and
+# `utils` can only be imported once sys.path holds the course (E402), and
+# not every chapter uses `utils` (F401), hence the two noqa pragmas.
 SETUP_CELL = """\
 # Setup, the same in every chapter: import the course's `utils` from a checkout
 # or, alone (as in Colab), from a clone beside the notebook; seed; pick device.
 # `proof` is the course's own machinery (glued numbers, figure checks).
-import importlib.util, os, pathlib, subprocess, sys
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
 
 REPO_URL = "{url}"
 REPO_URL = os.environ.get("COURSE_REPO_URL", REPO_URL)
@@ -46,7 +53,9 @@ for name in [m for m in sys.modules if m.split(".")[0] in ours]:
     if not where.startswith(str(root / name.split(".")[0])):
         del sys.modules[name]  # another package of that name, imported before
 
-import proof, utils
+import proof  # noqa: E402
+import utils  # noqa: E402, F401
+
 device = proof.setup(seed=0)"""
 
 
