@@ -32,10 +32,12 @@ UTILS = ROOT / "utils"
 # stops and resumes alone or on two processes (utils.parallel.Resumable, 85
 # lines, which train_pronouncer and chapter 11's trainer share), McNemar's
 # test moved in from tools/ (utils.stats, with its argument checks), the
-# retired config fields read back explicitly (PronouncerConfig.from_dict).
+# retired config fields read back explicitly (PronouncerConfig.from_dict);
+# raised to 5,610 by issue 59: a causal or prefix LM hands the pronouncer
+# its trained [BOS] row as EOS (pretraining.encoder_state's kind).
 # A new chapter's modules are counted apart, each within the same per-module
 # limit.
-TOTAL_LINES = 5600
+TOTAL_LINES = 5610
 MODULE_LINES = 380
 NEW_CHAPTER_MODULES = {
     "shakespeare.py",
@@ -60,9 +62,14 @@ SUPPORT = {"checks.py", "__init__.py", "plotting.py"}
 # ddp_gpt.py is to go). The issue asks for 7,000 lines: what is left after
 # the dead code went is used by a chapter, a test or a stored run, so the
 # budget holds today's size (9,657 lines) until more goes (ddp_gpt.py, 282).
+# Raised to 9,900 in session 12: make format (editions/format_notebooks.py,
+# 152 lines: issue 62 item 6), issue 60's size pilots and speed measure and
+# issue 59's T5 probe and cost row; ddp_gpt.py (282) and the fingerprint's
+# long functions went. A count of what is left: about 6,500 lines of code,
+# 1,630 of docstrings, 1,260 blank; no unused top-level definition.
 TOOLS_FOLDERS = {"editions", "runs", "numerics", "budgets"}
 TOOLS_TOP = {"__init__.py", "fingerprint.py", "ddp_gpt.py"}
-TOOLS_LINES = 9_700
+TOOLS_LINES = 9_900
 
 
 def test_tools_by_role_within_budget():
