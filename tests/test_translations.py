@@ -524,9 +524,8 @@ def test_the_live_pages_texts_are_translated(node):
 
 
 def test_the_terms_of_issue_63_are_enforced():
-    """Issue #63's decisions: each rejected form is found in a sentence, and
-    the accepted one passes (in the prose, the figure texts and the widgets
-    alike: one table, TERMS)."""
+    """Issue #63's decisions (locale/zh/terms/terms.yml): each rejected form
+    is found in a sentence, and the accepted one passes."""
     for bad, good in [
         ("加载保存的模型。", "加载存储的模型。"),
         ("与训练脚本存下的分数相同。", "与训练脚本存储的分数相同。"),
@@ -546,6 +545,9 @@ def test_the_terms_of_issue_63_are_enforced():
         ("以 bos 开头，以 eos 结尾。", "以 BOS 开头，以 EOS 结尾；`bos` 是代码。"),
         ("验证剧本上的损失。", "验证集剧本上的损失。"),
         ("测试剧本合起来。", "测试集剧本合起来。"),
+        ("集成能换来多少。", "集成的收益有多大。"),
+        ("### 第二种意见：重新打分", "### 借助另一个模型：重新打分"),
+        ("差别来自平局。", "差别出在计数相同的字节对上。"),
     ]:
         assert translations.rejected_forms(translations.chinese_prose(bad)), (
             bad
