@@ -548,6 +548,9 @@ def test_the_terms_of_issue_63_are_enforced():
         ("集成能换来多少。", "集成的收益有多大。"),
         ("### 第二种意见：重新打分", "### 借助另一个模型：重新打分"),
         ("差别来自平局。", "差别出在计数相同的字节对上。"),
+        ("模式检测：准确率", "基序检测：准确率"),
+        ("只看计数", "仅计数"),
+        ("广播到分数的形状，再取 AND", "广播到分数的形状，再做逻辑与（AND）"),
     ]:
         assert translations.rejected_forms(translations.chinese_prose(bad)), (
             bad
