@@ -542,7 +542,10 @@ def test_the_terms_of_issue_63_are_enforced():
         ("在全景图上。", "在课程地图上。"),
         ("500 条中完全正确的占一半。", "完全匹配率为一半。"),
         ("位置 1 到 15。", "位置 1 至 15；从 0.5 降到 0.3。"),
-        ("以 bos 开头，以 eos 结尾。", "以 BOS 开头，以 EOS 结尾；`bos` 是代码。"),
+        (
+            "以 bos 开头，以 eos 结尾。",
+            "以 BOS 开头，以 EOS 结尾；`bos` 是代码。",
+        ),
         ("验证剧本上的损失。", "验证集剧本上的损失。"),
         ("测试剧本合起来。", "测试集剧本合起来。"),
         ("集成能换来多少。", "集成的收益有多大。"),
@@ -558,3 +561,38 @@ def test_the_terms_of_issue_63_are_enforced():
         assert not translations.rejected_forms(
             translations.chinese_prose(good)
         ), good
+
+
+def test_colon_density_is_counted_per_page(scratch, monkeypatch):
+    """Issue #63: short paragraphs escape the paragraph check, so the density
+    is counted over the whole page too (but for the pages in COLONS_LEFT)."""
+    _, chapter = scratch
+    translations.sync(chapter)
+    entries = translations.load(chapter)
+    text = "做法：相乘。这是一个凑足长度的普通中文句子而已。"  # 1 in 21
+    for entry in entries.values():
+        entry["zh"] = text
+    translations.save(chapter, entries)
+    colons, n = translations.page_colons(chapter)
+    assert colons == len(entries) and n == 21 * len(entries)
+    assert translations.colon_chains(entries[next(iter(entries))]["zh"]) == []
+
+    def page_level():
+        return [
+            m
+            for m in translations.style_problems(chapter)
+            if m.startswith(f"{chapter.name}: {colons} full-width colons")
+        ]
+
+    monkeypatch.setattr(translations, "COLONS_LEFT", set())
+    assert len(page_level()) == 1
+    monkeypatch.setattr(translations, "COLONS_LEFT", {"03_"})
+    assert page_level() == []  # a page still to rephrase is not failed
+    monkeypatch.setattr(translations, "COLONS_LEFT", set())
+    for entry in entries.values():
+        entry["zh"] = "做法是相乘。这是一个凑足长度的普通中文句子而已。"
+    translations.save(chapter, entries)
+    assert translations.page_colons(chapter)[0] == 0
+    assert not [
+        m for m in translations.style_problems(chapter) if "colons" in m
+    ]
