@@ -521,3 +521,78 @@ def test_the_live_pages_texts_are_translated(node):
         prose = slots.sub(" ", zh)
         assert not translations.rejected_forms(prose), (en, zh)
     assert "COURSE_LIVE_ZH" in translations.live_texts_js()
+
+
+def test_the_terms_of_issue_63_are_enforced():
+    """Issue #63's decisions (locale/zh/terms/terms.yml): each rejected form
+    is found in a sentence, and the accepted one passes."""
+    for bad, good in [
+        ("加载保存的模型。", "加载存储的模型。"),
+        ("与训练脚本存下的分数相同。", "与训练脚本存储的分数相同。"),
+        ("在全部测试词上解码。", "在全部测试单词上解码；测试词元不是单词。"),
+        ("训练词和验证词。", "训练单词和验证单词；训练词表。"),
+        ("字符 5-gram 和 n-gram。", "字符 5 元语法和 n元语法。"),
+        ("每个 unigram 和 bigram。", "每个一元语法和二元语法。"),
+        ("词元三元模型胜过字符 5 元模型。", "词元三元语法胜过 BPE 词元模型。"),
+        ("一个 5 元联合序列模型。", "一个 5 元语法联合序列模型。"),
+        ("一张二元计数表。", "一张二元语法计数表。"),
+        ("样本的抄录率。", "样本的照抄率。"),
+        ("样本的复制率。", "样本的照抄率。"),
+        ("你的提示显示为灰色。", "你的提示词显示为灰色。"),
+        ("在全景图上。", "在课程地图上。"),
+        ("500 条中完全正确的占一半。", "完全匹配率为一半。"),
+        ("位置 1 到 15。", "位置 1 至 15；从 0.5 降到 0.3。"),
+        (
+            "以 bos 开头，以 eos 结尾。",
+            "以 BOS 开头，以 EOS 结尾；`bos` 是代码。",
+        ),
+        ("验证剧本上的损失。", "验证集剧本上的损失。"),
+        ("测试剧本合起来。", "测试集剧本合起来。"),
+        ("集成能换来多少。", "集成的收益有多大。"),
+        ("### 第二种意见：重新打分", "### 借助另一个模型：重新打分"),
+        ("差别来自平局。", "差别出在计数相同的字节对上。"),
+        ("模式检测：准确率", "基序检测：准确率"),
+        ("只看计数", "仅计数"),
+        ("广播到分数的形状，再取 AND", "广播到分数的形状，再做逻辑与（AND）"),
+    ]:
+        assert translations.rejected_forms(translations.chinese_prose(bad)), (
+            bad
+        )
+        assert not translations.rejected_forms(
+            translations.chinese_prose(good)
+        ), good
+
+
+def test_colon_density_is_counted_per_page(scratch, monkeypatch):
+    """Issue #63: short paragraphs escape the paragraph check, so the density
+    is counted over the whole page too (but for the pages in COLONS_LEFT)."""
+    _, chapter = scratch
+    translations.sync(chapter)
+    entries = translations.load(chapter)
+    text = "做法：相乘。这是一个凑足长度的普通中文句子而已。"  # 1 in 21
+    for entry in entries.values():
+        entry["zh"] = text
+    translations.save(chapter, entries)
+    colons, n = translations.page_colons(chapter)
+    assert colons == len(entries) and n == 21 * len(entries)
+    assert translations.colon_chains(entries[next(iter(entries))]["zh"]) == []
+
+    def page_level():
+        return [
+            m
+            for m in translations.style_problems(chapter)
+            if m.startswith(f"{chapter.name}: {colons} full-width colons")
+        ]
+
+    monkeypatch.setattr(translations, "COLONS_LEFT", set())
+    assert len(page_level()) == 1
+    monkeypatch.setattr(translations, "COLONS_LEFT", {"03_"})
+    assert page_level() == []  # a page still to rephrase is not failed
+    monkeypatch.setattr(translations, "COLONS_LEFT", set())
+    for entry in entries.values():
+        entry["zh"] = "做法是相乘。这是一个凑足长度的普通中文句子而已。"
+    translations.save(chapter, entries)
+    assert translations.page_colons(chapter)[0] == 0
+    assert not [
+        m for m in translations.style_problems(chapter) if "colons" in m
+    ]
