@@ -88,7 +88,7 @@ def neighbour_heads(words, runs=None) -> list[dict]:
                 int(with_pe[..., j].argmax()), model.num_heads
             )
             rows.append({
-                "run": seed, "neighbour": name,
+                "seed": seed, "neighbour": name,
                 "layer": layer + 1, "head": head + 1,
                 "share": with_pe[layer, head, j].item(),
                 "share_no_pe": no_pe[layer, head, j].item(),
@@ -102,13 +102,13 @@ def heads_table(rows) -> str:
     share with the positional encoding ("PE") and without it."""
     cols = "  layer head     PE  no PE"
     names = "".join(f"  {n + ' letter':<24}" for n in NEIGHBOURS)
-    lines = [("   " + names).rstrip()]
-    lines.append("run" + cols * len(NEIGHBOURS))
-    for seed in dict.fromkeys(r["run"] for r in rows):
-        line = f"{seed:>3}"
+    lines = [("    " + names).rstrip()]
+    lines.append("seed" + cols * len(NEIGHBOURS))
+    for seed in dict.fromkeys(r["seed"] for r in rows):
+        line = f"{seed:>4}"
         for name in NEIGHBOURS:
             (r,) = [
-                r for r in rows if (r["run"], r["neighbour"]) == (seed, name)
+                r for r in rows if (r["seed"], r["neighbour"]) == (seed, name)
             ]
             line += f"  {r['layer']:>5} {r['head']:>4} {r['share']:>6.1%}"
             line += f" {r['share_no_pe']:>6.1%}"

@@ -62,12 +62,12 @@ def test_neighbour_heads_name_the_strongest_head(tmp_path):
         state = {"config": config, "state_dict": model.state_dict()}
         torch.save(state, runs[seed])
     rows = heads.neighbour_heads(WORDS, runs)
-    assert [(r["run"], r["neighbour"]) for r in rows] == [
+    assert [(r["seed"], r["neighbour"]) for r in rows] == [
         (3, "previous"), (3, "next"), (5, "previous"), (5, "next"),
     ]  # fmt: skip
     src = pr.encode_words(WORDS)
     for r in rows:
-        model = _tiny(r["run"])
+        model = _tiny(r["seed"])
         j = ["previous", "next"].index(r["neighbour"])
         shares = heads.offset_shares(model, src)[..., j]
         no_pe = heads.offset_shares(model, src, encoding=False)[..., j]
