@@ -14,6 +14,8 @@ chapters' folded setup and proof cells, by ``tests/`` and by ``tools/``:
 - ``colab``: the Colab notebooks' setup (finding and importing the course);
 - ``rng``: the live GPT page's seeded generator and draw, the same in
   JavaScript, and ``generate_seeded``, which samples with them.
+- ``heads``: the previous-letter and next-letter heads measured on every
+  stored pronouncer (chapters 2 and 4).
 
 ``setup`` is what the chapters' setup cell calls. In a reader's own kernel
 (Colab, ``jupyter lab``) it does what ``utils.setup`` does and, in a Chinese

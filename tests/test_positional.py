@@ -236,7 +236,9 @@ def test_shift_matrix_moves_every_position_by_k(k):
     m = shift_matrix(k, d).double()
     start = max(0, -k)
     for p in range(start, n):  # one matrix for every p
-        torch.testing.assert_close(m @ pe[p], pe[p + k], atol=1e-6, rtol=0)
+        torch.testing.assert_close(pe[p] @ m, pe[p + k], atol=1e-6, rtol=0)
+    if k:  # rows: m acts from the right; its transpose moves the other way
+        torch.testing.assert_close(pe[n] @ m.T, pe[n - k], atol=1e-6, rtol=0)
 
 
 def test_shift_matrix_structure():
@@ -295,7 +297,7 @@ def test_apply_rotary_positions_and_errors():
     for j, p in enumerate(pos.tolist()):
         torch.testing.assert_close(
             out[..., j, :],
-            x[..., j, :] @ shift_matrix(p, 8),
+            x[..., j, :] @ shift_matrix(p, 8).T,  # the other way round
             atol=1e-5,
             rtol=0,
         )

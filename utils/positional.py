@@ -91,14 +91,14 @@ def frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
 def shift_matrix(
     k: float, d_model: int, base: float = 10000.0
 ) -> torch.Tensor:
-    """``(d_model, d_model)`` with ``PE[p + k] = shift_matrix(k) @ PE[p]``."""
+    """``(d_model, d_model)`` with ``PE[p + k] = PE[p] @ shift_matrix(k)``."""
     k = check_number(k, "k", finite=True)
     angle = k * frequencies(d_model, base).double()  # checks d_model, base
     cos, sin = torch.cos(angle), torch.sin(angle)
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
     idx = torch.arange(0, d_model, 2)
-    m[idx, idx], m[idx, idx + 1] = cos, sin
-    m[idx + 1, idx], m[idx + 1, idx + 1] = -sin, cos
+    m[idx, idx], m[idx, idx + 1] = cos, -sin  # rows: PE[p] on the left
+    m[idx + 1, idx], m[idx + 1, idx + 1] = sin, cos
     return m.float()
 
 
@@ -108,7 +108,7 @@ def apply_rotary(
     base: float = 10000.0,
 ) -> torch.Tensor:
     """Rotate pairs ``(x[..., 2i], x[..., 2i+1])`` of ``x (..., T, d)`` by
-    ``pos w_i`` (positions default 0..T-1)."""
+    ``pos w_i``: ``x[t] @ shift_matrix(pos[t]).T`` (pos default 0..T-1)."""
     check_tensor(x, "x", floating=True, min_ndim=2)
     d, t = x.size(-1), x.size(-2)
     _check_d_model(d, "x's last dim d_model")
