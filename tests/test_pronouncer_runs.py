@@ -147,8 +147,14 @@ def test_the_recipe_rows_are_complete_and_consistent(recipe_rows):
         assert row["steps_done"] == cfg.steps == row["valid_step"][-1]
         assert row["numeric_mode"]["mode"] == "portable"
         # the fp16 weights' WER against the last check's exact match (in
-        # fp32, the same 2,000 words): rounding flips a few words at most
-        assert abs(row["valid"]["wer"] - (1 - row["valid_exact"][-1])) < 0.005
+        # fp32, the same 2,000 words): rounding flips a few words at most;
+        # a run trained with stress matched stress, so scoring without it
+        # can only find more words right
+        gap = row["valid"]["wer"] - (1 - row["valid_exact"][-1])
+        if row["recipe"] in train_pronouncer.TRAINED_WITH_STRESS:
+            assert gap < 0.005
+        else:
+            assert abs(gap) < 0.005
 
 
 @pytest.mark.exact
