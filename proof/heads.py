@@ -17,18 +17,15 @@ import torch
 
 from utils import pronunciation as pr
 from utils.masks import padding_mask
-from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer
+from utils.pronouncer import SEEDS_DIR, STORED_PRONOUNCER, load_pronouncer
 
 __all__ = [
-    "SEEDS_DIR",
     "stored_pronouncers",
     "offset_shares",
     "neighbour_heads",
     "heads_table",
 ]
 
-# tools/runs/train_pronouncer.py writes seed s > 0 into SEEDS_DIR / f"s{s}"
-SEEDS_DIR = STORED_PRONOUNCER.parent / "pronouncer_seeds"
 NEIGHBOURS = {"previous": -1, "next": 1}  # letter offset of each finding
 
 
@@ -104,12 +101,11 @@ def heads_table(rows) -> str:
     names = "".join(f"  {n + ' letter':<24}" for n in NEIGHBOURS)
     lines = [("    " + names).rstrip()]
     lines.append("seed" + cols * len(NEIGHBOURS))
+    by_run = {(r["seed"], r["neighbour"]): r for r in rows}
     for seed in dict.fromkeys(r["seed"] for r in rows):
         line = f"{seed:>4}"
         for name in NEIGHBOURS:
-            (r,) = [
-                r for r in rows if (r["seed"], r["neighbour"]) == (seed, name)
-            ]
+            r = by_run[seed, name]
             line += f"  {r['layer']:>5} {r['head']:>4} {r['share']:>6.1%}"
             line += f" {r['share_no_pe']:>6.1%}"
         lines.append(line)

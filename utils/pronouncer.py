@@ -345,6 +345,7 @@ def _optimizer(cfg: PronouncerConfig, groups, scales):
 # made by tools/runs/train_pronouncer.py (its log: book/data/pronouncer.json)
 _DATA = pathlib.Path(__file__).resolve().parents[1] / "book" / "data"
 STORED_PRONOUNCER = _DATA / "pronouncer.pt"
+SEEDS_DIR = _DATA / "pronouncer_seeds"  # the other seeds: s1/, s2/, ...
 
 
 def load_pronouncer(path=STORED_PRONOUNCER, device=None):

@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 
+import nbformat
+
 from tools import ROOT
 from tools.editions import code_comments, colab_notebooks, zh_notebooks
 from tools.editions.notebooks import (
@@ -43,8 +45,8 @@ def ruff() -> list[str]:
 
 
 def dumps(nb: dict) -> str:
-    """A notebook's text as the repository stores it (nbformat.writes)."""
-    return json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+    """A notebook's text as the repository stores it."""
+    return colab_notebooks.text(nbformat.from_dict(nb))
 
 
 def ruffed(nb: dict, name: str) -> tuple[dict, str]:

@@ -29,10 +29,9 @@ from tools.numerics import numeric_mode
 from tools import ROOT
 from tools.runs import pronouncer_split
 from tools.runs.decode_pronouncer import model_hash, references
-from tools.runs.train_pronouncer import SEEDS_DIR
 from utils import pronunciation as pr
 from utils.ensemble import Ensemble
-from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer
+from utils.pronouncer import SEEDS_DIR, STORED_PRONOUNCER, load_pronouncer
 from utils.training import threads
 
 OUT = ROOT / "book" / "data" / "pronouncer_ensemble.json"

@@ -45,6 +45,7 @@ from tools.runs.probe_pronouncer import BASE
 from utils import pronunciation as pr
 from utils.training import threads
 from utils.pronouncer import (
+    SEEDS_DIR,
     build_pronouncer,
     load_pronouncer,
     train_pronouncer,
@@ -69,7 +70,6 @@ CONFIG = dataclasses.replace(
 N_VALID, N_TEST, SPLIT_SEED = 2000, 12000, 0
 STRESS = False  # the 39 phonemes the benchmarks score
 OUT = ROOT / "book" / "data"
-SEEDS_DIR = OUT / "pronouncer_seeds"  # the other seeds' runs: s1, s2, ...
 CHECKPOINT = ROOT / "_build" / "pronouncer" / "checkpoint.pt"
 
 # The public recipes' way (g2p-seq2seq's and fairseq's Transformers, issue
