@@ -266,6 +266,18 @@ def test_count_models_score_the_same_tokens():
         torch.testing.assert_close(probs, torch.ones_like(probs))
 
 
+def test_a_causal_seven_gram_reads_six_tokens_back():
+    # "abcdefx" and "zbcdefy" share the five letters before their last
+    # one: a 6-gram cannot tell which comes, a 7-gram (6 back) can
+    words = ["abcdefx", "zbcdefy"] * 4
+    ids = pt.encode(["abcdef"], bos=True)  # [BOS] a b c d e f [EOS]
+    for order, certain in ((6, False), (7, True)):
+        counts = ngram.LetterCounts("clm", words, order)
+        p = counts.logits(ids)[0, 6].exp()  # what follows f
+        assert (p.max() > 0.9) == certain, order
+        torch.testing.assert_close(p.sum(), torch.tensor(1.0))
+
+
 def test_count_models_by_hand():
     train = ["abc"] * 5 + ["abd"] * 2
     # causal: after the start a, after a b, after b c (5 against 2), then
@@ -286,7 +298,9 @@ def test_count_models_by_hand():
     five = ngram.LetterCounts("mlm", train, 5)  # two letters each side
     assert pt.decode(five.logits(other)[0, 0].argmax(-1, keepdim=True)) == "a"
     with pytest.raises(ValueError, match="order"):
-        ngram.LetterCounts("clm", train, 6)
+        ngram.LetterCounts("clm", train, 8)
+    with pytest.raises(ValueError, match="order"):
+        ngram.LetterCounts("mlm", train, 6)  # 2 + 2 is its widest
     with pytest.raises(ValueError, match="kind"):
         ngram.LetterCounts("gpt", train, 2)
     with pytest.raises(ValueError, match="words"):

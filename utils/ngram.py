@@ -157,10 +157,10 @@ class WordBigram:
 
 
 class LetterCounts:
-    """Chapter 10's count baseline: a Kneser-Ney model of ``order`` (1-5)
-    over its token ids (``utils.objectives``), trained on ``words``.
-    ``kind="clm"``, ``"plm"``: the next token given the ``order - 1`` up to
-    it (start tokens before a word); ``"mlm"``: a letter given
+    """Chapter 10's count baseline: a Kneser-Ney model of ``order`` (1-7;
+    1-5 masked) over its token ids (``utils.objectives``), trained on
+    ``words``. ``kind="clm"``, ``"plm"``: the next token given the ``order -
+    1`` up to it (start tokens before a word); ``"mlm"``: a letter given
     ``CONTEXTS[order]`` (left, right) tokens as the input shows them, never
     its own. ``logits(ids (B, L), mask) -> (B, L, VOCAB)`` log-probabilities
     (no mask needed): ``utils.pretraining`` evaluates and samples it as it
@@ -172,7 +172,8 @@ class LetterCounts:
 
     def __init__(self, kind: str, words, order: int):
         self.kind = check_choice(kind, "kind", obj.OBJECTIVES)
-        self.order = check_at_most(check_int(order, "order", 1), "order", 5)
+        top = 5 if kind == "mlm" else 7
+        self.order = check_at_most(check_int(order, "order", 1), "order", top)
         ids = _encoded(tuple(obj.check_words(words)), kind != "mlm")
         if kind == "mlm":  # every letter of every word
             targets, on = ids, (ids >= obj.FIRST_LETTER) & (ids < obj.MASK)
@@ -187,15 +188,15 @@ class LetterCounts:
     def _contexts(self, ids, rows, cols) -> np.ndarray:
         """The context of position ``(rows, cols)`` of ``ids``: ``(N,
         order - 1)``, far to near (the masked kind: right before left)."""
-        grid = np.pad(ids.numpy(), ((0, 0), (4, 2)))  # PAD after a word
-        grid[:, :4] = obj.BOS  # start tokens before it
+        grid = np.pad(ids.numpy(), ((0, 0), (6, 2)))  # PAD after a word
+        grid[:, :6] = obj.BOS  # start tokens before it
         if self.kind == "mlm":
             left, right = self.CONTEXTS[self.order]
             at = [side * d for d in (2, 1) for side in (1, -1)
                   if d <= (right if side > 0 else left)]  # fmt: skip
         else:
             at = list(range(2 - self.order, 1))
-        rows, cols = rows.numpy(), cols.numpy() + 4
+        rows, cols = rows.numpy(), cols.numpy() + 6
         picked = np.array([grid[rows, cols + a] for a in at], dtype=np.int64)
         return picked.T.reshape(len(rows), len(at))
 

@@ -5,6 +5,7 @@ baselines are ``utils.ngram.LetterCounts``."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import random
 
@@ -132,9 +133,12 @@ def train_lm(
     lr: float = 3e-3,
     cfg: LMConfig | None = None,
     stop_after: int | None = None,
+    hooks=(),
 ) -> tuple[TinyLM, list[float]]:
     """Train a fresh ``TinyLM`` on one objective -> (eval-mode model,
-    losses); ``seed`` seeds weights, batches and corruption."""
+    losses); ``seed`` seeds weights, batches and corruption. Each
+    ``hook(model, step, loss)`` runs after every step (a learning curve's
+    evaluations)."""
     check_choice(kind, "kind", OBJECTIVES)
     words = check_words(words)
     steps, batch = check_int(steps, "steps", 1), check_int(batch, "batch", 1)
@@ -164,6 +168,7 @@ def train_lm(
             loss_fn,
             min(steps, stop_after or steps),
             scheduler=sched,
+            hooks=[functools.partial(h, model) for h in hooks],
             progress=False,
         )
     return model.eval(), losses

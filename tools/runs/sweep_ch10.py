@@ -3,6 +3,7 @@
     python -m tools.runs.sweep_ch10 [--seeds 0 1 ...]
     python -m tools.runs.sweep_ch10 --list
     python -m tools.runs.sweep_ch10 --probe t5 [--factor F] [--seeds 0 ...]
+    python -m tools.runs.sweep_ch10 --curve clm [--seeds 0 ...]
 
 For each seed: the three objectives are trained on the spellings of the
 pronouncer's training words (``PRE_STEPS`` steps each), rounded to fp16
@@ -22,7 +23,10 @@ stopped; two processes with other seeds may share the file); the seed-0
 models go to ``book/data/ch10_lm_s0.pt`` (fp16). The tool restarts itself
 in the portable numeric mode, one thread. ``--probe t5`` is apart from the
 sweep: the encoder-decoder on T5's own target (``probe_t5``), a row
-``probe_t5[_fF]_sN`` per seed (seed 0 unless ``--seeds``).
+``probe_t5[_fF]_sN`` per seed (seed 0 unless ``--seeds``). ``--curve KIND``
+too: the objective's learning curve over ``CURVE_EPOCHS`` passes, a row
+``curve_KIND_sN`` per seed in ``CURVES``, beside the count models' bits on
+the same positions (``curve_counts``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import collections
 import dataclasses
 import fcntl
 import json
+import math
 import random
 import time
 
@@ -48,10 +53,12 @@ from utils import pronunciation as pr
 from tools.numerics import numeric_mode
 from utils.batches import make_batches
 from utils.checks import check_probability
+from utils.layers import evaluating
 from utils.training import evaluate_loss, threads
 from utils.pronouncer import train_pronouncer
 
 OUT = ROOT / "book" / "data" / "ch10_runs.jsonl"
+CURVES = ROOT / "book" / "data" / "ch10_curves.jsonl"
 MODELS = ROOT / "book" / "data" / "ch10_lm_s0.pt"
 SEEDS = (0, 1, 2, 3, 4)
 STRESS = False
@@ -118,16 +125,16 @@ def data() -> dict:
     }
 
 
-def stored_rows() -> dict:
+def stored_rows(path=OUT) -> dict:
     """The finished runs, by name (none before the first is stored)."""
-    if not OUT.is_file():
+    if not path.is_file():
         return {}
-    rows = map(json.loads, filter(str.strip, OUT.open()))
+    rows = map(json.loads, filter(str.strip, path.open()))
     return {r["run"]: r for r in rows}
 
 
-def store(row: dict) -> None:
-    with OUT.open("a") as f:
+def store(row: dict, path=OUT) -> None:
+    with path.open("a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         f.write(json.dumps(row) + "\n")
     print({k: v for k, v in row.items() if k != "losses"}, flush=True)
@@ -494,6 +501,75 @@ def pretrain(kind: str, seed: int, d: dict):
     return model, row
 
 
+# Issue 59's learning curves: how far does more training take a letter model?
+CURVE_EPOCHS, CURVE_POINTS, CURVE_ORDERS = 15, 30, (3, 4, 5, 7)
+
+
+def valid_bits(kind: str, model, d: dict) -> float:
+    """``model``'s validation bits per letter on ``kind``'s positions."""
+    return r5(pt.evaluate_lm(kind, model, d["valid"])["loss"] / math.log(2))
+
+
+def curve_counts(d: dict) -> dict:
+    """The count models' validation bits per letter, by objective and order
+    (the masked kind's widest is 5: two letters each side)."""
+    bits = {
+        kind: {
+            n: valid_bits(kind, ngram.LetterCounts(kind, d["train"], n), d)
+            for n in CURVE_ORDERS
+            if n <= 5 or kind != "mlm"
+        }
+        for kind in pt.OBJECTIVES
+    }
+    return {"run": "curve_counts", "bits": bits}
+
+
+def curve(kind: str, seed: int, d: dict) -> dict:
+    """``kind`` trained as the sweep trains it (rate, one-cycle schedule,
+    batch) but for ``CURVE_EPOCHS`` passes over the training words; at
+    ``CURVE_POINTS`` evenly spaced steps, its validation bits per letter
+    (fp32 weights) and the mean training loss since the last point."""
+    steps = CURVE_EPOCHS * len(d["train"]) // PRE_BATCH
+    marks = {steps * (i + 1) // CURVE_POINTS for i in range(CURVE_POINTS)}
+    points, since = [], []
+
+    def hook(model, step, loss):
+        since.append(loss)
+        if step in marks:
+            with evaluating(model):
+                bits = valid_bits(kind, model, d)
+            points.append({
+                "step": step,
+                "epochs": r5(step * PRE_BATCH / len(d["train"])),
+                "valid_bits": bits,
+                "train_bits": r5(float(np.mean(since)) / math.log(2)),
+            })  # fmt: skip
+            since.clear()
+
+    start = time.perf_counter()
+    pt.train_lm(kind, d["train"], steps, PRE_BATCH, seed, PRE_LR, LM,
+                hooks=[hook])  # fmt: skip
+    return {
+        "run": f"curve_{kind}_s{seed}",
+        "kind": kind,
+        "seed": seed,
+        "steps": steps,
+        "points": points,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def run_curves(kind: str, seeds) -> None:
+    d, done = data(), stored_rows(CURVES)
+    if "meta" not in done:
+        store({"run": "meta", "numeric_mode": numeric_mode.stamp()}, CURVES)
+    if "curve_counts" not in done:
+        store(curve_counts(d), CURVES)
+    for seed in seeds:
+        if f"curve_{kind}_s{seed}" not in done:
+            store(curve(kind, seed, d), CURVES)
+
+
 def scores(model, test) -> dict:
     words = [w for w, _ in test]
     refs = [[p for _, p in pr.to_pairs([e], stress=STRESS)] for e in test]
@@ -579,7 +655,13 @@ def main() -> None:
         "--tune", action="store_true",
         help="with --probe: fine-tune the pronouncer from it too",
     )  # fmt: skip
+    parser.add_argument("--curve", choices=pt.OBJECTIVES, help="item 1")
     args = parser.parse_args()
+    if args.curve:
+        torch.set_num_threads(1)
+        with threads(1):
+            run_curves(args.curve, args.seeds or [0])
+        return
     if args.cost:
         with threads(1):
             store(cost(data()))
