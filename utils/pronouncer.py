@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import pathlib
+from functools import partial
 
 import torch
 
@@ -176,6 +177,8 @@ def train_pronouncer(
     stop_after: int | None = None,
     init_lr: float = 1.0,
     world: World | None = None,
+    hooks=(),
+    loss=None,
 ) -> tuple[Transformer, dict]:
     """Train ``cfg``'s pronouncer from scratch, deterministically ->
     ``(model in eval mode, history)``.
@@ -191,7 +194,10 @@ def train_pronouncer(
     the first steps. ``world``: this process's place among ``cfg.parts``
     data-parallel processes (``utils.parallel``; they share the
     validation, process 0 saves); alone, a process computes every part in
-    turn, to the same bits.
+    turn, to the same bits. Each ``hook(model, step, loss)`` runs after
+    every step (after the validation and the checkpoint). ``loss(model,
+    batch)``: the training loss instead of the label-smoothed cross-entropy
+    (validation still scores that).
     """
     check_instance(cfg, "cfg", PronouncerConfig)
     check_int(checkpoint_every, "checkpoint_every", 1)
@@ -283,6 +289,8 @@ def train_pronouncer(
                 }
 
         def loss_fn(model, batch):
+            if loss is not None:
+                return loss(model, batch)
             return teacher_forced_loss(model, batch, cfg.label_smoothing, pad)
 
         def evaluate(step: int, loss: float) -> None:
@@ -319,7 +327,7 @@ def train_pronouncer(
             scheduler=scheduler,
             clip=cfg.clip or None,
             start=len(history["train_loss"]),
-            hooks=(evaluate, save, stop),
+            hooks=(evaluate, save, *[partial(h, model) for h in hooks], stop),
             progress=progress and world.rank == 0,
             parallel=parallel,
         )

@@ -128,7 +128,36 @@ TRAINED_WITH_STRESS = {"t128_stress"}  # recipes whose targets keep stress
 # with it, 32.55% without; test 33.93% and 33.55%): the targets stay
 # without it. Next: is width worth its time at equal epochs?
 RECIPES["t192"] = dataclasses.replace(RECIPES["t128"], **D192)
+# t192 taught by the 7 stored members as well as by the dictionary, half
+# and half (tools/runs/distill.py): is a teacher worth more than width?
+RECIPES["t192_kd"] = RECIPES["t192"]
+DISTILLED = {"t192_kd": 0.5}  # recipe -> the teacher's share of the loss
 RECIPE_ROWS = OUT / "pronouncer_recipe.jsonl"  # one row per finished run
+# A full run keeps its weights at the end of each of its last AVERAGED
+# epochs (eval_every is two); the stored model is the average of the last
+# k of them (k = 1: the final weights) with the best validation WER.
+FULL, AVERAGED = {"f128"}, 5
+
+
+def snapshot_steps(cfg) -> list[int]:
+    """The steps whose weights a full run keeps, last first."""
+    return [cfg.steps - i * (cfg.eval_every // 2) for i in range(AVERAGED)]
+
+
+def averaged(model, cfg, vocabs, snapshots, split, stress):
+    """The average of the last k ``snapshots`` (last first) with the best
+    validation WER, as stored -> (model, fp16 weights, row part)."""
+    states = [torch.load(p, weights_only=True) for p in snapshots]
+    wer = []
+    for k in range(1, len(states) + 1):
+        model.load_state_dict(
+            {n: sum(s[n] for s in states[:k]) / k for n in states[0]}
+        )
+        stored, half = fp16_model(model, cfg, vocabs)
+        wer.append(scores(stored, split["valid"], stress=stress)["wer"])
+        if k == 1 or wer[-1] < min(wer[:-1]):  # ties: the fewer
+            best = stored, half
+    return *best, {"valid_wer_by_k": wer, "k": wer.index(min(wer)) + 1}
 
 
 def data(stress: bool = STRESS) -> tuple[dict, dict, tuple]:
@@ -199,7 +228,15 @@ def paths(args) -> tuple[pathlib.Path, pathlib.Path]:
     return out, checkpoint
 
 
-def run(cfg, checkpoint: pathlib.Path, args, world=None, stress=STRESS):
+def run(
+    cfg,
+    checkpoint: pathlib.Path,
+    args,
+    world=None,
+    stress=STRESS,
+    hooks=(),
+    alpha=0.0,
+):
     """Train ``cfg`` (continuing ``checkpoint`` unless ``args.fresh``) ->
     the split, the vocabularies, the model and its history."""
     if (
@@ -211,6 +248,13 @@ def run(cfg, checkpoint: pathlib.Path, args, world=None, stress=STRESS):
     if world is not None:
         world.barrier()  # no process reads a checkpoint being removed
     split, splits, vocabs = data(stress)
+    loss = None
+    if alpha:
+        from tools.runs import distill
+
+        table = torch.load(distill.TABLE, weights_only=True)
+        pads = (vocabs[0].pad_id, vocabs[1].pad_id)
+        loss = distill.distill_loss(table, alpha, cfg.label_smoothing, pads)
     model, h = train_pronouncer(
         cfg,
         splits,
@@ -219,6 +263,8 @@ def run(cfg, checkpoint: pathlib.Path, args, world=None, stress=STRESS):
         checkpoint_every=args.every,
         max_seconds=None if args.minutes is None else 60 * args.minutes,
         world=world,
+        hooks=hooks,
+        loss=loss,
     )
     return split, vocabs, model, h
 
@@ -241,14 +287,26 @@ def run_recipe(args, world) -> None:
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     stress = args.recipe in TRAINED_WITH_STRESS
+    snapshots = {s: work / f"{name}_step{s}.pt" for s in snapshot_steps(cfg)}
+
+    def keep(model, step, loss):  # a full run's last epochs' weights
+        if args.recipe in FULL and step in snapshots and not world.rank:
+            torch.save(model.state_dict(), snapshots[step])
+
+    alpha = DISTILLED.get(args.recipe, 0.0)
     split, vocabs, model, h = run(
-        cfg, work / f"{name}.pt", args, world, stress
+        cfg, work / f"{name}.pt", args, world, stress, [keep], alpha
     )
     if world.rank != 0:
         return
     row = recipe_row(args, cfg, model, h, world, stress)
     if row["steps_done"] == cfg.steps:
-        stored, half = fp16_model(model, cfg, vocabs)
+        if args.recipe in FULL:
+            stored, half, row["averaged"] = averaged(
+                model, cfg, vocabs, list(snapshots.values()), split, stress
+            )
+        else:
+            stored, half = fp16_model(model, cfg, vocabs)
         config = {**row["config"], "stress": stress}  # load_pronouncer reads
         torch.save(
             {"config": config, "state_dict": half}, work / f"{name}_fp16.pt"
@@ -284,6 +342,7 @@ def recipe_row(args, cfg, model, h, world, stress) -> dict:
         "params": sum(p.numel() for p in model.parameters()),
         "processes": world.size,
         "trained_with_stress": stress,
+        "distilled": DISTILLED.get(args.recipe, 0.0),  # the teacher's share
         "steps_done": done,
         "seconds": round(h["seconds"], 1),
         "numeric_mode": numeric_mode.stamp(),

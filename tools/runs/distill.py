@@ -1,0 +1,90 @@
+"""Issue 58, item 4: distilling chapter 8's ensemble into one pronouncer
+(token-level ensemble distillation, Sun et al. 2019).
+
+    python -m tools.runs.distill      # the teacher's table, once (minutes)
+    python -m tools.runs.train_pronouncer --recipe t192_kd --procs 2
+
+The teacher is the ensemble of the 7 stored members
+(``tools/runs/pronouncer_ensemble.py``): the mean of their next-phoneme
+probabilities. ``teacher_table`` reads every training pair through it,
+teacher-forced, once, and keeps each pair's rows (fp16) under the pair's
+token ids, so a student's step looks its batch up instead of running 7
+models. The student's loss (``distill_loss``) mixes the label-smoothed
+cross-entropy on the dictionary's phonemes with the cross-entropy against
+the teacher's probabilities.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tools import ROOT
+from tools.runs.pronouncer_ensemble import members
+from utils.batches import encode_batch, group_pairs
+from utils.ensemble import Ensemble
+from utils.loss import masked_cross_entropy
+from utils.training import threads
+
+TABLE = ROOT / "_build" / "pronouncer" / "teacher_s0-6.pt"
+SEEDS = tuple(range(7))
+
+
+def key(src: torch.Tensor, tgt: torch.Tensor, pads: tuple[int, int]) -> bytes:
+    """One pair's key: its source and target ids without padding."""
+    return (
+        src[src != pads[0]].numpy().tobytes()
+        + b"|"
+        + tgt[tgt != pads[1]].numpy().tobytes()
+    )
+
+
+@torch.no_grad()
+def teacher_table(pairs, vocabs, seeds=SEEDS) -> dict[bytes, torch.Tensor]:
+    """Each pair's key -> the ensemble's probabilities of every target
+    position, teacher-forced: ``(len(target) + 1, V)`` fp16 (EOS last)."""
+    ensemble = Ensemble(members(seeds)).eval()
+    pads = (vocabs[0].pad_id, vocabs[1].pad_id)
+    table = {}
+    for group in group_pairs(pairs, 500, seed=None):
+        src, tgt = encode_batch(group, *vocabs)
+        memory, mask = ensemble.encode(src)
+        probs = ensemble.generator(ensemble.decode(tgt[:, :-1], memory, mask))
+        for s, t, p in zip(src, tgt, probs.exp().half()):
+            table[key(s, t, pads)] = p[: int((t != pads[1]).sum()) - 1]
+    return table
+
+
+def distill_loss(table, alpha: float, smoothing: float, pads):
+    """``loss(model, (src, tgt))``: ``1 - alpha`` of the label-smoothed
+    cross-entropy on the targets, ``alpha`` of the cross-entropy against the
+    teacher's rows (``table``), both per real target token."""
+
+    def loss(model, batch):
+        src, tgt = batch
+        logits = model(src, tgt[:, :-1])  # (B, T - 1, V)
+        answers = tgt[:, 1:]
+        real = answers != pads[1]
+        soft = torch.zeros_like(logits)
+        for i, (s, t) in enumerate(zip(src, tgt)):
+            rows = table[key(s, t, pads)]
+            soft[i, : len(rows)] = rows.float()
+        hard = masked_cross_entropy(logits, answers, real, smoothing)
+        taught = -(soft * logits.log_softmax(-1)).sum(-1)[real].mean()
+        return (1 - alpha) * hard + alpha * taught
+
+    return loss
+
+
+def main() -> None:
+    from tools.runs.train_pronouncer import data
+
+    _, splits, vocabs = data()
+    with threads(1):
+        table = teacher_table(splits["train"], vocabs)
+    TABLE.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(table, TABLE)
+    print(f"{len(table)} pairs -> {TABLE}")
+
+
+if __name__ == "__main__":
+    main()
