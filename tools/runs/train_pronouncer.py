@@ -131,12 +131,16 @@ RECIPES["t192"] = dataclasses.replace(RECIPES["t128"], **D192)
 # t192 taught by the 7 stored members as well as by the dictionary, half
 # and half (tools/runs/distill.py): is a teacher worth more than width?
 RECIPES["t192_kd"] = RECIPES["t192"]
-DISTILLED = {"t192_kd": 0.5}  # recipe -> the teacher's share of the loss
+# the full runs the pilots choose between: f128 at d_model 192, without
+# and with the teacher
+RECIPES["f192"] = dataclasses.replace(RECIPES["f128"], **D192)
+RECIPES["f192_kd"] = RECIPES["f192"]
+DISTILLED = {"t192_kd": 0.5, "f192_kd": 0.5}  # recipe -> the teacher's share
 RECIPE_ROWS = OUT / "pronouncer_recipe.jsonl"  # one row per finished run
 # A full run keeps its weights at the end of each of its last AVERAGED
 # epochs (eval_every is two); the stored model is the average of the last
 # k of them (k = 1: the final weights) with the best validation WER.
-FULL, AVERAGED = {"f128"}, 5
+FULL, AVERAGED = {"f192", "f192_kd"}, 5
 
 
 def snapshot_steps(cfg) -> list[int]:
