@@ -2,7 +2,7 @@
 (token-level ensemble distillation, Sun et al. 2019).
 
     python -m tools.runs.distill      # the teacher's table, once (minutes)
-    python -m tools.runs.train_pronouncer --recipe t192_kd --procs 2
+    python -m tools.runs.train_pronouncer --recipe t128_kd --procs 2
 
 The teacher is the ensemble of the 7 stored members
 (``tools/runs/pronouncer_ensemble.py``): the mean of their next-phoneme
