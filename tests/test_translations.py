@@ -45,15 +45,13 @@ def test_every_page_has_a_current_translation():
     )
 
 
-def chinese_forms() -> dict[str, tuple[str, ...]]:
-    """Glossary entry (its first name) -> the Chinese forms it accepts: the
-    bold text's name and every name in its parentheses, separated by 、 or ；
-    ("集束搜索（束搜索）" -> ("集束搜索", "束搜索");
-    "softmax（归一化指数函数）" -> ("softmax", "归一化指数函数"))."""
+def glossary_bold() -> dict[str, str]:
+    """Glossary entry (its first name) -> the bold text of its definition
+    line, which holds its Chinese names (tests/test_book.py reads it too)."""
     block = (
         GLOSSARY.read_text().split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
     )
-    forms, names = {}, []
+    found, names = {}, []
     for line in block.splitlines():
         if not line.strip() or line.startswith(":"):
             continue
@@ -61,9 +59,20 @@ def chinese_forms() -> dict[str, tuple[str, ...]]:
             names.append(line.strip())
             continue
         if names and (bold := re.search(r"\*\*(.+?)\*\*", line)):
-            parts = re.split(r"[（()）、；;]", bold.group(1))
-            forms[names[0]] = tuple(p.strip() for p in parts if p.strip())
+            found[names[0]] = bold.group(1)
         names = []
+    return found
+
+
+def chinese_forms() -> dict[str, tuple[str, ...]]:
+    """Glossary entry (its first name) -> the Chinese forms it accepts: the
+    bold text's name and every name in its parentheses, separated by 、 or ；
+    ("集束搜索（束搜索）" -> ("集束搜索", "束搜索");
+    "softmax（归一化指数函数）" -> ("softmax", "归一化指数函数"))."""
+    forms = {}
+    for name, bold in glossary_bold().items():
+        parts = re.split(r"[（()）、；;]", bold)
+        forms[name] = tuple(p.strip() for p in parts if p.strip())
     return forms
 
 
