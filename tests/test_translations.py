@@ -155,6 +155,13 @@ def test_figure_labels_and_code_comments_use_one_word_per_concept():
     assert not found, "\n".join(found)
 
 
+def rejected_then_accepted(bad: str, good: str) -> None:
+    """The sentence with a rejected form is caught, its rewording is not."""
+    assert translations.rejected_forms(translations.chinese_prose(bad)), bad
+    good_forms = translations.rejected_forms(translations.chinese_prose(good))
+    assert not good_forms, good
+
+
 def test_the_new_terms_are_enforced():
     """Issue #48's decisions: each rejected form is found in a sentence, and
     the accepted one (or the other name in parentheses) passes."""
@@ -180,12 +187,7 @@ def test_the_new_terms_are_enforced():
         ("这是乔装的步数。", "这并非只是更多的步数。"),
         ("需要打分的位置对数。", "需要打分的位置对的个数。"),
     ]:
-        assert translations.rejected_forms(translations.chinese_prose(bad)), (
-            bad
-        )
-        assert not translations.rejected_forms(
-            translations.chinese_prose(good)
-        ), good
+        rejected_then_accepted(bad, good)
 
 
 def test_english_connectives_left_are_found():
@@ -567,12 +569,7 @@ def test_the_terms_of_issue_63_are_enforced():
         ("只看计数", "仅计数"),
         ("广播到分数的形状，再取 AND", "广播到分数的形状，再做逻辑与（AND）"),
     ]:
-        assert translations.rejected_forms(translations.chinese_prose(bad)), (
-            bad
-        )
-        assert not translations.rejected_forms(
-            translations.chinese_prose(good)
-        ), good
+        rejected_then_accepted(bad, good)
 
 
 def test_colon_density_is_counted_per_page(scratch, monkeypatch):
