@@ -16,9 +16,10 @@ import unicodedata
 
 import pytest
 
+from tests.test_translations import glossary_bold
 from tools.editions import translations
 from tools.editions.build_book import ZH_TITLE, missing_pages
-from tools.editions.glossary_links import GLOSSARY, glossary_terms
+from tools.editions.glossary_links import glossary_terms
 
 pytestmark = pytest.mark.slow
 
@@ -76,29 +77,11 @@ def _pinyin_order(row: tuple[str, str, str]):
     )
 
 
-def _glossary_entries() -> dict[str, str]:
-    """Each entry's name (its first name) -> its Chinese, the bold text of its
-    line."""
-    block = (
-        GLOSSARY.read_text().split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
-    )
-    entries, names = {}, []
-    for line in block.splitlines():
-        if not line.strip() or line.startswith(":"):
-            continue
-        if not line[0].isspace():
-            names.append(line.strip())
-        elif names:
-            entries[names[0]] = re.search(r"\*\*(.+?)\*\*", line).group(1)
-            names = []
-    return entries
-
-
 def test_the_chinese_glossary_has_a_pinyin_index_of_every_entry():
     zh = _chinese("glossary.md")
     assert "(glossary-zh-index)=" in zh, "the Chinese glossary has no index"
     rows = INDEX_ROW.findall(zh.split("(glossary-zh-index)=", 1)[1])
-    names, entries = glossary_terms(), _glossary_entries()
+    names, entries = glossary_terms(), glossary_bold()
     problems = []
     for chinese, pinyin, english in rows:
         entry = names.get(english.lower())

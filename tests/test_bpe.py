@@ -76,21 +76,21 @@ def test_round_trip_on_the_validation_plays(train_text, valid_text):
     assert row["valid_tokens"] == len(ids)
 
 
-def test_bad_arguments():
-    with pytest.raises(TypeError, match="vocab_size"):
-        bpe.train_bpe("abc", 300.0)
-    with pytest.raises(ValueError, match="vocab_size"):
-        bpe.train_bpe("abc", 100)
-    with pytest.raises(TypeError, match="text"):
-        bpe.train_bpe(b"abc", 300)
-    with pytest.raises(TypeError, match="merges"):
-        bpe.encode("abc", [(97, 98)])
-    with pytest.raises(ValueError, match="merges"):
-        bpe.encode("abc", {(97, 98): 300})
-    with pytest.raises(ValueError, match=r"ids\[1\]"):
-        bpe.decode([97, 256], {})
-    with pytest.raises(TypeError, match=r"ids\[0\]"):
-        bpe.decode([97.0], {})
+@pytest.mark.parametrize(
+    "call,error,match",
+    [
+        (lambda: bpe.train_bpe("abc", 300.0), TypeError, "vocab_size"),
+        (lambda: bpe.train_bpe("abc", 100), ValueError, "vocab_size"),
+        (lambda: bpe.train_bpe(b"abc", 300), TypeError, "text"),
+        (lambda: bpe.encode("abc", [(97, 98)]), TypeError, "merges"),
+        (lambda: bpe.encode("abc", {(97, 98): 300}), ValueError, "merges"),
+        (lambda: bpe.decode([97, 256], {}), ValueError, r"ids\[1\]"),
+        (lambda: bpe.decode([97.0], {}), TypeError, r"ids\[0\]"),
+    ],
+)
+def test_bad_arguments(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
 
 
 # ---- agreement with Hugging Face tokenizers (byte-level BPE) ----

@@ -220,6 +220,11 @@ def test_fit_power_law_with_noise_is_close():
 
 
 # ------------------------------------------------------------------ bad input
+def qkv(q=(4, 3), k=(4, 3), v=(4, 3)) -> list:
+    """Zeros of these shapes; any other value (a wrong type) as it is."""
+    return [torch.zeros(x) if isinstance(x, tuple) else x for x in (q, k, v)]
+
+
 @pytest.mark.parametrize(
     "call,exc,name",
     [
@@ -227,93 +232,47 @@ def test_fit_power_law_with_noise_is_close():
         (lambda: band_mask(5, -1), ValueError, "window"),
         (lambda: band_mask(5, 1.5), TypeError, "window"),
         (
-            lambda: windowed_attention(
-                torch.zeros(4, 3), torch.zeros(5, 3), torch.zeros(5, 3), 1
-            ),
+            lambda: windowed_attention(*qkv(k=(5, 3), v=(5, 3)), 1),
             ValueError,
             "same length",
         ),
+        (lambda: windowed_attention(*qkv(k=(4, 2)), 1), ValueError, "d_k"),
+        (lambda: windowed_attention(*qkv(), -2), ValueError, "window"),
+        (lambda: windowed_attention(*qkv(q=(4,)), 1), ValueError, "q"),
         (
             lambda: windowed_attention(
-                torch.zeros(4, 3), torch.zeros(4, 2), torch.zeros(4, 3), 1
-            ),
-            ValueError,
-            "d_k",
-        ),
-        (
-            lambda: windowed_attention(
-                torch.zeros(4, 3), torch.zeros(4, 3), torch.zeros(4, 3), -2
-            ),
-            ValueError,
-            "window",
-        ),
-        (
-            lambda: windowed_attention(
-                torch.zeros(4), torch.zeros(4, 3), torch.zeros(4, 3), 1
-            ),
-            ValueError,
-            "q",
-        ),
-        (
-            lambda: windowed_attention(
-                torch.zeros(4, 3, dtype=torch.long),
-                torch.zeros(4, 3),
-                torch.zeros(4, 3),
-                1,
+                *qkv(q=torch.zeros(4, 3, dtype=torch.long)), 1
             ),
             TypeError,
             "q",
         ),
         (
             lambda: online_softmax_attention(
-                torch.zeros(4, 3),
-                torch.zeros(4, 3, dtype=torch.float64),
-                torch.zeros(4, 3),
-                1,
+                *qkv(k=torch.zeros(4, 3, dtype=torch.float64)), 1
             ),
             TypeError,
             "dtype",
         ),
+        (lambda: online_softmax_attention(*qkv(q=[[1.0]]), 1), TypeError, "q"),
         (
-            lambda: online_softmax_attention(
-                [[1.0]], torch.zeros(4, 3), torch.zeros(4, 3), 1
-            ),
-            TypeError,
-            "q",
-        ),
-        (
-            lambda: online_softmax_attention(
-                torch.zeros(4, 3), torch.zeros(4, 3), torch.zeros(4, 3), 0
-            ),
+            lambda: online_softmax_attention(*qkv(), 0),
             ValueError,
             "block_size",
         ),
         (
-            lambda: online_softmax_attention(
-                torch.zeros(4, 3), torch.zeros(4, 3), torch.zeros(5, 3), 2
-            ),
+            lambda: online_softmax_attention(*qkv(v=(5, 3)), 2),
             ValueError,
             "k and v",
         ),
         (
             lambda: online_softmax_attention(
-                torch.zeros(4, 3),
-                torch.zeros(4, 3),
-                torch.zeros(4, 3),
-                2,
-                torch.ones(3, 3, dtype=torch.bool),
+                *qkv(), 2, torch.ones(3, 3, dtype=torch.bool)
             ),
             ValueError,
             "mask",
         ),
         (
-            lambda: online_softmax_attention(
-                torch.zeros(4, 3),
-                torch.zeros(4, 3),
-                torch.zeros(4, 3),
-                2,
-                torch.ones(4, 4),
-            ),
+            lambda: online_softmax_attention(*qkv(), 2, torch.ones(4, 4)),
             TypeError,
             "mask",
         ),

@@ -68,10 +68,14 @@ def test_paths_draws_the_edges_it_returns(n):
     plt.close(fig)
 
 
-def test_paths_checks_its_arguments():
-    with pytest.raises(ValueError, match="n"):
-        recurrence_and_attention(7, 6, 1)
-    with pytest.raises(ValueError, match="n"):
-        recurrence_and_attention(1, 0, 1)
-    with pytest.raises(TypeError, match="n"):
-        recurrence_and_attention(3.0, 2, 1)
+@pytest.mark.parametrize(
+    "args,error",
+    [
+        ((7, 6, 1), ValueError),
+        ((1, 0, 1), ValueError),
+        ((3.0, 2, 1), TypeError),
+    ],
+)
+def test_paths_checks_its_arguments(args, error):
+    with pytest.raises(error, match="n"):
+        recurrence_and_attention(*args)

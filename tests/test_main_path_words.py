@@ -1,30 +1,38 @@
 """The main-path word count: what is folded, what a reader meets."""
 
+import pytest
+
 from tools.budgets import main_path_words as mpw
 
 
-def test_folded_box_counts_apart_but_its_title_is_seen():
-    source = (
-        "(sec:x)=\n## Two words\n\n"
-        ":::{admonition} Why three words\n:class: dropdown\n\n"
-        "four words in here\n:::\n\nafter the box"
-    )
-    # "## Two words" (3) + title "Why three words" (3) + "after the box" (3)
-    assert mpw.split_markdown(source) == (9, 4)
-
-
-def test_a_box_that_is_not_folded_is_main_path():
-    source = ":::{note}\nfive words are shown here\n:::\n"
-    assert mpw.split_markdown(source) == (5, 0)
-
-
-def test_nested_fold_and_comments():
-    source = (
-        "<!-- not prose -->one\n"
-        "````{admonition} T\n:class: dropdown\n"
-        "```{math}\nx = y\n```\nend\n````\ntwo"
-    )
-    assert mpw.split_markdown(source) == (3, 4)
+@pytest.mark.parametrize(
+    "source,counts",
+    [
+        pytest.param(
+            "(sec:x)=\n## Two words\n\n"
+            ":::{admonition} Why three words\n:class: dropdown\n\n"
+            "four words in here\n:::\n\nafter the box",
+            # "## Two words" 3 + title "Why three words" 3 + "after the box" 3
+            (9, 4),
+            id="folded box counts apart but its title is seen",
+        ),
+        pytest.param(
+            ":::{note}\nfive words are shown here\n:::\n",
+            (5, 0),
+            id="a box that is not folded is main path",
+        ),
+        pytest.param(
+            "<!-- not prose -->one\n"
+            "````{admonition} T\n:class: dropdown\n"
+            "```{math}\nx = y\n```\nend\n````\ntwo",
+            (3, 4),
+            id="nested fold and comments",
+        ),
+    ],
+)
+def test_split_markdown(source, counts):
+    """(main-path words, folded words) of a markdown cell."""
+    assert mpw.split_markdown(source) == counts
 
 
 def test_chapters_1_to_7_keep_a_lean_main_path():

@@ -100,15 +100,28 @@ def test_shapes_match_nn_transformer():
         assert model(src, tgt).shape == (3, 4, 13)
 
 
-@pytest.mark.parametrize("norm_first", [False, True])
-def test_encoder_layer_equals_torch(norm_first):
-    torch.manual_seed(3)
-    theirs = nn.TransformerEncoderLayer(
+ENCODER = nn.TransformerEncoderLayer, EncoderLayer
+DECODER = nn.TransformerDecoderLayer, DecoderLayer
+LOAD = {
+    EncoderLayer: load_torch_encoder_layer_weights,
+    DecoderLayer: load_torch_decoder_layer_weights,
+}
+
+
+def torch_twins(kinds, seed, norm_first):
+    """PyTorch's layer, seeded, and ours with its weights; both in eval."""
+    theirs_kind, ours_kind = kinds
+    torch.manual_seed(seed)
+    theirs = theirs_kind(
         D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first
     ).eval()
-    ours = load_torch_encoder_layer_weights(
-        EncoderLayer(D, H, FF, 0.0, norm_first), theirs
-    ).eval()
+    ours = ours_kind(D, H, FF, 0.0, norm_first)
+    return theirs, LOAD[ours_kind](ours, theirs).eval()
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_equals_torch(norm_first):
+    theirs, ours = torch_twins(ENCODER, 3, norm_first)
     x = torch.randn(2, 5, D)
     ids = torch.tensor([[3, 4, 5, 0, 0], [1, 2, 3, 4, 5]])
     with torch.no_grad():
@@ -121,13 +134,7 @@ def test_encoder_layer_equals_torch(norm_first):
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_layer_equals_torch(norm_first):
-    torch.manual_seed(4)
-    theirs = nn.TransformerDecoderLayer(
-        D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first
-    ).eval()
-    ours = load_torch_decoder_layer_weights(
-        DecoderLayer(D, H, FF, 0.0, norm_first), theirs
-    ).eval()
+    theirs, ours = torch_twins(DECODER, 4, norm_first)
     x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
     src_ids = torch.tensor([[1, 2, 3, 4, 0, 0], [1, 2, 3, 4, 5, 6]])
     with torch.no_grad():

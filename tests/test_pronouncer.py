@@ -115,19 +115,27 @@ def test_stop_after_replays_the_first_steps():
     assert first["lr"] == whole["lr"][:4] and first["valid_step"] == [3]
 
 
-def test_bad_settings_name_the_field():
-    with pytest.raises(TypeError, match="unexpected keyword"):
-        PronouncerConfig(d_modle=8)
-    with pytest.raises(ValueError, match="steps"):
-        PronouncerConfig(steps=0)
-    with pytest.raises(TypeError, match="d_model"):
-        PronouncerConfig(d_model=64.0)
-    with pytest.raises(ValueError, match="label_smoothing"):
-        PronouncerConfig(label_smoothing=1.0)
-    with pytest.raises(ValueError, match="factor"):
-        PronouncerConfig(factor=0)
-    with pytest.raises(ValueError, match=r"cooldown_steps must be < steps"):
-        PronouncerConfig(steps=10, cooldown_steps=10)
+@pytest.mark.parametrize(
+    "settings,error,match",
+    [
+        ({"d_modle": 8}, TypeError, "unexpected keyword"),
+        ({"steps": 0}, ValueError, "steps"),
+        ({"d_model": 64.0}, TypeError, "d_model"),
+        ({"label_smoothing": 1.0}, ValueError, "label_smoothing"),
+        ({"factor": 0}, ValueError, "factor"),
+        (
+            {"steps": 10, "cooldown_steps": 10},
+            ValueError,
+            r"cooldown_steps must be < steps",
+        ),
+    ],
+)
+def test_bad_settings_name_the_field(settings, error, match):
+    with pytest.raises(error, match=match):
+        PronouncerConfig(**settings)
+
+
+def test_training_wants_a_config_not_a_dict():
     with pytest.raises(TypeError, match="cfg must be a PronouncerConfig"):
         train_pronouncer({"steps": 1}, SPLITS, VOCABS, progress=False)
 

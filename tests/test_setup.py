@@ -51,28 +51,26 @@ def test_glue_writes_a_range_in_chinese(monkeypatch, capsys):
     assert capsys.readouterr().out == "v = 0.29 to 0.30\n"
 
 
-def test_course_seed_replaces_the_seed(monkeypatch):
+@pytest.mark.parametrize(
+    "setup,seed",
+    [(proof.setup, 1), (utils.setup, 0)],
+    ids=["proof's replaces the seed", "utils' ignores the harness seed"],
+)
+def test_course_seed(monkeypatch, setup, seed):
+    """COURSE_SEED=1 and setup(seed=0) draw as the seed ``seed`` does, not
+    as the other: proof.setup (the harness's) takes COURSE_SEED, the
+    learner's utils.setup does what it says: the seed it is given."""
     monkeypatch.setenv("COURSE_SEED", "1")
-    proof.setup(seed=0)
-    with_env = torch.rand(3)
+    setup(seed=0)
+    drawn = torch.rand(3)
     monkeypatch.delenv("COURSE_SEED")
-    utils.setup(seed=1)
-    assert torch.equal(with_env, torch.rand(3))
-    utils.setup(seed=0)
-    assert not torch.equal(with_env, torch.rand(3))
+    utils.setup(seed=seed)
+    assert torch.equal(drawn, torch.rand(3))
+    utils.setup(seed=1 - seed)
+    assert not torch.equal(drawn, torch.rand(3))
 
 
 def test_course_seed_must_be_an_integer(monkeypatch):
     monkeypatch.setenv("COURSE_SEED", "one")
     with pytest.raises(ValueError, match="COURSE_SEED"):
         proof.setup()
-
-
-def test_utils_setup_ignores_the_harness_seed(monkeypatch):
-    """The learner's setup does what it says: the seed it is given."""
-    monkeypatch.setenv("COURSE_SEED", "1")
-    utils.setup(seed=0)
-    first = torch.rand(3)
-    monkeypatch.delenv("COURSE_SEED")
-    utils.setup(seed=0)
-    assert torch.equal(first, torch.rand(3))

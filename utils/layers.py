@@ -270,32 +270,32 @@ def _copy_ffn(ours: FeedForward, theirs: nn.Module) -> None:
 
 
 @torch.no_grad()
+def _load_layer(ours, theirs, kind: type, their_kind: type):
+    """Both loaders in one: a decoder layer is an encoder layer plus the
+    cross-attention and a third norm, copied in the same order."""
+    check_instance(ours, "ours", kind, f"a utils {kind.__name__}")
+    what = f"an nn.{their_kind.__name__}"
+    check_instance(theirs, "theirs", their_kind, what)
+    load_torch_mha_weights(ours.self_attn, theirs.self_attn)
+    norms = [(ours.sub1, theirs.norm1), (ours.sub2, theirs.norm2)]
+    if kind is DecoderLayer:
+        load_torch_mha_weights(ours.cross_attn, theirs.multihead_attn)
+        norms.append((ours.sub3, theirs.norm3))
+    _copy_ffn(ours.ffn, theirs)
+    for sub, norm in norms:
+        _copy_residual_norm(sub, norm)
+    return ours
+
+
 def load_torch_encoder_layer_weights(
     ours: EncoderLayer, theirs: nn.TransformerEncoderLayer
 ) -> EncoderLayer:
     """``nn.TransformerEncoderLayer``'s weights -> ``ours``; returns it."""
-    check_instance(ours, "ours", EncoderLayer, "a utils EncoderLayer")
-    what = "an nn.TransformerEncoderLayer"
-    check_instance(theirs, "theirs", nn.TransformerEncoderLayer, what)
-    load_torch_mha_weights(ours.self_attn, theirs.self_attn)
-    _copy_ffn(ours.ffn, theirs)
-    _copy_residual_norm(ours.sub1, theirs.norm1)
-    _copy_residual_norm(ours.sub2, theirs.norm2)
-    return ours
+    return _load_layer(ours, theirs, EncoderLayer, nn.TransformerEncoderLayer)
 
 
-@torch.no_grad()
 def load_torch_decoder_layer_weights(
     ours: DecoderLayer, theirs: nn.TransformerDecoderLayer
 ) -> DecoderLayer:
     """``nn.TransformerDecoderLayer``'s weights -> ``ours``; returns it."""
-    check_instance(ours, "ours", DecoderLayer, "a utils DecoderLayer")
-    what = "an nn.TransformerDecoderLayer"
-    check_instance(theirs, "theirs", nn.TransformerDecoderLayer, what)
-    load_torch_mha_weights(ours.self_attn, theirs.self_attn)
-    load_torch_mha_weights(ours.cross_attn, theirs.multihead_attn)
-    _copy_ffn(ours.ffn, theirs)
-    norms = ((ours.sub1, theirs.norm1), (ours.sub2, theirs.norm2))
-    for sub, norm in norms + ((ours.sub3, theirs.norm3),):
-        _copy_residual_norm(sub, norm)
-    return ours
+    return _load_layer(ours, theirs, DecoderLayer, nn.TransformerDecoderLayer)

@@ -187,13 +187,10 @@ def pronounce(
     """Greedy pronunciations of ``words``, up to ``len(word) + 15`` each."""
     chunks = _by_length(words, batch_size)
     vocab = phoneme_vocab(stress)
-    device = next(model.parameters()).device
     out: list[Pron] = [()] * len(words)
     for chunk in chunks:
-        src = encode_words([words[j] for j in chunk], device)
-        ys = greedy_decode(
-            model, src, src.size(1) + 15, vocab.bos_id, vocab.eos_id
-        )
+        part = [words[j] for j in chunk]
+        ys = _decode(greedy_decode, model, part, vocab)
         for j, row in zip(chunk, ys.cpu()):
             out[j] = tuple(vocab.decode(row))
     return out
@@ -206,6 +203,14 @@ def _by_length(words: Sequence[str], batch_size: int) -> list[list[int]]:
     return [
         order[i : i + batch_size] for i in range(0, len(order), batch_size)
     ]
+
+
+def _decode(decode, model, words: Sequence[str], vocab: Vocab, **options):
+    """``decode`` (greedy, beam or sampling) from ``words``, each allowed
+    up to 15 phonemes more than the longest has letters."""
+    src = encode_words(words, next(model.parameters()).device)
+    bos, eos = vocab.bos_id, vocab.eos_id
+    return decode(model, src, src.size(1) + 15, bos, eos, **options)
 
 
 def pronounce_beam(
@@ -221,20 +226,11 @@ def pronounce_beam(
     first (``utils.decoding.beam_search``)."""
     chunks = _by_length(words, batch_size)
     vocab = phoneme_vocab(stress)
-    device = next(model.parameters()).device
     out: list[list] = [[] for _ in words]
+    options = dict(beam_size=beam_size, num_return=num_return, alpha=alpha)
     for chunk in chunks:
-        src = encode_words([words[j] for j in chunk], device)
-        found = beam_search(
-            model,
-            src,
-            src.size(1) + 15,
-            vocab.bos_id,
-            vocab.eos_id,
-            beam_size=beam_size,
-            num_return=num_return,
-            alpha=alpha,
-        )
+        part = [words[j] for j in chunk]
+        found = _decode(beam_search, model, part, vocab, **options)
         for j, beams in zip(chunk, found):
             out[j] = [(tuple(vocab.decode(ids)), sc) for ids, sc in beams]
     return out
@@ -253,16 +249,9 @@ def sample_pronunciations(
     vocab = phoneme_vocab(stress)
     device = next(model.parameters()).device
     gen = torch.Generator(device=device).manual_seed(seed)
-    src = encode_words([w for w in words for _ in range(n)], device)
-    ys = sample_decode(
-        model,
-        src,
-        src.size(1) + 15,
-        vocab.bos_id,
-        vocab.eos_id,
-        temperature=temperature,
-        generator=gen,
-    )
+    each = [w for w in words for _ in range(n)]
+    options = dict(temperature=temperature, generator=gen)
+    ys = _decode(sample_decode, model, each, vocab, **options)
     flat = [tuple(vocab.decode(row)) for row in ys.cpu()]
     return [flat[i * n : (i + 1) * n] for i in range(len(words))]
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
 
-from utils.checks import check_int
+from utils.checks import check_instance, check_int
 from .base import bracket, canvas, label, shape_text
 from .shapes import arrow, box
 
@@ -50,10 +50,7 @@ _W, _BH = 1.85, 0.42  # block width and height (inches)
 def _check_shapes(shapes) -> dict[str, str]:
     if shapes is None:  # a map: no shapes written
         return {k: "" for k in SHAPE_KEYS}
-    if not isinstance(shapes, Mapping):
-        raise TypeError(
-            f"shapes must be a mapping, got {type(shapes).__name__}"
-        )
+    check_instance(shapes, "shapes", Mapping, "a mapping")
     missing = [k for k in SHAPE_KEYS if k not in shapes]
     if missing:
         raise ValueError(f"shapes lacks {missing}, expected {SHAPE_KEYS}")
@@ -63,10 +60,7 @@ def _check_shapes(shapes) -> dict[str, str]:
 def _check_chapters(chapters) -> dict[str, str]:
     if chapters is None:
         return {}
-    if not isinstance(chapters, Mapping):
-        raise TypeError(
-            f"chapters must be a mapping, got {type(chapters).__name__}"
-        )
+    check_instance(chapters, "chapters", Mapping, "a mapping")
     unknown = [k for k in chapters if k not in MAP_KEYS]
     if unknown:
         raise ValueError(f"chapters has unknown parts {unknown}: {MAP_KEYS}")

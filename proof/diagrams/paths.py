@@ -30,16 +30,8 @@ def recurrence_and_attention(
     }
     fig, ax = canvas(6.4, 2.9)
     # left: the recurrent layer, a chain of n steps
-    xs = [0.4 + STEP * t for t in range(n)]
     label(ax, (1.6, 2.7), "recurrent layer: n steps in a chain", fontsize=11)
-    tokens = [
-        box(ax, (x, 0.5), f"$x_{t + 1}$", w=0.46, h=0.42, kind="input")
-        for t, x in enumerate(xs)
-    ]
-    states = [
-        box(ax, (x, 1.75), f"$h_{t + 1}$", w=0.5, h=0.42, kind="attention")
-        for t, x in enumerate(xs)
-    ]
+    xs, tokens, states = _rows(ax, n, 0.4, "h")
     for t in range(n):
         arrow(ax, tokens[t].top, states[t].bottom, color=GREY)
         edges["recurrent"].append((t, t, False))
@@ -49,16 +41,8 @@ def recurrence_and_attention(
     text = f"path $h_1 \\to h_{n}$: {rnn_path} steps"
     bracket(ax, (xs[0], 2.0), (xs[-1], 2.0), text, side="above")
     # right: self-attention, one step over all n x n pairs
-    xs = [3.55 + STEP * t for t in range(n)]
     label(ax, (4.75, 2.7), "self-attention: one step, n x n pairs")
-    inputs = [
-        box(ax, (x, 0.5), f"$x_{j + 1}$", w=0.46, h=0.42, kind="input")
-        for j, x in enumerate(xs)
-    ]
-    outputs = [
-        box(ax, (x, 1.75), f"$y_{i + 1}$", w=0.5, h=0.42, kind="attention")
-        for i, x in enumerate(xs)
-    ]
+    xs, inputs, outputs = _rows(ax, n, 3.55, "y")
     for i in range(n):
         for j in range(n):
             red = (i, j) == (n - 1, 0)  # the pair furthest apart
@@ -70,3 +54,18 @@ def recurrence_and_attention(
     text = f"path $x_1 \\to y_{n}$: {attn_path} step"
     bracket(ax, (xs[0], 2.0), (xs[-1], 2.0), text, side="above")
     return fig, edges
+
+
+def _rows(ax, n: int, left: float, out: str) -> tuple[list, list, list]:
+    """A panel's n positions from ``left``, the inputs ``x_t`` and above
+    them the outputs (``out``: h or y); both panels share this layout."""
+    xs = [left + STEP * t for t in range(n)]
+    inputs = [
+        box(ax, (x, 0.5), f"$x_{t + 1}$", w=0.46, h=0.42, kind="input")
+        for t, x in enumerate(xs)
+    ]
+    outputs = [
+        box(ax, (x, 1.75), f"${out}_{t + 1}$", w=0.5, h=0.42, kind="attention")
+        for t, x in enumerate(xs)
+    ]
+    return xs, inputs, outputs
