@@ -183,9 +183,10 @@ def evaluate_lm(
     prefix_letters: int | None = None,
 ) -> dict:
     """Held-out ``loss``, ``accuracy`` and ``n`` tokens, seeded positions;
-    for ``"mlm"`` also ``"by_input"`` and ``"share"``: the accuracy at, and
-    share of, the chosen letters the input shows as [MASK], kept or random
-    (``input_kinds``). ``model``: anything with ``logits(ids, mask)``."""
+    for ``"mlm"`` also ``"by_input"``, ``"share"`` and ``"loss_by_input"``:
+    the accuracy at, share of and loss on the chosen letters the input shows
+    as [MASK], kept or random (``input_kinds``). ``model``: anything with
+    ``logits(ids, mask)``."""
     gen = torch.Generator().manual_seed(seed)
     inputs, mask, targets, keep = objective_batch(
         kind, words, gen, prefix_letters
@@ -202,6 +203,8 @@ def evaluate_lm(
         where = input_kinds(inputs, targets, keep).items()
         out["by_input"] = {k: hit[v].float().mean().item() for k, v in where}
         out["share"] = {k: v.sum().item() / out["n"] for k, v in where}
+        ce = {k: masked_cross_entropy(logits, targets, v) for k, v in where}
+        out["loss_by_input"] = {k: v.item() for k, v in ce.items()}
     return out
 
 

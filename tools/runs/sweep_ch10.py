@@ -506,8 +506,11 @@ CURVE_EPOCHS, CURVE_POINTS, CURVE_ORDERS = 15, 30, (3, 4, 5, 7)
 
 
 def valid_bits(kind: str, model, d: dict) -> float:
-    """``model``'s validation bits per letter on ``kind``'s positions."""
-    return r5(pt.evaluate_lm(kind, model, d["valid"])["loss"] / math.log(2))
+    """``model``'s validation bits per letter on ``kind``'s positions (the
+    masked kind: on the letters its input hides behind [MASK])."""
+    out = pt.evaluate_lm(kind, model, d["valid"])
+    loss = out["loss_by_input"]["mask"] if kind == "mlm" else out["loss"]
+    return r5(loss / math.log(2))
 
 
 def curve_counts(d: dict) -> dict:
