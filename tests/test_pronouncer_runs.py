@@ -12,6 +12,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from tools.runs import sweep_pronouncer, train_pronouncer
 from utils import pronunciation as pr
@@ -191,3 +192,36 @@ def test_the_recipe_rows_test_scores_meet_the_stored_baseline(recipe_rows):
         assert test["wrong"].count("1") / len(test["wrong"]) == test["wer"]
         again = train_pronouncer.against_baseline(test["wrong"])
         assert again == test["mcnemar"]
+
+
+@pytest.mark.exact
+def test_a_distilled_run_replays_from_the_rows_it_read(recipe_rows):
+    """A run taught by the 7 members replays its first steps from the
+    stored head of the teacher's table (tools/runs/distill.py): the rows
+    are those the run read, and its loss is the one it trained on."""
+    from tools.runs import distill
+
+    head = torch.load(distill.HEAD, weights_only=True)
+    assert head["recipe"] in train_pronouncer.DISTILLED
+    taught = [r for r in recipe_rows if r.get("distilled")]  # older: none
+    assert taught
+    _, splits, vocabs = train_pronouncer.data()
+    pads = (vocabs[0].pad_id, vocabs[1].pad_id)
+    for row in taught:  # the same first batches and warm-up as the head's
+        cfg = dataclasses.replace(
+            train_pronouncer.RECIPES[row["recipe"]], seed=row["seed"]
+        )
+        loss = distill.distill_loss(
+            head["rows"], row["distilled"], cfg.label_smoothing, pads
+        )
+        _, h = train_run(
+            cfg,
+            splits,
+            vocabs,
+            progress=False,
+            stop_after=head["steps"],
+            loss=loss,
+        )
+        live = np.array(h["train_loss"], dtype=np.float32)
+        stored = row["train_loss_head"][: head["steps"]]
+        assert np.array_equal(live, np.array(stored, dtype=np.float32))

@@ -3,6 +3,7 @@
 
     python -m tools.runs.distill      # the teacher's table, once (minutes)
     python -m tools.runs.train_pronouncer --recipe t128_kd --procs 2
+    python -m tools.runs.distill --head l128_kd  # the rows a replay reads
 
 The teacher is the ensemble of the 7 stored members
 (``tools/runs/pronouncer_ensemble.py``): the mean of their next-phoneme
@@ -12,6 +13,10 @@ token ids, so a student's step looks its batch up instead of running 7
 models. The student's loss (``distill_loss``) mixes the label-smoothed
 cross-entropy on the dictionary's phonemes with the cross-entropy against
 the teacher's probabilities.
+
+The table (105 MB) stays in ``_build``; a replay of a distilled run's
+first steps (chapter 8, the tests) reads ``HEAD``: just the rows those
+steps look up, found by running them once (``head``).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from utils.training import threads
 
 TABLE = ROOT / "_build" / "pronouncer" / "teacher_s0-6.pt"
 SEEDS = tuple(range(7))
+HEAD = ROOT / "book" / "data" / "pronouncer_teacher_head.pt"
+HEAD_STEPS = 2  # the steps a replay retrains
 
 
 def key(src: torch.Tensor, tgt: torch.Tensor, pads: tuple[int, int]) -> bytes:
@@ -75,9 +82,44 @@ def distill_loss(table, alpha: float, smoothing: float, pads):
     return loss
 
 
-def main() -> None:
+class _Reading:
+    """The table, recording each row a loss looks up."""
+
+    def __init__(self, table):
+        self.table, self.read = table, {}
+
+    def __getitem__(self, k: bytes) -> torch.Tensor:
+        self.read[k] = self.table[k].clone()  # not its batch's storage
+        return self.read[k]
+
+
+def head(recipe: str, steps: int = HEAD_STEPS) -> dict:
+    """The rows the first ``steps`` of ``recipe`` (seed 0) read, from the
+    full table -> ``{"recipe", "steps", "rows"}`` (as ``HEAD`` stores)."""
+    from tools.runs import train_pronouncer as tp
+    from utils.pronouncer import train_pronouncer
+
+    cfg = tp.RECIPES[recipe]
+    _, splits, vocabs = tp.data()
+    pads = (vocabs[0].pad_id, vocabs[1].pad_id)
+    reading = _Reading(torch.load(TABLE, weights_only=True))
+    loss = distill_loss(
+        reading, tp.DISTILLED[recipe], cfg.label_smoothing, pads
+    )
+    with threads(1):
+        train_pronouncer(
+            cfg, splits, vocabs, progress=False, stop_after=steps, loss=loss
+        )
+    return {"recipe": recipe, "steps": steps, "rows": reading.read}
+
+
+def main(args) -> None:
     from tools.runs.train_pronouncer import data
 
+    if args.head:
+        torch.save(head(args.head), HEAD)
+        print(f"{HEAD}: {HEAD.stat().st_size} bytes")
+        return
     _, splits, vocabs = data()
     with threads(1):
         table = teacher_table(splits["train"], vocabs)
@@ -87,4 +129,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--head", help="a distilled recipe: store its head")
+    main(parser.parse_args())
