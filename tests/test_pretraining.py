@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from utils import ngram
+from utils import finetuning as ft
 from utils import pretraining as pt
 from utils import pronunciation as pr
 from utils.loss import masked_cross_entropy
@@ -168,7 +169,7 @@ def test_masked_lm_becomes_the_pronouncer_encoder():
     lm = pt.TinyLM(pt.LMConfig.like(cfg)).eval()
     torch.manual_seed(2)
     model = build_pronouncer(cfg, pr.letter_vocab(), pr.phoneme_vocab(False))
-    state = pt.encoder_state(lm)
+    state = ft.encoder_state(lm)
     model.load_state_dict({**model.state_dict(), **state})
     src = pr.encode_words(["cat", "pronounce"])
     with torch.no_grad():
@@ -177,7 +178,7 @@ def test_masked_lm_becomes_the_pronouncer_encoder():
     real = src != 0
     torch.testing.assert_close(memory[real], hidden[real])
     with pytest.raises(TypeError, match="lm"):
-        pt.encoder_state(model)
+        ft.encoder_state(model)
 
 
 @pytest.mark.parametrize("kind", pt.OBJECTIVES)
@@ -196,7 +197,7 @@ def test_every_row_the_pronouncer_reads_was_trained(kind):
     assert read == [pt.EOS, *range(pt.FIRST_LETTER, pt.MASK)]
     # the cause: a causal or prefix LM never reads EOS
     assert torch.equal(trained[pt.EOS], start[pt.EOS]) == (kind != "mlm")
-    handed = pt.encoder_state(lm, kind)["src_embed.lut.weight"]
+    handed = ft.encoder_state(lm, kind)["src_embed.lut.weight"]
     for i in read:
         assert not torch.equal(handed[i], start[i]), (kind, i)
     want = trained[pt.BOS if kind != "mlm" else pt.EOS]
@@ -205,7 +206,7 @@ def test_every_row_the_pronouncer_reads_was_trained(kind):
     torch.testing.assert_close(handed[others], trained[others], rtol=0, atol=0)
     assert handed.size(0) == len(pr.letter_vocab())
     with pytest.raises(ValueError, match="kind"):
-        pt.encoder_state(lm, "bart")
+        ft.encoder_state(lm, "bart")
 
 
 def _tiny(steps: int, n_train: int):
@@ -443,7 +444,7 @@ def test_seq2seq_state_moves_both_stacks_to_the_pronouncer():
     vocab = pt.span_vocab()
     torch.manual_seed(1)
     t5 = build_pronouncer(cfg, vocab, vocab)
-    state = pt.seq2seq_state(t5)
+    state = ft.seq2seq_state(t5)
     assert not any(k.startswith(("tgt_embed", "generator")) for k in state)
     assert any(k.startswith("decoder.") for k in state)
     torch.manual_seed(2)
@@ -462,7 +463,7 @@ def test_init_lr_slows_or_freezes_the_started_weights():
     cfg, splits, vocabs = _tiny(steps=20, n_train=200)
     torch.manual_seed(3)
     lm = pt.TinyLM(pt.LMConfig.like(cfg))
-    start = pt.encoder_state(lm)
+    start = ft.encoder_state(lm)
     moved = {}
     for init_lr in (1.0, 0.1, 0.0):
         model, history = train_pronouncer(

@@ -291,7 +291,7 @@ def _ch10(out: dict[str, str]) -> None:
     """Chapter 10: the three objectives on words, then a pronouncer whose
     encoder starts from the last of them (the prefix LM), handed over row
     for row as a masked LM is (the hash predates encoder_state's kind)."""
-    from utils import pretraining, pronunciation
+    from utils import finetuning, pretraining, pronunciation
     from utils.pronouncer import PronouncerConfig, train_pronouncer
 
     split = pronunciation.split_words(20, 20, 0)
@@ -306,7 +306,7 @@ def _ch10(out: dict[str, str]) -> None:
     pairs, vocabs = pronunciation.pronouncer_data(data, stress=False)
     tuned, _ = train_pronouncer(
         cfg, pairs, progress=False, vocabs=vocabs,
-        init=pretraining.encoder_state(lm),
+        init=finetuning.encoder_state(lm),
     )  # fmt: skip
     weights.append(_weights(tuned))
     out["ch10_pretraining"] = _h(torch.cat(weights))

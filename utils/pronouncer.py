@@ -19,7 +19,7 @@ from .checks import check_probability
 from .decoding import greedy_decode
 from .model import Transformer
 from .parallel import DataParallel, Resumable, World, split_parts
-from .pretraining import load_part, param_groups
+from .finetuning import load_part, param_groups
 from .pronunciation import letter_vocab, phoneme_vocab
 from .training import (
     evaluate_loss,

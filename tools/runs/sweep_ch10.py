@@ -48,6 +48,7 @@ from tools import ROOT
 from tools.runs.sweep_pronouncer import RECIPE
 from utils import ngram
 from utils import objectives as obj
+from utils import finetuning as ft
 from utils import pretraining as pt
 from utils import pronunciation as pr
 from tools.numerics import numeric_mode
@@ -142,11 +143,11 @@ def store(row: dict, path=OUT) -> None:
 
 def tune_config(steps: int, seed: int):
     """The fine-tuning recipe for ``steps`` steps (utils.pretraining)."""
-    return pt.tune_config(TUNE, steps, seed)
+    return ft.tune_config(TUNE, steps, seed)
 
 
 def label_order(entries: list, seed: int) -> list:
-    return pt.label_order(entries, seed)
+    return ft.label_order(entries, seed)
 
 
 def settings() -> dict:
@@ -625,8 +626,8 @@ def start_state(models: dict, kind: str | None):
     if kind is None:
         return None
     if kind in ("bart", "t5"):  # the whole encoder-decoder
-        return pt.seq2seq_state(models[kind])
-    return pt.encoder_state(models[kind], kind)
+        return ft.seq2seq_state(models[kind])
+    return ft.encoder_state(models[kind], kind)
 
 
 def cost(d: dict) -> dict:
