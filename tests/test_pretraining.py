@@ -337,6 +337,35 @@ def test_masked_accuracy_by_input():
     assert "by_input" not in pt.evaluate_lm("clm", model, valid)
 
 
+def test_the_adamw_recipe_warms_up_clips_and_decays_to_zero(monkeypatch):
+    """``recipe="adamw"``: AdamW, the rate up over 1/24 of the steps and
+    down to 0 by the last, the gradient clipped at 1; a Pre-Norm stack
+    learns the words with it; an unknown recipe is named."""
+    seen = {}
+    real = pt.train
+
+    def spy(model, opt, batches, loss_fn, steps, **kw):
+        rates = [opt.param_groups[0]["lr"]]  # then after each step: the next
+        kw["hooks"] = [
+            *kw["hooks"],
+            lambda s, x: rates.append(opt.param_groups[0]["lr"]),
+        ]
+        seen.update(opt=opt, clip=kw["clip"], rates=rates)
+        return real(model, opt, batches, loss_fn, steps, **kw)
+
+    monkeypatch.setattr(pt, "train", spy)
+    cfg = pt.LMConfig(d_model=32, num_layers=2, d_ff=64, norm_first=True)
+    words = ["cat", "dog", "bird", "fish"] * 8
+    _, losses = pt.train_lm("clm", words, 48, 16, 0, 3e-3, cfg, recipe="adamw")
+    assert isinstance(seen["opt"], torch.optim.AdamW) and seen["clip"] == 1.0
+    rates = seen["rates"]  # the rate of steps 1, 2, ..., 48, then 0
+    assert rates[:3] == pytest.approx([1.5e-3, 3e-3, 3e-3 * 46 / 47])
+    assert rates[-2:] == pytest.approx([3e-3 / 47, 0.0])
+    assert sum(losses[-8:]) < 0.7 * sum(losses[:8])
+    with pytest.raises(ValueError, match="recipe"):
+        pt.train_lm("clm", words, 4, recipe="adam")
+
+
 @pytest.mark.exact
 def test_stored_runs_first_steps_replay():
     """The first steps of tools/runs/sweep_ch10.py's seed-1 runs, re-run: a

@@ -9,9 +9,11 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from utils.training import (
     Progress,
+    adamw,
     evaluate_loss,
     evaluate_perplexity,
     noam_lr,
@@ -355,3 +357,19 @@ def test_threads_restores_the_count_even_after_an_error():
     with pytest.raises(ValueError, match="n"):
         with threads(0):
             pass
+
+
+def test_adamw_decays_the_matrices_only():
+    """With zero gradients Adam's step is 0, so what moves is the decay:
+    lr * weight_decay of each matrix, nothing of the biases and gains."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.LayerNorm(3))
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = adamw(model, lr=0.5, weight_decay=0.1)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    for name, p in model.named_parameters():
+        shrink = 1 - 0.5 * 0.1 if p.dim() >= 2 else 1.0
+        torch.testing.assert_close(p.detach(), before[name] * shrink)
+    assert opt.defaults["betas"] == (0.9, 0.95)

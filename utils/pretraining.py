@@ -34,7 +34,7 @@ from .objectives import (
     span_vocab,
 )
 from .positional import PositionalEncoding
-from .training import adam, threads, train
+from .training import adam, adamw, linear_scheduler, threads, train
 
 __all__ = [
     "round_fp16",
@@ -117,6 +117,9 @@ class TinyLM(nn.Module):
         return self.head(self(ids, mask))
 
 
+RECIPES = ("onecycle", "adamw")  # train_lm's optimisers and schedules
+
+
 def train_lm(
     kind: str,
     words,
@@ -127,21 +130,29 @@ def train_lm(
     cfg: LMConfig | None = None,
     stop_after: int | None = None,
     hooks=(),
+    recipe: str = "onecycle",
 ) -> tuple[TinyLM, list[float]]:
     """Train a fresh ``TinyLM`` on one objective -> (eval-mode model,
     losses); ``seed`` seeds weights, batches and corruption. Each
     ``hook(model, step, loss)`` runs after every step (a learning curve's
-    evaluations)."""
+    evaluations). ``recipe``: ``"onecycle"`` (Adam, the one-cycle rate
+    peaking at ``lr``) or ``"adamw"`` (chapter 11's GPT recipe: AdamW,
+    warm-up over 1/24 of the steps, then linearly to 0, clipping at 1)."""
     check_choice(kind, "kind", OBJECTIVES)
     words = check_words(words)
     steps, batch = check_int(steps, "steps", 1), check_int(batch, "batch", 1)
     check_number(lr, "lr", 0.0, min_inclusive=False)
     if stop_after is not None:
         check_int(stop_after, "stop_after", 1)
+    check_choice(recipe, "recipe", RECIPES)
     torch.manual_seed(seed)
     model, gen = TinyLM(cfg), torch.Generator().manual_seed(seed)
-    opt = adam(model.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps)
+    if recipe == "onecycle":
+        opt = adam(model.parameters(), lr=lr)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps)
+    else:  # chapter 11's warm-up: 100 of its 2,400 steps
+        opt = adamw(model, lr)
+        sched = linear_scheduler(opt, max(1, steps // 24), steps)
 
     def batches():  # batch words drawn with gen, then corrupted with it
         while True:
@@ -161,6 +172,7 @@ def train_lm(
             loss_fn,
             min(steps, stop_after or steps),
             scheduler=sched,
+            clip=1.0 if recipe == "adamw" else None,
             hooks=[functools.partial(h, model) for h in hooks],
             progress=False,
         )

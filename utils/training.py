@@ -21,6 +21,7 @@ from .loss import masked_cross_entropy
 __all__ = [
     "train",
     "adam",
+    "adamw",
     "threads",
     "noam_lr",
     "noam_scheduler",
@@ -94,6 +95,21 @@ def adam(params, lr: float = 1e-3, **kwargs) -> torch.optim.Adam:
     path's ``torch.sqrt`` (MKL) differs in the last bits between Intel and
     AMD, and training amplifies that."""
     return torch.optim.Adam(params, lr=lr, fused=True, **kwargs)
+
+
+def adamw(
+    model: nn.Module, lr: float, weight_decay: float = 0.1, betas=(0.9, 0.95)
+) -> torch.optim.AdamW:
+    """GPT's optimiser (nanoGPT's settings): AdamW, fused as ``adam``, the
+    weights decayed on the matrices only (not biases, norms' gains)."""
+    params = list(model.parameters())
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2]},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(
+        groups, lr=lr, betas=betas, weight_decay=weight_decay, fused=True
+    )
 
 
 @contextlib.contextmanager

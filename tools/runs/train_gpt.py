@@ -60,7 +60,7 @@ from utils.stream_scoring import dynamic_nats, stream_nats
 from utils.layers import evaluating
 from utils.parallel import DataParallel, Resumable, World
 from utils.parallel import split_parts
-from utils.training import linear_scheduler, train
+from utils.training import adamw, linear_scheduler, train
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,18 +161,8 @@ def windows(stream: torch.Tensor, recipe: Recipe, world: World, step=0):
 
 
 def optimizer(model: GPT, recipe: Recipe):
-    """AdamW (the fused kernel: its square root is ATen's, the same bits
-    on every CPU), weight decay on the matrices only; the linear
-    schedule."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    rest = [p for p in model.parameters() if p.dim() < 2]
-    groups = [
-        {"params": decay, "weight_decay": recipe.weight_decay},
-        {"params": rest, "weight_decay": 0.0},
-    ]
-    opt = torch.optim.AdamW(
-        groups, lr=recipe.lr, betas=recipe.betas, fused=True
-    )
+    """``utils.training.adamw`` and the linear schedule."""
+    opt = adamw(model, recipe.lr, recipe.weight_decay, recipe.betas)
     return opt, linear_scheduler(opt, recipe.warmup, recipe.steps)
 
 
