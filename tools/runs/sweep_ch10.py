@@ -3,7 +3,7 @@
     python -m tools.runs.sweep_ch10 [--seeds 0 1 ...]
     python -m tools.runs.sweep_ch10 --list
     python -m tools.runs.sweep_ch10 --probe t5 [--factor F] [--seeds 0 ...]
-    python -m tools.runs.sweep_ch10 --curve clm [--seeds 0 ...]
+    python -m tools.runs.sweep_ch10 --curve clm [--seeds 0 ...] [--size d128]
 
 For each seed: the three objectives are trained on the spellings of the
 pronouncer's training words (``PRE_STEPS`` steps each), rounded to fp16
@@ -504,6 +504,12 @@ def pretrain(kind: str, seed: int, d: dict):
 
 # Issue 59's learning curves: how far does more training take a letter model?
 CURVE_EPOCHS, CURVE_POINTS, CURVE_ORDERS = 15, 30, (3, 4, 5, 7)
+# The sizes: the chapter's stack as the sweep trains it, and the next one
+# the issue names (Pre-Norm, chapter 11's AdamW recipe and peak rate)
+CURVE_SIZES = {
+    "d64": (LM, "onecycle", PRE_LR),
+    "d128": (pt.LMConfig(128, 4, 4, 512, 0.1, norm_first=True), "adamw", 2e-3),
+}
 
 
 def valid_bits(kind: str, model, d: dict) -> float:
@@ -528,11 +534,21 @@ def curve_counts(d: dict) -> dict:
     return {"run": "curve_counts", "bits": bits}
 
 
-def curve(kind: str, seed: int, d: dict) -> dict:
-    """``kind`` trained as the sweep trains it (rate, one-cycle schedule,
-    batch) but for ``CURVE_EPOCHS`` passes over the training words; at
-    ``CURVE_POINTS`` evenly spaced steps, its validation bits per letter
-    (fp32 weights) and the mean training loss since the last point."""
+def curve_name(kind: str, seed: int, size: str = "d64") -> str:
+    return (
+        f"curve_{kind}_s{seed}"
+        if size == "d64"
+        else f"curve_{kind}_{size}_s{seed}"
+    )
+
+
+def curve(kind: str, seed: int, d: dict, size: str = "d64") -> dict:
+    """``kind`` at ``size`` (``CURVE_SIZES``: the sweep's stack and recipe,
+    or the larger one) with the sweep's batch for ``CURVE_EPOCHS`` passes
+    over the training words; at ``CURVE_POINTS`` evenly spaced steps, its
+    validation bits per letter (fp32 weights) and the mean training loss
+    since the last point."""
+    cfg, recipe, lr = CURVE_SIZES[size]
     steps = CURVE_EPOCHS * len(d["train"]) // PRE_BATCH
     marks = {steps * (i + 1) // CURVE_POINTS for i in range(CURVE_POINTS)}
     points, since = [], []
@@ -551,11 +567,12 @@ def curve(kind: str, seed: int, d: dict) -> dict:
             since.clear()
 
     start = time.perf_counter()
-    pt.train_lm(kind, d["train"], steps, PRE_BATCH, seed, PRE_LR, LM,
-                hooks=[hook])  # fmt: skip
+    pt.train_lm(kind, d["train"], steps, PRE_BATCH, seed, lr, cfg,
+                hooks=[hook], recipe=recipe)  # fmt: skip
     return {
-        "run": f"curve_{kind}_s{seed}",
+        "run": curve_name(kind, seed, size),
         "kind": kind,
+        "size": size,
         "seed": seed,
         "steps": steps,
         "points": points,
@@ -563,15 +580,15 @@ def curve(kind: str, seed: int, d: dict) -> dict:
     }
 
 
-def run_curves(kind: str, seeds) -> None:
+def run_curves(kind: str, seeds, size: str = "d64") -> None:
     d, done = data(), stored_rows(CURVES)
     if "meta" not in done:
         store({"run": "meta", "numeric_mode": numeric_mode.stamp()}, CURVES)
     if "curve_counts" not in done:
         store(curve_counts(d), CURVES)
     for seed in seeds:
-        if f"curve_{kind}_s{seed}" not in done:
-            store(curve(kind, seed, d), CURVES)
+        if curve_name(kind, seed, size) not in done:
+            store(curve(kind, seed, d, size), CURVES)
 
 
 def scores(model, test) -> dict:
@@ -660,11 +677,12 @@ def main() -> None:
         help="with --probe: fine-tune the pronouncer from it too",
     )  # fmt: skip
     parser.add_argument("--curve", choices=pt.OBJECTIVES, help="item 1")
+    parser.add_argument("--size", choices=CURVE_SIZES, default="d64")
     args = parser.parse_args()
     if args.curve:
         torch.set_num_threads(1)
         with threads(1):
-            run_curves(args.curve, args.seeds or [0])
+            run_curves(args.curve, args.seeds or [0], args.size)
         return
     if args.cost:
         with threads(1):
