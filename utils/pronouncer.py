@@ -350,10 +350,12 @@ def _optimizer(cfg: PronouncerConfig, groups, scales):
     )  # fmt: skip
 
 
-# made by tools/runs/train_pronouncer.py (its log: book/data/pronouncer.json)
+# the stored pronouncer, put there by tools/runs/train_pronouncer.py --store
+# (its log: book/data/pronouncer.json); the first recipe's seven runs, s0/
+# to s6/, are chapter 8's ensemble and its student's teacher
 _DATA = pathlib.Path(__file__).resolve().parents[1] / "book" / "data"
 STORED_PRONOUNCER = _DATA / "pronouncer.pt"
-SEEDS_DIR = _DATA / "pronouncer_seeds"  # the other seeds: s1/, s2/, ...
+SEEDS_DIR = _DATA / "pronouncer_seeds"
 
 
 def load_pronouncer(path=STORED_PRONOUNCER, device=None):

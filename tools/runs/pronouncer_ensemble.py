@@ -31,7 +31,7 @@ from tools.runs import pronouncer_split
 from tools.runs.decode_pronouncer import model_hash, references
 from utils import pronunciation as pr
 from utils.ensemble import Ensemble
-from utils.pronouncer import SEEDS_DIR, STORED_PRONOUNCER, load_pronouncer
+from utils.pronouncer import SEEDS_DIR, load_pronouncer
 from utils.training import threads
 
 OUT = ROOT / "book" / "data" / "pronouncer_ensemble.json"
@@ -39,9 +39,8 @@ STRESS, BLOCK = False, 500  # as chapter 9's decoding study
 
 
 def member_path(seed: int):
-    """Where the run of ``seed`` (``tools/runs/train_pronouncer.py``) is."""
-    if seed == 0:
-        return STORED_PRONOUNCER
+    """Where the first recipe's run of ``seed`` is (``tools/runs/
+    train_pronouncer.py --seed``)."""
     return SEEDS_DIR / f"s{seed}" / "pronouncer.pt"
 
 

@@ -1,26 +1,31 @@
-"""Train the stored pronouncer: chapter 8's pronouncer recipe on the CMU
-Pronouncing Dictionary (letters in, ARPAbet phonemes out, without the
-stress digits, as the published CMUdict benchmarks score it).
+"""Train chapter 8's pronouncers on the CMU Pronouncing Dictionary (letters
+in, ARPAbet phonemes out, without the stress digits, as the published
+CMUdict benchmarks score it).
 
-    python -m tools.runs.train_pronouncer               # the stored run
+    python -m tools.runs.train_pronouncer --recipe l128_kd --procs 2  # 2 cores
+    python -m tools.runs.train_pronouncer --recipe l128_kd --store  # stored
+    python -m tools.runs.train_pronouncer --seed 3  # the first recipe, seed 3
     python -m tools.runs.train_pronouncer --minutes 20  # stop after 20 min...
     python -m tools.runs.train_pronouncer --minutes 20  # ...and go on
     python -m tools.runs.train_pronouncer --steps 300 --out /tmp/p  # a test
-    python -m tools.runs.train_pronouncer --seed 3  # the recipe on seed 3
-    python -m tools.runs.train_pronouncer --recipe t128 --procs 2  # 2 cores
 
-It restarts itself in the portable numeric mode and trains on one thread,
-deterministically: the same command gives the same loss at every step.
-The whole state of the run is saved to ``--checkpoint`` every
-``--every`` steps (and when ``--minutes`` runs out), and a run started
-again with the same settings continues from it, bit for bit as if never
-stopped (``--fresh`` starts over). Each invocation writes the log,
-``OUT/pronouncer.json``: the settings, the numeric mode, the loss of every
-step, the validation curve, and once the run is complete the scores of the
-stored model (greedy WER and PER, multi-reference, on the validation and
-test words of ``split_words()``). At the end
-the weights are stored in fp16, ``OUT/pronouncer.pt``; the scores are those
-of the fp16 weights, as a chapter loads them.
+``--recipe`` trains one of ``RECIPES`` (the field's recipes and their
+pilots, issue 58) and appends its row to ``RECIPE_ROWS``; ``--store`` makes
+a finished one the stored pronouncer (``STORED``). Without ``--recipe``,
+the first recipe (``CONFIG``, one process): its seven seeds are chapter 8's
+ensemble and the teacher of the distilled recipes.
+
+It restarts itself in the portable numeric mode and trains on one thread a
+process, deterministically: the same command gives the same loss at every
+step. The whole state of a run is saved to its checkpoint every ``--every``
+steps (and when ``--minutes`` runs out), and a run started again with the
+same settings continues from it, bit for bit as if never stopped
+(``--fresh`` starts over). A first-recipe run writes its log to
+``SEEDS_DIR/s{seed}/pronouncer.json`` (the settings, the numeric mode, the
+loss of every step, the validation curve and, once complete, the greedy
+WER and PER on the validation and test words of ``split_words()``) and its
+fp16 weights beside it; the scores are those of the fp16 weights, as a
+chapter loads them.
 
 The data: CMUdict, Copyright (C) 1993-2015 Carnegie Mellon University,
 BSD-style licence (``book/data/CMUDICT_LICENSE.txt``).
@@ -32,6 +37,7 @@ import argparse
 import dataclasses
 import json
 import pathlib
+import shutil
 
 from tools.numerics import numeric_mode
 
@@ -46,6 +52,7 @@ from utils import pronunciation as pr
 from utils.training import threads
 from utils.pronouncer import (
     SEEDS_DIR,
+    STORED_PRONOUNCER,
     build_pronouncer,
     load_pronouncer,
     train_pronouncer,
@@ -143,6 +150,7 @@ RECIPES["l128"] = dataclasses.replace(
     RECIPES["f128"], steps=40_425, eval_every=1617
 )
 RECIPES["l128_kd"] = RECIPES["l128"]
+STORED = "l128_kd"  # the recipe whose seed-0 run is the stored pronouncer
 DISTILLED = {"t128_kd": 0.5, "l128_kd": 0.5}  # recipe -> the teacher's share
 RECIPE_ROWS = OUT / "pronouncer_recipe.jsonl"  # one row per finished run
 # A full run keeps its weights at the end of each of its last AVERAGED
@@ -229,11 +237,10 @@ def fp16_model(model, cfg, vocabs):
 
 
 def paths(args) -> tuple[pathlib.Path, pathlib.Path]:
-    """Where the run of ``args.seed`` is written and checkpointed: seed 0
-    is the stored run, other seeds (the ensemble's members) go to
-    ``SEEDS_DIR/s{seed}`` and their own checkpoints."""
+    """Where the first recipe's run of ``args.seed`` is written and
+    checkpointed: ``SEEDS_DIR/s{seed}`` (chapter 8's ensemble members)."""
     out, checkpoint = pathlib.Path(args.out), pathlib.Path(args.checkpoint)
-    if args.seed and args.out == str(OUT):
+    if args.out == str(OUT):
         out = SEEDS_DIR / f"s{args.seed}"
     if args.seed and args.checkpoint == str(CHECKPOINT):
         checkpoint = CHECKPOINT.with_name(f"checkpoint_s{args.seed}.pt")
@@ -373,6 +380,25 @@ def recipe_row(args, cfg, model, h, world, stress) -> dict:
     }
 
 
+def store(args) -> None:
+    """The finished run of ``args.recipe`` on seed 0 becomes the stored
+    pronouncer: its fp16 weights (``STORED_PRONOUNCER``) and its log
+    (``OUT/pronouncer.json``: its row, and the mean training loss of every
+    100 steps, from the run's last checkpoint)."""
+    name, work = f"{args.recipe}_s0", pathlib.Path(args.work)
+    rows = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
+    (row,) = [r for r in rows if r["run"] == name]
+    saved = torch.load(work / f"{name}.pt", weights_only=False)
+    loss = np.array(saved["extra"]["history"]["train_loss"])
+    if len(loss) != row["steps_done"] or "test" not in row:
+        raise ValueError(f"{name} is not finished and scored")
+    per100 = loss[: len(loss) // 100 * 100].reshape(-1, 100).mean(1)
+    row["train_loss_per100"] = [float(f"{x:.5f}") for x in per100]
+    shutil.copyfile(work / f"{name}_fp16.pt", STORED_PRONOUNCER)
+    (OUT / "pronouncer.json").write_text(json.dumps(row) + "\n")
+    print(f"{name} -> {STORED_PRONOUNCER}, {OUT / 'pronouncer.json'}")
+
+
 def rescore(args) -> None:
     """Score a finished run's stored fp16 weights again (validation, test
     and McNemar against the baseline) into its row of ``RECIPE_ROWS``."""
@@ -452,9 +478,14 @@ if __name__ == "__main__":
     parser.add_argument(
         "--score", action="store_true", help="--recipe: score it again"
     )
+    parser.add_argument(
+        "--store", action="store_true", help="--recipe: make it the stored"
+    )
     args = parser.parse_args()
     if args.score:
         rescore(args)
+    elif args.store:
+        store(args)
     elif args.recipe is None:
         main(args)
     else:
