@@ -200,6 +200,7 @@ def test_a_distilled_run_replays_from_the_rows_it_read(recipe_rows):
     stored head of the teacher's table (tools/runs/distill.py): the rows
     are those the run read, and its loss is the one it trained on."""
     from tools.runs import distill
+    from utils.ensemble import distill_loss
 
     head = torch.load(distill.HEAD, weights_only=True)
     assert head["recipe"] in train_pronouncer.DISTILLED
@@ -211,7 +212,7 @@ def test_a_distilled_run_replays_from_the_rows_it_read(recipe_rows):
         cfg = dataclasses.replace(
             train_pronouncer.RECIPES[row["recipe"]], seed=row["seed"]
         )
-        loss = distill.distill_loss(
+        loss = distill_loss(
             head["rows"], row["distilled"], cfg.label_smoothing, pads
         )
         _, h = train_run(

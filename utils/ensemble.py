@@ -1,5 +1,6 @@
 """Trained Transformers decoded as one model: an ensemble, the mean of
-their next-token probabilities (chapter 8)."""
+their next-token probabilities; and one model taught by it (distillation,
+chapter 8)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .checks import check_probability
+from .loss import masked_cross_entropy
 from .model import Transformer
 
-__all__ = ["Ensemble"]
+__all__ = ["Ensemble", "pair_key", "distill_loss"]
 
 
 class _Caches(list):
@@ -67,3 +70,39 @@ class Ensemble(nn.Module):
         parts = zip(self.members, states.split(self.widths, dim=-1))
         logs = [F.log_softmax(m.generator(x).float(), -1) for m, x in parts]
         return torch.logsumexp(torch.stack(logs), dim=0) - math.log(len(logs))
+
+
+def pair_key(src: torch.Tensor, tgt: torch.Tensor, pads) -> bytes:
+    """A (source, target) pair's key in a teacher's table: their ids
+    without the padding (``pads``: the two PAD ids)."""
+    return (
+        src[src != pads[0]].numpy().tobytes()
+        + b"|"
+        + tgt[tgt != pads[1]].numpy().tobytes()
+    )
+
+
+def distill_loss(table, alpha: float, smoothing: float, pads):
+    """Token-level distillation (Kim & Rush 2016; an ensemble as the
+    teacher, Sun et al. 2019) -> ``loss(model, (src, tgt))``: ``1 - alpha``
+    of the label-smoothed cross-entropy on the targets and ``alpha`` of the
+    cross-entropy against the teacher's probabilities, both per real target
+    token. ``table[pair_key(...)]``: the teacher's rows for a pair,
+    teacher-forced, ``(len(target) + 1, V)`` (EOS last)."""
+    check_probability(alpha, "alpha", allow_one=True)
+    check_probability(smoothing, "smoothing")
+
+    def loss(model, batch):
+        src, tgt = batch
+        logits = model(src, tgt[:, :-1])  # (B, T - 1, V)
+        answers = tgt[:, 1:]
+        real = answers != pads[1]
+        soft = torch.zeros_like(logits)
+        for i, (s, t) in enumerate(zip(src, tgt)):
+            rows = table[pair_key(s, t, pads)]
+            soft[i, : len(rows)] = rows.float()
+        hard = masked_cross_entropy(logits, answers, real, smoothing)
+        taught = -(soft * logits.log_softmax(-1)).sum(-1)[real].mean()
+        return (1 - alpha) * hard + alpha * taught
+
+    return loss

@@ -12,7 +12,7 @@ teacher-forced, once, and keeps each pair's rows (fp16) under the pair's
 token ids, so a student's step looks its batch up instead of running 7
 models. The student's loss (``distill_loss``) mixes the label-smoothed
 cross-entropy on the dictionary's phonemes with the cross-entropy against
-the teacher's probabilities.
+the teacher's probabilities (``utils.ensemble.distill_loss``).
 
 The table (105 MB) stays in ``_build``; a replay of a distilled run's
 first steps (chapter 8, the tests) reads ``HEAD``: just the rows those
@@ -26,23 +26,13 @@ import torch
 from tools import ROOT
 from tools.runs.pronouncer_ensemble import members
 from utils.batches import encode_batch, group_pairs
-from utils.ensemble import Ensemble
-from utils.loss import masked_cross_entropy
+from utils.ensemble import Ensemble, distill_loss, pair_key
 from utils.training import threads
 
 TABLE = ROOT / "_build" / "pronouncer" / "teacher_s0-6.pt"
 SEEDS = tuple(range(7))
 HEAD = ROOT / "book" / "data" / "pronouncer_teacher_head.pt"
 HEAD_STEPS = 2  # the steps a replay retrains
-
-
-def key(src: torch.Tensor, tgt: torch.Tensor, pads: tuple[int, int]) -> bytes:
-    """One pair's key: its source and target ids without padding."""
-    return (
-        src[src != pads[0]].numpy().tobytes()
-        + b"|"
-        + tgt[tgt != pads[1]].numpy().tobytes()
-    )
 
 
 @torch.no_grad()
@@ -57,29 +47,8 @@ def teacher_table(pairs, vocabs, seeds=SEEDS) -> dict[bytes, torch.Tensor]:
         memory, mask = ensemble.encode(src)
         probs = ensemble.generator(ensemble.decode(tgt[:, :-1], memory, mask))
         for s, t, p in zip(src, tgt, probs.exp().half()):
-            table[key(s, t, pads)] = p[: int((t != pads[1]).sum()) - 1]
+            table[pair_key(s, t, pads)] = p[: int((t != pads[1]).sum()) - 1]
     return table
-
-
-def distill_loss(table, alpha: float, smoothing: float, pads):
-    """``loss(model, (src, tgt))``: ``1 - alpha`` of the label-smoothed
-    cross-entropy on the targets, ``alpha`` of the cross-entropy against the
-    teacher's rows (``table``), both per real target token."""
-
-    def loss(model, batch):
-        src, tgt = batch
-        logits = model(src, tgt[:, :-1])  # (B, T - 1, V)
-        answers = tgt[:, 1:]
-        real = answers != pads[1]
-        soft = torch.zeros_like(logits)
-        for i, (s, t) in enumerate(zip(src, tgt)):
-            rows = table[key(s, t, pads)]
-            soft[i, : len(rows)] = rows.float()
-        hard = masked_cross_entropy(logits, answers, real, smoothing)
-        taught = -(soft * logits.log_softmax(-1)).sum(-1)[real].mean()
-        return (1 - alpha) * hard + alpha * taught
-
-    return loss
 
 
 class _Reading:
