@@ -57,9 +57,20 @@ def test_the_totals_match_the_per_word_record(stored):
             assert len(right) == 12000 and set(right) <= {"0", "1"}
             assert math.isclose(1 - right.count("1") / 12000, r["test"]["wer"])
     assert {r["run"] for r in stored["rows"] if "test_right" in r} == {
-        "s0",
+        "stored",
         "e7",
     }
+
+
+def test_the_parts_of_the_gain_are_ordered(stored):
+    """The stored run's parts: the combination beats each of its two
+    sources on the test words, and no choice from the lists beats the
+    oracle (a right pronunciation anywhere in them)."""
+    parts = stored["rows"][0]["parts"]
+    assert parts["combined"] == stored["rows"][0]["test"]["wer"]
+    alone = ("pronouncer_alone", "cost_alone", "first_listed", "greedy")
+    assert all(parts["combined"] < parts[k] for k in alone)
+    assert parts["oracle"] < min(v for k, v in parts.items() if k != "oracle")
 
 
 def test_the_live_lists_rescore_to_the_record(stored):
@@ -69,10 +80,10 @@ def test_the_live_lists_rescore_to_the_record(stored):
     refs = references(test)
     assert len(live["nbest"]) == len(live["log_p"]) == n
     greedy = pr.pronounce(load_pronouncer()[0], [w for w, _ in test], False)
-    s0 = stored["rows"][0]
-    picked = rs.outputs(live["nbest"], live["log_p"], s0["lam"], greedy)
+    first = stored["rows"][0]  # the stored model's
+    picked = rs.outputs(live["nbest"], live["log_p"], first["lam"], greedy)
     right = "".join("1" if h in r else "0" for h, r in zip(picked, refs))
-    assert right == s0["test_right"][:n]
+    assert right == first["test_right"][:n]
     for cands, lp in zip(live["nbest"], live["log_p"]):
         assert len(cands) == len(lp) <= rs.NBEST
         # distinct pronunciations (--accumulate), each a cost -log p > 0

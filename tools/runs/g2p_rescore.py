@@ -3,8 +3,8 @@ by the pronouncer, on all the validation and test words.
 
     make rescore        (python -m tools.runs.g2p_rescore; needs phonetisaurus,
                          as make baseline; about 25 min of one core)
-    python -m tools.runs.g2p_rescore --runs s0 s1 s2 s3   # one process's share
-    python -m tools.runs.g2p_rescore --runs s4 s5 s6 e7   # the other core's
+    python -m tools.runs.g2p_rescore --runs stored s0 s1 s2  # one core's share
+    python -m tools.runs.g2p_rescore --runs s3 s4 s5 s6 e7   # the other's
 
 Phonetisaurus, trained as ``tools/runs/g2p_baseline.py`` trains it, lists its
 ``NBEST`` best pronunciations of each word (distinct ones, ranked by their
@@ -16,18 +16,20 @@ pronouncer scores every listed pronunciation by teacher forcing (log p,
 highest ``log p - lam * cost``. ``lam`` is chosen for each run on its
 validation words (``GRID``), then the test words are scored once.
 
-Runs: ``s0`` the stored pronouncer, ``s1``..``s6`` the other seeds of its
-recipe (chapter 8's ensemble members), ``e7`` all seven averaged
+Runs: ``stored`` the stored pronouncer, ``s0``..``s6`` the first recipe's
+seven runs (chapter 8's ensemble members), ``e7`` all seven averaged
 (``utils.ensemble.Ensemble``). Each run's scores are kept in a folder
 of ``CACHE`` named by what they depend on (the split, the members' weights,
-``NBEST``), so a changed model starts afresh; the JSON is written when every
+``NBEST``; the stored model's under its own hash), so a changed model starts
+afresh; the JSON is written when every
 run is there. It restarts itself in the
 portable numeric mode, one thread, and scores in blocks of ``BLOCK`` words
 in the split's order, so it is deterministic.
 
 Writes ``book/data/g2p_rescored.json``: the split's fingerprint, the tool's
 version and settings, the members' SHA-256, each run's validation WER at
-every ``lam``, its chosen ``lam`` and test WER/PER, which test words ``s0``
+every ``lam``, its chosen ``lam`` and test WER/PER, for the stored run where
+the gain comes from (``parts``), which test words ``stored``
 and ``e7`` get right, and, for the chapter's live words (the first
 ``N_LIVE`` test words), Phonetisaurus's lists and the stored pronouncer's
 log-probabilities of them, computed as the chapter computes them, so the
@@ -56,7 +58,7 @@ from tools.runs import pronouncer_ensemble as pe
 from tools.runs.pronouncer_ensemble import member_path, members
 from utils import pronunciation as pr
 from utils.ensemble import Ensemble
-from utils.pronouncer import load_pronouncer
+from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer
 from utils.training import threads
 
 OUT = ROOT / "book" / "data" / "g2p_rescored.json"
@@ -64,7 +66,7 @@ CACHE = ROOT / "_build" / "g2p_rescore"
 NBEST, BLOCK, N_LIVE, STRESS = 10, 500, 500, False
 GRID = [0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5, 2.0, 3.0]
 SEEDS = range(7)
-RUNS = [f"s{s}" for s in SEEDS] + ["e7"]
+RUNS = ["stored"] + [f"s{s}" for s in SEEDS] + ["e7"]
 
 
 def nbest_lists(model_path: Path, words) -> list[list[list]]:
@@ -132,6 +134,8 @@ def lists() -> dict:
 
 
 def model_of(run: str):
+    if run == "stored":
+        return load_pronouncer()[0]
     seeds = [int(run[1:])] if run.startswith("s") else list(SEEDS)
     loaded = members(seeds)
     return loaded[0] if len(loaded) == 1 else Ensemble(loaded)
@@ -155,9 +159,19 @@ def pick(nbest, lp, lam: float) -> int | None:
     return max(range(len(scores)), key=scores.__getitem__) if scores else None
 
 
+def cached(run: str) -> Path:
+    """Where ``run``'s log-probs are kept (the stored model's under its
+    hash: it changes apart from the members)."""
+    if run == "stored":
+        return (
+            cache_dir() / f"stored_{model_hash(STORED_PRONOUNCER)[:16]}.json"
+        )
+    return cache_dir() / f"{run}.json"
+
+
 def score_run(run: str, data: dict) -> None:
     """One run's log-probs of every list, cached."""
-    path = cache_dir() / f"{run}.json"
+    path = cached(run)
     if path.exists():
         return
     split = pr.split_words()
@@ -184,6 +198,31 @@ def outputs(nbest, lps, lam, fallback) -> list[tuple]:
     return out
 
 
+def parts(nbest, lps, lam, greedy) -> dict:
+    """Where the combination's gain comes from, as WER on the test words:
+    the pronouncer's greedy output; the pronouncer choosing alone from the
+    list (``lam`` 0); Phonetisaurus's summed cost alone (the cheapest
+    listed); its 1-best (the first listed); the combination at ``lam``; the
+    oracle (a right pronunciation anywhere in the list)."""
+    refs = references(pr.split_words()["test"])
+
+    def wer(hyps):
+        return pr.word_error_rate(hyps, refs, stress=STRESS)
+
+    def listed(choose):  # a word without a list keeps the greedy output
+        return [tuple(choose(c)[0]) if c else g for c, g in zip(nbest, greedy)]
+
+    found = [any(tuple(p) in r for p, _ in c) for c, r in zip(nbest, refs)]
+    return {
+        "greedy": wer(greedy),
+        "pronouncer_alone": wer(outputs(nbest, lps, 0.0, greedy)),
+        "cost_alone": wer(listed(lambda c: min(c, key=lambda x: x[1]))),
+        "first_listed": wer(listed(lambda c: c[0])),
+        "combined": wer(outputs(nbest, lps, lam, greedy)),
+        "oracle": 1 - sum(found) / len(found),
+    }
+
+
 def assemble(data: dict) -> dict:
     split = pr.split_words()
     refs = {part: references(split[part]) for part in ("valid", "test")}
@@ -191,7 +230,7 @@ def assemble(data: dict) -> dict:
     greedy = {part: pe.pronounce(stored, split[part]) for part in refs}
     rows = []
     for run in RUNS:
-        lps = json.loads((cache_dir() / f"{run}.json").read_text())
+        lps = json.loads(cached(run).read_text())
 
         def wer(part, lam, _lps=lps):
             hyps = outputs(data[part], _lps[part], lam, greedy[part])
@@ -208,7 +247,7 @@ def assemble(data: dict) -> dict:
             "test": {"wer": test_wer, "per": test_per},
             "cpu_seconds": lps["cpu_seconds"],
         }
-        if run in ("s0", "e7"):
+        if run in ("stored", "e7"):
             row["test_right"] = "".join(
                 "1" if h in r else "0" for h, r in zip(hyps, refs["test"])
             )
@@ -218,10 +257,12 @@ def assemble(data: dict) -> dict:
     words = [w for w, _ in split["test"][:N_LIVE]]
     live_nb = data["test"][:N_LIVE]
     live_lp = log_probs(stored, words, live_nb)
-    s0 = rows[0]
-    got = outputs(live_nb, live_lp, s0["lam"], greedy["test"])
+    first = rows[0]  # the stored model's
+    got = outputs(live_nb, live_lp, first["lam"], greedy["test"])
     right = "".join("1" if h in r else "0" for h, r in zip(got, refs["test"]))
-    assert right == s0["test_right"][:N_LIVE], "live words pick differently"
+    assert right == first["test_right"][:N_LIVE], "live words pick differently"
+    lps = json.loads(cached("stored").read_text())["test"]
+    first["parts"] = parts(data["test"], lps, first["lam"], greedy["test"])
     return {
         "what": "tools/runs/g2p_rescore.py: Phonetisaurus's n-best lists "
         "rescored by the pronouncer (no stress)",
@@ -253,7 +294,7 @@ def main(argv=None) -> None:
         data = lists()
         for run in args.runs:
             score_run(run, data)
-        if all((cache_dir() / f"{r}.json").exists() for r in RUNS):
+        if all(cached(r).exists() for r in RUNS):
             OUT.write_text(json.dumps(assemble(data)) + "\n")
             print("wrote", OUT)
 
