@@ -67,7 +67,6 @@ def test_the_parts_of_the_gain_are_ordered(stored):
     sources on the test words, and no choice from the lists beats the
     oracle (a right pronunciation anywhere in them)."""
     parts = stored["rows"][0]["parts"]
-    assert parts["combined"] == stored["rows"][0]["test"]["wer"]
     alone = ("pronouncer_alone", "cost_alone", "first_listed", "greedy")
     assert all(parts["combined"] < parts[k] for k in alone)
     assert parts["oracle"] < min(v for k, v in parts.items() if k != "oracle")
