@@ -4,9 +4,10 @@
 Chapter 2 finds an encoder head of the stored pronouncer that reads the next
 letter and one that reads the previous letter; chapter 4 shows that they lose
 it without the positional encoding. ``neighbour_heads`` measures the same on
-every stored run (seed 0 in ``book/data/pronouncer.pt``, the other seeds in
-``book/data/pronouncer_seeds/s*/``), so the chapters can say what holds on
-every run and what is one seed's choice (which head does it).
+every stored run (the stored pronouncer, ``book/data/pronouncer.pt``, and
+the first recipe's seven runs, ``book/data/pronouncer_seeds/s*/``), so the
+chapters can say what holds on every run and what is one run's choice
+(which head does it).
 """
 
 from __future__ import annotations
@@ -29,12 +30,15 @@ __all__ = [
 NEIGHBOURS = {"previous": -1, "next": 1}  # letter offset of each finding
 
 
-def stored_pronouncers() -> dict[int, pathlib.Path]:
-    """Every stored pronouncer run: ``{seed: path}``, seed 0 first."""
-    runs = {0: STORED_PRONOUNCER}
-    for path in SEEDS_DIR.glob("s*/pronouncer.pt"):
-        runs[int(path.parent.name[1:])] = path
-    return dict(sorted(runs.items()))
+def stored_pronouncers() -> dict[str, pathlib.Path]:
+    """Every stored pronouncer run: ``{name: path}``, the stored one
+    (``"stored"``) first, then the first recipe's seeds (``"s0"``, ...)."""
+    seeds = sorted(SEEDS_DIR.glob("s*/pronouncer.pt"), key=_seed)
+    return {"stored": STORED_PRONOUNCER, **{p.parent.name: p for p in seeds}}
+
+
+def _seed(path: pathlib.Path) -> int:
+    return int(path.parent.name[1:])
 
 
 def offset_shares(model, src, offsets=(-1, 1), encoding=True):
@@ -67,7 +71,7 @@ def offset_shares(model, src, offsets=(-1, 1), encoding=True):
 
 
 def neighbour_heads(words, runs=None) -> list[dict]:
-    """For every run of ``runs`` (``{seed: path}``, default every stored
+    """For every run of ``runs`` (``{name: path}``, default every stored
     one) and each of ``NEIGHBOURS``: the encoder head (``layer``, ``head``,
     both counted from 1 as the chapters name them) that puts the most
     weight on that neighbour over ``words``, its ``share`` and the same
@@ -76,7 +80,7 @@ def neighbour_heads(words, runs=None) -> list[dict]:
     src = pr.encode_words(words)
     offsets = list(NEIGHBOURS.values())
     rows = []
-    for seed, path in (runs or stored_pronouncers()).items():
+    for run, path in (runs or stored_pronouncers()).items():
         model = load_pronouncer(path)[0]
         with_pe = offset_shares(model, src, offsets)
         no_pe = offset_shares(model, src, offsets, encoding=False)
@@ -85,7 +89,7 @@ def neighbour_heads(words, runs=None) -> list[dict]:
                 int(with_pe[..., j].argmax()), model.num_heads
             )
             rows.append({
-                "seed": seed, "neighbour": name,
+                "run": run, "neighbour": name,
                 "layer": layer + 1, "head": head + 1,
                 "share": with_pe[layer, head, j].item(),
                 "share_no_pe": no_pe[layer, head, j].item(),
@@ -99,13 +103,13 @@ def heads_table(rows) -> str:
     share with the positional encoding ("PE") and without it."""
     cols = "  layer head     PE  no PE"
     names = "".join(f"  {n + ' letter':<24}" for n in NEIGHBOURS)
-    lines = [("    " + names).rstrip()]
-    lines.append("seed" + cols * len(NEIGHBOURS))
-    by_run = {(r["seed"], r["neighbour"]): r for r in rows}
-    for seed in dict.fromkeys(r["seed"] for r in rows):
-        line = f"{seed:>4}"
+    lines = [("      " + names).rstrip()]
+    lines.append("   run" + cols * len(NEIGHBOURS))
+    by_run = {(r["run"], r["neighbour"]): r for r in rows}
+    for run in dict.fromkeys(r["run"] for r in rows):
+        line = f"{run:>6}"
         for name in NEIGHBOURS:
-            r = by_run[seed, name]
+            r = by_run[run, name]
             line += f"  {r['layer']:>5} {r['head']:>4} {r['share']:>6.1%}"
             line += f" {r['share_no_pe']:>6.1%}"
         lines.append(line)
