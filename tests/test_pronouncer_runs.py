@@ -1,9 +1,10 @@
-"""The stored pronouncer (book/data/pronouncer.json, .pt:
-tools/runs/train_pronouncer.py) and its seed sweep
-(book/data/pronouncer_sweep.json: tools/runs/sweep_pronouncer.py) are complete,
-small, good enough, and what the code computes: the first steps of each,
-trained again here in the portable numeric mode, give the stored losses bit for
-bit."""
+"""The stored pronouncer (book/data/pronouncer.json, .pt: the second
+recipe's run, tools/runs/train_pronouncer.py --store), the first recipe's
+runs (book/data/pronouncer_seeds/) and its seed sweep
+(book/data/pronouncer_sweep.json: tools/runs/sweep_pronouncer.py) are
+complete, small, good enough, and what the code computes: the first steps of
+each, trained again here in the portable numeric mode, give the stored
+losses bit for bit."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ import torch
 
 from tools.runs import sweep_pronouncer, train_pronouncer
 from utils import pronunciation as pr
-from utils.pronouncer import STORED_PRONOUNCER, PronouncerConfig
+from utils.pronouncer import SEEDS_DIR, STORED_PRONOUNCER, PronouncerConfig
 from utils.pronouncer import load_pronouncer
 from utils.pronouncer import train_pronouncer as train_run
 
 LOG = train_pronouncer.OUT / "pronouncer.json"
+FIRST = SEEDS_DIR / "s0" / "pronouncer.json"  # the first recipe's seed 0
 STEPS = 12  # replayed
 
 
@@ -30,21 +32,41 @@ def log():
 
 
 @pytest.fixture(scope="module")
+def first():
+    return json.loads(FIRST.read_text())
+
+
+@pytest.fixture(scope="module")
 def sweep():
     return json.loads(sweep_pronouncer.OUT.read_text())
 
 
-def test_the_stored_run_is_complete_and_meets_the_target(log):
+def test_the_stored_run_is_complete_and_meets_the_target(log, recipe_rows):
+    """Issue 58: the stored pronouncer is one model, trained on both cores
+    within 4 hours, that gets at most 25% of the 12,000 test words wrong
+    decoded greedily, ahead of the baseline by McNemar's test (p < 0.01);
+    its log is its recipe row and its mean loss every 100 steps."""
+    name = train_pronouncer.STORED
+    cfg = dataclasses.replace(train_pronouncer.RECIPES[name], seed=0)
+    assert log["run"] == f"{name}_s0" and log["config"] == cfg.as_dict()
+    assert log["steps_done"] == cfg.steps and log["processes"] == 2
+    assert log["seconds"] < 4 * 3600
+    assert log["test"]["wer"] <= 0.25
+    pair = log["test"]["mcnemar"]
+    assert pair["fixes"] > pair["breaks"] and pair["p_exact"] < 0.01
+    (row,) = [r for r in recipe_rows if r["run"] == log["run"]]
+    assert {k: log[k] for k in row} == row
+    assert len(log["train_loss_per100"]) == cfg.steps // 100
+
+
+def test_the_first_recipe_run_is_complete(first):
     cfg = train_pronouncer.CONFIG.as_dict()
-    assert log["complete"] and log["meta"]["config"] == cfg
-    assert len(log["train_loss"]) == cfg["steps"] == log["steps_done"]
-    assert log["meta"]["stress"] is train_pronouncer.STRESS is False
-    assert log["seconds"] < 60 * 60  # trained within the hour
-    # the course's goal: WER at most 0.30 (greedy, 12,000 test words;
-    # measured 0.295); the published Transformer is near 0.22
-    assert log["test"]["wer"] <= 0.30
-    assert log["test"]["per"] < log["test"]["wer"]
-    assert log["valid_step"][-1] == cfg["steps"]
+    assert first["complete"] and first["meta"]["config"] == cfg
+    assert len(first["train_loss"]) == cfg["steps"] == first["steps_done"]
+    assert first["meta"]["stress"] is train_pronouncer.STRESS is False
+    assert first["seconds"] < 60 * 60  # trained within the hour
+    assert first["test"]["per"] < first["test"]["wer"] <= 0.30
+    assert first["valid_step"][-1] == cfg["steps"]
 
 
 def _configs(node):
@@ -79,9 +101,10 @@ def test_every_stored_config_reads_back_as_recorded():
 
 def test_the_stored_weights_are_fp16_small_and_load():
     size = STORED_PRONOUNCER.stat().st_size
-    assert size < 1.5e6, size
+    assert size < 4e6, size  # the live page's budget
     model, cfg, stress = load_pronouncer()
-    assert cfg == train_pronouncer.CONFIG and stress is False
+    recipe = train_pronouncer.RECIPES[train_pronouncer.STORED]
+    assert cfg == dataclasses.replace(recipe, seed=0) and stress is False
     n = sum(p.numel() for p in model.parameters())
     assert 2 * n <= size < 2 * n + 200_000  # two bytes a weight
 
@@ -112,9 +135,9 @@ def _replay(cfg, steps):
 
 
 @pytest.mark.exact
-def test_the_stored_run_replays_bit_for_bit(log):
+def test_the_first_recipe_run_replays_bit_for_bit(first):
     live = _replay(train_pronouncer.CONFIG, STEPS)
-    stored = np.array(log["train_loss"][:STEPS], dtype=np.float32)
+    stored = np.array(first["train_loss"][:STEPS], dtype=np.float32)
     assert np.array_equal(live, stored), (live, stored)
 
 
