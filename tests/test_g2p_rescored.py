@@ -20,7 +20,7 @@ from tools.runs.decode_pronouncer import model_hash, references
 from tools.runs.g2p_baseline import OUT as BASELINE
 from tools.runs.pronouncer_split import fingerprint
 from utils import pronunciation as pr
-from utils.pronouncer import load_pronouncer
+from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +33,7 @@ def test_it_is_of_todays_split_members_and_tool(stored):
     for seed in rs.SEEDS:
         path = pe.member_path(seed)
         assert stored["member_sha256"][str(seed)] == model_hash(path)
+    assert stored["stored_sha256"] == model_hash(STORED_PRONOUNCER)
     base = json.loads(BASELINE.read_text())
     for key in ("tool", "version"):  # the baseline's Phonetisaurus
         assert stored[key] == base[key]

@@ -279,6 +279,7 @@ def assemble(data: dict) -> dict:
             part: sum(not c for c in data[part]) for part in ("valid", "test")
         },
         "member_sha256": {str(s): model_hash(member_path(s)) for s in SEEDS},
+        "stored_sha256": model_hash(STORED_PRONOUNCER),
         "grid": GRID,
         "block": BLOCK,
         "rows": rows,
