@@ -40,6 +40,7 @@ asserts exactly goes through it; that is why the optimiser is fused
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import subprocess
@@ -83,10 +84,7 @@ def _operations(out: dict[str, str]) -> None:
     mha = nn.MultiheadAttention(64, 4, batch_first=True)
     o, a = mha(xd, xd, xd)
     out["nn_multihead"] = _h(torch.cat([o.flatten(), a.flatten()]))
-    recurrent = [
-        nn.RNN(64, 32, batch_first=True),
-        nn.GRU(64, 32, batch_first=True),
-    ]
+    recurrent = [m(64, 32, batch_first=True) for m in (nn.RNN, nn.GRU)]
     out["rnn_gru"] = _h(torch.cat([m(xd)[0].flatten() for m in recurrent]))
     _backward_and_draws(out, x)
 
@@ -98,16 +96,8 @@ def _operations(out: dict[str, str]) -> None:
 def _elementwise(out: dict[str, str], xd: torch.Tensor) -> None:
     """The elementwise maths, float32 and float64, on positive inputs."""
     pos = xd.abs() + 0.1
-    for name, fn in [
-        ("exp", torch.exp),
-        ("log", torch.log),
-        ("sin", torch.sin),
-        ("cos", torch.cos),
-        ("tanh", torch.tanh),
-        ("erf", torch.erf),
-        ("sigmoid", torch.sigmoid),
-        ("rsqrt", torch.rsqrt),
-    ]:
+    for name in "exp log sin cos tanh erf sigmoid rsqrt".split():
+        fn = getattr(torch, name)
         out[name] = _h(fn(pos))
         out[name + "64"] = _h(fn(pos.double()))
     out["pow"] = _h(pos.pow(1.5))
@@ -126,19 +116,13 @@ def _backward_and_draws(out: dict[str, str], x: torch.Tensor) -> None:
     F.cross_entropy(logits, target, label_smoothing=0.1).backward()
     out["cross_entropy"] = _h(logits.grad)
     probs = torch.softmax(torch.randn(16, 30), -1)
-    out["random_draws"] = _h(
-        torch.cat(
-            [
-                F.dropout(torch.ones(500), 0.1).flatten(),
-                torch.multinomial(probs, 4, replacement=True).flatten(),
-            ]
-        ).float()
-    )
+    dropped = F.dropout(torch.ones(500), 0.1)
+    drawn = torch.multinomial(probs, 4, replacement=True)
+    out["random_draws"] = _h(torch.cat([dropped, drawn.flatten()]).float())
 
 
 def _optimisers(out: dict[str, str]) -> None:
-    from utils.training import adam
-    from utils.training import noam_scheduler, paper_adam
+    from utils.training import adam, noam_scheduler, paper_adam
 
     torch.manual_seed(1)
     runs = []
@@ -204,7 +188,7 @@ def _ch2_ch4(out: dict[str, str]) -> None:
     chapter 4: each position scheme; a few steps each, no test set (a
     large one costs a minute under emulation and adds no kind of
     operation). One generator draws both chapters' batches."""
-    from tools.runs.sweep_ch02 import CopyTwo, copy_batch
+    from tools.runs.sweep_ch02 import CopyTwo, copy_batch, copy_loss
     from utils.position_probe import (
         POSITION_KINDS,
         PositionProbe,
@@ -214,32 +198,25 @@ def _ch2_ch4(out: dict[str, str]) -> None:
 
     def steps(model, batch, loss_fn) -> torch.Tensor:
         opt = adam(model.parameters(), lr=1e-2)
-        return _steps(model, opt, lambda m: loss_fn(m, *batch()))
+        return _steps(model, opt, lambda m: loss_fn(m, batch()))
+
+    def position_loss(model, batch):
+        ids, y = batch
+        return F.cross_entropy(model(ids).flatten(0, 1), y.flatten())
 
     gen = torch.Generator().manual_seed(0)
     weights = []
     for heads in (1, 2):
         torch.manual_seed(0)
-        weights.append(
-            steps(
-                CopyTwo(heads),
-                lambda: copy_batch(64, gen),
-                lambda m, ids, y: F.cross_entropy(m(ids).transpose(1, 2), y),
-            )
-        )
+        model = CopyTwo(heads)
+        weights.append(steps(model, lambda: copy_batch(64, gen), copy_loss))
     out["ch2_heads"] = _h(torch.cat(weights))
     weights = []
     for kind in POSITION_KINDS:
         torch.manual_seed(0)
-        weights.append(
-            steps(
-                PositionProbe(16, kind, max_len=32),
-                lambda: previous_token_batch(64, 16, 16, gen),
-                lambda m, ids, y: F.cross_entropy(
-                    m(ids).flatten(0, 1), y.flatten()
-                ),
-            )
-        )
+        model = PositionProbe(16, kind, max_len=32)
+        batch = functools.partial(previous_token_batch, 64, 16, 16, gen)
+        weights.append(steps(model, batch, position_loss))
     out["ch4_positions"] = _h(torch.cat(weights))
 
 

@@ -100,18 +100,10 @@ def _validation(stmt: ast.stmt) -> set[int]:
 
 def _docstring_lines(tree: ast.Module) -> set[int]:
     lines: set[int] = set()
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
     for node in ast.walk(tree):
-        if isinstance(
-            node,
-            (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef),
-        ):
-            first = node.body[0] if node.body else None
-            if (
-                isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)
-            ):
-                lines |= _lines(first)
+        if isinstance(node, kinds) and ast.get_docstring(node) is not None:
+            lines |= _lines(node.body[0])
     return lines
 
 

@@ -128,15 +128,10 @@ def zh_source() -> pathlib.Path:
 
 
 def _command(source: pathlib.Path) -> list[str]:
+    jupyter_book = pathlib.Path(sys.executable).parent / "jupyter-book"
     # --all: a partial rebuild would hide the warnings of unchanged pages.
-    return [
-        str(pathlib.Path(sys.executable).parent / "jupyter-book"),
-        "build",
-        str(source),
-        "--all",
-        "--warningiserror",
-        "--keep-going",
-    ]
+    flags = ["--all", "--warningiserror", "--keep-going"]
+    return [str(jupyter_book), "build", str(source), *flags]
 
 
 def build() -> subprocess.CompletedProcess:
@@ -144,8 +139,7 @@ def build() -> subprocess.CompletedProcess:
     labelled.
 
     `result.editions` maps "en"/"zh" to each build's own result,
-    `result.seconds` the
-    wall-clock time of the whole build."""
+    `result.seconds` the wall-clock time of the whole build."""
     start = time.perf_counter()
     # A page dropped from _toc.yml must not linger in the output from an
     # earlier build.

@@ -204,15 +204,13 @@ def glossary_terms(language: str) -> dict[str, str]:
 def labels(language: str) -> dict[str, tuple[str, str]]:
     """Each ``(label)=`` of the book: its page and the heading it names."""
     found = {}
-    for docname in toc_files():
-        for suffix in (".ipynb", ".md"):
-            page = ROOT / f"{docname}{suffix}"
-            if page.is_file():
-                text = _markdown_of(page, language)
-                for m in LABEL.finditer(text):
-                    heading = HEADING.search(text, m.end())
-                    title = heading.group(2) if heading else m.group(1)
-                    found[m.group(1)] = (docname, title)
+    for page in translations.pages():
+        docname = page.relative_to(ROOT).with_suffix("").as_posix()
+        text = _markdown_of(page, language)
+        for m in LABEL.finditer(text):
+            heading = HEADING.search(text, m.end())
+            title = heading.group(2) if heading else m.group(1)
+            found[m.group(1)] = (docname, title)
     return found
 
 
@@ -228,15 +226,10 @@ def figure_numbers() -> dict[str, tuple[str, str]]:
     found = {}
     for chapter, docname in enumerate(chapters(), start=1):
         nb = nbformat.read(ROOT / f"{docname}.ipynb", as_version=4)
-        named = [
-            _figure(c)["name"]
-            for c in nb.cells
-            if c.cell_type == "code"
-            and _figure(c).get("caption")
-            and _figure(c).get("name")
-        ]
-        for n, name in enumerate(named, start=1):
-            found[name] = (docname, f"{chapter}.{n}")
+        figures = [_figure(c) for c in nb.cells if c.cell_type == "code"]
+        named = [f for f in figures if f.get("caption") and f.get("name")]
+        for n, figure in enumerate(named, start=1):
+            found[figure["name"]] = (docname, f"{chapter}.{n}")
     return found
 
 
@@ -360,14 +353,9 @@ def render_directive(name, title, options, body, ctx) -> str:
             f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
         )
     if name in words or name == "admonition":
-        heading = (
-            render_roles(title, ctx)
-            if name == "admonition"
-            else (
-                words[name]
-                + (f": {render_roles(title, ctx)}" if title else "")
-            )
-        )
+        heading = render_roles(title, ctx)
+        if name != "admonition":
+            heading = words[name] + (f": {heading}" if title else "")
         quoted = "\n".join(f"> {line}".rstrip() for line in body.splitlines())
         return f"> **{heading}**\n>\n{quoted}"
     if name == "math":
@@ -567,13 +555,9 @@ def write(page: pathlib.Path, language: str) -> pathlib.Path:
 
 def raw_roles(nb) -> int:
     """How many raw MyST roles a notebook's Markdown holds."""
-    return sum(
-        sum(
-            m.group(0).startswith("{") for m in ROLE_OR_CODE.finditer(c.source)
-        )
-        for c in nb.cells
-        if c.cell_type == "markdown"
-    )
+    markdown = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    found = [m.group(0) for s in markdown for m in ROLE_OR_CODE.finditer(s)]
+    return sum(f.startswith("{") for f in found)
 
 
 def main(argv: list[str]) -> int:

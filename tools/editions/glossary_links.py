@@ -26,16 +26,12 @@ GLOSSARY = ROOT / "book" / "glossary.md"
 # Terms that are also everyday words are linked only where the sentence marks
 # the term ("the *memory*", the encoder's output), never in the everyday sense
 # (computer memory).
-MARKED_ONLY = {
-    "memory": re.compile(r"the [\"*]memory", re.IGNORECASE),
-}
+MARKED_ONLY = {"memory": re.compile(r"the [\"*]memory", re.IGNORECASE)}
 
 
 # Pages where a term's word only appears in its everyday sense ("the key to",
 # "values" as numbers): the term is not linked there at all.
-NOT_LINKED = {
-    "05_masked_loss": {"key", "value", "query"},
-}
+NOT_LINKED = {"05_masked_loss": {"key", "value", "query"}}
 
 
 def glossary_terms(path: pathlib.Path = GLOSSARY) -> dict[str, str]:
@@ -110,11 +106,8 @@ def link_cells(
                 li, m = hit
                 line, text = lines[li], m.group(0)
                 same = text.lower() == entry.lower()
-                role = (
-                    f"{{term}}`{text}`"
-                    if same
-                    else f"{{term}}`{text} <{entry}>`"
-                )
+                target = "" if same else f" <{entry}>"
+                role = f"{{term}}`{text}{target}`"
                 lines[li] = line[: m.start()] + role + line[m.end() :]
                 out[ci] = "\n".join(lines)
                 done.add(entry)

@@ -34,8 +34,7 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 def clean(nb: nbformat.NotebookNode) -> None:
     """Keep only what the site and nbval need; widget views are dropped (the
     static figure beside each widget is what the website shows, and their state
-    is not
-    stored)."""
+    is not stored)."""
     nb.metadata = nbformat.from_dict(
         {
             "kernelspec": {
@@ -92,9 +91,8 @@ def execute(
     for cell in code:
         cell.outputs, cell.execution_count = [], None
     start = time.perf_counter()
-    notebook_client(
-        nb, path, timeout
-    ).execute()  # never stalls on widgets (see its docstring)
+    # notebook_client never stalls on widgets (see its docstring)
+    notebook_client(nb, path, timeout).execute()
     took = time.perf_counter() - start
     clean(nb)
     nbformat.validate(nb)

@@ -191,9 +191,7 @@ def _sanitisers() -> list[tuple[re.Pattern, str]]:
 
 
 def _is_image(mime: str) -> bool:
-    return mime.startswith("image/") or mime.startswith(
-        "application/papermill.record/image/"
-    )
+    return mime.startswith(("image/", GLUE_RECORD + "image/"))
 
 
 def text_outputs(cell, sanitisers) -> list[tuple[str, str]]:
@@ -204,7 +202,7 @@ def text_outputs(cell, sanitisers) -> list[tuple[str, str]]:
         if out.output_type == "stream":
             kind, text = f"stream:{out.name}", out.text
             if found and found[-1][0] == kind:
-                kind, text = kind, found.pop()[1] + text
+                text = found.pop()[1] + text
             found.append((kind, text))
         elif out.output_type == "error":
             found.append(("error", f"{out.ename}: {out.evalue}"))

@@ -21,10 +21,7 @@ import argparse
 import torch
 from torch import nn
 
-from utils.attention import (
-    MultiHeadAttention,
-    load_torch_mha_weights,
-)
+from utils.attention import MultiHeadAttention, load_torch_mha_weights
 from utils.complexity import time_interleaved
 
 

@@ -39,13 +39,8 @@ STATE = (
 
 def fresh_state() -> str:
     """What a new Python process in this mode reports for ``STATE``."""
-    code = f"import torch; print({STATE})"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    code = [sys.executable, "-c", f"import torch; print({STATE})"]
+    done = subprocess.run(code, capture_output=True, text=True, check=True)
     return done.stdout.strip()
 
 

@@ -41,25 +41,12 @@ import tempfile
 import time
 
 from tools import ROOT
+from tools.numerics.numeric_mode import PORTABLE, ROBUST
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # Set by the numeric modes, ``make robust`` or the Chinese generator: a
 # reader's Colab has none of them.
-CLEARED = (
-    "ATEN_CPU_CAPABILITY",
-    "MKL_CBWR",
-    "ONEDNN_MAX_CPU_ISA",
-    "DNNL_MAX_CPU_ISA",
-    "OPENBLAS_CORETYPE",
-    "NPY_DISABLE_CPU_FEATURES",
-    "GLIBC_TUNABLES",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "COURSE_SEED",
-    "COURSE_LANGUAGE",
-    "PYTHONPATH",
-)
+CLEARED = (*PORTABLE, *ROBUST, "COURSE_LANGUAGE", "PYTHONPATH")
 # A warning as Python prints it ("path:line: FutureWarning: text") or as a
 # library logs it ("FutureWarning: text").
 WARNING = re.compile(
@@ -106,9 +93,8 @@ def make_venv(venv: pathlib.Path, version: str) -> pathlib.Path:
     index = os.environ.get("TORCH_INDEX_URL", CPU_INDEX)
     stamp_text = json.dumps([version, index, pins])
     stamp = venv / ".torch-matrix"
-    if python.exists() and stamp.is_file():
-        if stamp.read_text() == stamp_text:
-            return python
+    if python.exists() and stamp.is_file() and stamp.read_text() == stamp_text:
+        return python
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(python), "-m", "pip", "install", "--quiet"]
@@ -259,19 +245,14 @@ def run_all(named: list[str], report: str | None, timeout: int) -> int:
         flush=True,
     )
     if report:
+        summary = {
+            "torch": torch.__version__,
+            "python": sys.version.split()[0],
+            "seconds": round(total, 1),
+            "notebooks": results,
+        }
         pathlib.Path(report).parent.mkdir(parents=True, exist_ok=True)
-        pathlib.Path(report).write_text(
-            json.dumps(
-                {
-                    "torch": torch.__version__,
-                    "python": sys.version.split()[0],
-                    "seconds": round(total, 1),
-                    "notebooks": results,
-                },
-                indent=1,
-            )
-            + "\n"
-        )
+        pathlib.Path(report).write_text(json.dumps(summary, indent=1) + "\n")
     return 1 if failed else 0
 
 
@@ -294,14 +275,8 @@ def main(argv: list[str]) -> int:
     torch_requirement(args.torch)  # a bad version fails before any install
     venv = pathlib.Path(args.venv or ROOT / ".venv-torch" / args.torch)
     python = make_venv(venv.resolve(), args.torch)
-    command = [
-        str(python),
-        "-m",
-        "tools.numerics.torch_matrix",
-        "--in-venv",
-        "--timeout",
-        str(args.timeout),
-    ]
+    command = [str(python), "-m", "tools.numerics.torch_matrix", "--in-venv"]
+    command += ["--timeout", str(args.timeout)]
     if args.report:
         command += ["--report", str(pathlib.Path(args.report).resolve())]
     command += [str(pathlib.Path(n).resolve()) for n in args.notebooks]

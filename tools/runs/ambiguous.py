@@ -206,24 +206,14 @@ def error_kinds(model, src, outputs, numbered) -> dict:
     if not wrong:
         return {"search": 0, "model": 0, "wrong": []}
     rows = src[wrong]
-    out_lp = sequence_log_prob(
-        model, rows, token_ids([outputs[i] for i in wrong]), EOS, PAD
-    )
-    best_ref = torch.stack(
-        [
-            sequence_log_prob(
-                model,
-                rows,
-                token_ids(
-                    [nm.valid_writings(numbered[i][1])[c] for i in wrong]
-                ),
-                EOS,
-                PAD,
-            )
-            for c in (0, 1)
-        ]
-    ).amax(0)
-    search = (best_ref > out_lp).tolist()
+
+    def log_prob(targets) -> torch.Tensor:
+        return sequence_log_prob(model, rows, token_ids(targets), EOS, PAD)
+
+    out_lp = log_prob([outputs[i] for i in wrong])
+    refs = [nm.valid_writings(numbered[i][1]) for i in wrong]
+    best_ref = torch.stack([log_prob([r[c] for r in refs]) for c in (0, 1)])
+    search = (best_ref.amax(0) > out_lp).tolist()
     return {
         "search": sum(search),
         "model": len(wrong) - sum(search),

@@ -132,13 +132,16 @@ def r(x: float) -> float:
     return round(float(x), 5)
 
 
-def char_rows(texts: dict[str, str]) -> list[dict]:
+def char_rows(texts: dict[str, str], modified: bool = False) -> list[dict]:
+    """Per order, the held-out bits of the character n-gram and its
+    discounts (``modified``: modified Kneser-Ney, all three per order)."""
     rows = []
-    for order in ORDERS:
-        model = ngram.char_model(texts["train"], order)
+    for order in MKN_ORDERS if modified else ORDERS:
+        model = ngram.char_model(texts["train"], order, modified=modified)
         row = {"order": order}
         row.update({s: r(ngram.text_bits(model, texts[s])) for s in HELD_OUT})
-        row["discounts"] = [round(lv.discounts[0], 4) for lv in model.levels]
+        d = discounts(model)
+        row["discounts"] = d if modified else [lv[0] for lv in d]
         rows.append(row)
     return rows
 
@@ -152,13 +155,7 @@ def best_on_valid(rows: list[dict]) -> int:
 
 
 def char_mkn_rows(texts: dict[str, str]) -> dict:
-    rows = []
-    for order in MKN_ORDERS:
-        model = ngram.char_model(texts["train"], order, modified=True)
-        row = {"order": order}
-        row.update({s: r(ngram.text_bits(model, texts[s])) for s in HELD_OUT})
-        row["discounts"] = discounts(model)
-        rows.append(row)
+    rows = char_rows(texts, modified=True)
     return {"rows": rows, "best_on_valid": best_on_valid(rows)}
 
 
@@ -256,18 +253,11 @@ def word_rows(texts: dict[str, str]) -> dict:
         bits["bits"] = round(bits["bits"], 1)
         bits["spelling_bits"] = round(bits["spelling_bits"], 1)
         out[s] = bits
-    out["grid_valid"] = [
-        {
-            "min_count": m,
-            "spell_order": o,
-            "valid": r(
-                ngram.WordBigram(texts["train"], m, o).bits(texts["valid"])[
-                    "bits_per_char"
-                ]
-            ),
-        }
-        for m, o in GRID
-    ]
+    out["grid_valid"] = []
+    for m, o in GRID:
+        bits = ngram.WordBigram(texts["train"], m, o).bits(texts["valid"])
+        row = {"min_count": m, "spell_order": o}
+        out["grid_valid"].append({**row, "valid": r(bits["bits_per_char"])})
     return out
 
 

@@ -69,15 +69,9 @@ def outcome_codes(model, words, refs, greedy, beam) -> str:
     wrong = [i for i, (g, r) in enumerate(zip(greedy, refs)) if g not in r]
     search = set()
     if wrong:
-        out_lp = pr.log_prob(
-            model,
-            [words[i] for i in wrong],
-            [greedy[i] for i in wrong],
-            stress=STRESS,
-        )
-        ref_lp = best_reference_scores(
-            model, [words[i] for i in wrong], [refs[i] for i in wrong], STRESS
-        )
+        ws, rs = [words[i] for i in wrong], [refs[i] for i in wrong]
+        out_lp = pr.log_prob(model, ws, [greedy[i] for i in wrong], STRESS)
+        ref_lp = best_reference_scores(model, ws, rs, STRESS)
         search = {i for i, o, r in zip(wrong, out_lp, ref_lp) if r > o}
     codes = []
     for i, (g, b, r) in enumerate(zip(greedy, beam, refs)):
@@ -142,12 +136,9 @@ def number_task(seeds) -> list[dict]:
         row = {"seed": seed}
         for name, one_pass in (("ar", False), ("one_pass", True)):
             model, _, _ = amb.train(seed, one_pass=one_pass, data=data)
+            decode = amb.one_pass_decode if one_pass else amb.greedy
             with threads(1):
-                outs = (
-                    amb.one_pass_decode(model, src)
-                    if one_pass
-                    else amb.greedy(model, src)
-                )
+                outs = decode(model, src)
             writings = [nt.valid_writings(n) for _, n in test]
             row[name] = {
                 "n": len(outs),

@@ -38,8 +38,7 @@ from pathlib import Path
 from tools.numerics import numeric_mode
 
 from tools import ROOT
-from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED
-from tools.runs.pronouncer_split import fingerprint
+from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED, fingerprint
 from utils import pronunciation as pr
 
 OUT = ROOT / "book" / "data" / "g2p_baseline.json"

@@ -45,8 +45,7 @@ from tools.numerics import numeric_mode
 
 from tools import ROOT
 from tools.runs import g2p_baseline
-from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED
-from tools.runs.pronouncer_split import fingerprint
+from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED, fingerprint
 from utils import pronunciation as pr
 
 OUT = ROOT / "book" / "data" / "g2p_baselines.json"
@@ -123,7 +122,7 @@ def phonetisaurus_entry(sort: bool, stress: bool) -> dict:
     settings = g2p_baseline.settings()
     settings["train_on"] += ", sorted by word" if sort else ""
     settings["train_stress"] = stress  # scored without, as every entry
-    entry = {
+    return {
         "made_by": "tools/runs/g2p_baselines.py",
         "tool": "phonetisaurus",
         "version": importlib.metadata.version("phonetisaurus"),
@@ -132,7 +131,6 @@ def phonetisaurus_entry(sort: bool, stress: bool) -> dict:
         "split": fingerprint(),
         **g2p_baseline.train_and_score(lex, split),
     }
-    return entry
 
 
 def main() -> None:

@@ -78,17 +78,12 @@ def nbest_lists(model_path: Path, words) -> list[list[list]]:
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
         f.write("\n".join(words) + "\n")
         f.flush()
+        cmd = ["phonetisaurus-g2pfst", f"--model={model_path}"]
+        cmd += [f"--nbest={NBEST}"]
+        cmd += [f"--{k}={dec[k]}" for k in ("beam", "thresh", "pmass")]
+        cmd += ["--accumulate=true", f"--wordlist={f.name}"]
         text = subprocess.check_output(
-            [
-                "phonetisaurus-g2pfst",
-                f"--model={model_path}",
-                f"--nbest={NBEST}",
-                f"--beam={dec['beam']}",
-                f"--thresh={dec['thresh']}",
-                f"--pmass={dec['pmass']}",
-                "--accumulate=true",
-                f"--wordlist={f.name}",
-            ],
+            cmd,
             env=phonetisaurus.guess_environment(),
             text=True,
             stderr=subprocess.DEVNULL,

@@ -49,8 +49,7 @@ from pathlib import Path
 from tools import ROOT
 from tools.runs import g2p_baselines
 from tools.runs.g2p_baseline import lexicon, scored
-from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED
-from tools.runs.pronouncer_split import fingerprint
+from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED, fingerprint
 from utils import pronunciation as pr
 
 BUILD = ROOT / "_build" / "baselines" / "sequitur"

@@ -27,42 +27,14 @@ Pair = tuple[list[str], list[str]]
 
 MAX_NUMBER = 99_999
 
-_ONES = [
-    "",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-]
-_TEENS = [
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-]
-_TENS = [
-    "",
-    "",
-    "twenty",
-    "thirty",
-    "forty",
-    "fifty",
-    "sixty",
-    "seventy",
-    "eighty",
-    "ninety",
-]
+_ONES = [""] + "one two three four five six seven eight nine".split()
+_TEENS = (
+    "ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen"
+).split()
+_TENS = ["", ""] + (
+    "twenty thirty forty fifty sixty seventy eighty ninety".split()
+)
 _DIGITS_ZH = "零一二三四五六七八九"
 
 
@@ -134,11 +106,8 @@ def chinese_numerals(n: int) -> list[str]:
 
 
 # The vocabularies' tokens, fixed so they do not depend on a split.
-SOURCE_WORDS = tuple(w for w in _ONES + _TEENS + _TENS if w) + (
-    "hundred",
-    "thousand",
-    "and",
-)
+SOURCE_WORDS = tuple(filter(None, _ONES + _TEENS + _TENS))
+SOURCE_WORDS += ("hundred", "thousand", "and")
 TARGET_CHARS = tuple(_DIGITS_ZH) + ("十", "百", "千", "万")
 
 # The financial numerals (大写): digits 1-9, then 十, 百, 千. 零 and 万 are

@@ -73,12 +73,10 @@ def probe(name: str) -> dict:
         words = [w for w, _ in split["valid"]]
         refs = [p for _, p in split["valid"]]
         hyps = pr.pronounce(model, words)
+    rates = {"wer": pr.word_error_rate, "per": pr.phoneme_error_rate}
     scores = {
         f"{m}{tag}": round(f(hyps, refs, stress=s), 4)
-        for m, f in (
-            ("wer", pr.word_error_rate),
-            ("per", pr.phoneme_error_rate),
-        )
+        for m, f in rates.items()
         for tag, s in (("", True), ("_no_stress", False))
     }
     tail = h["train_loss"][-100:]
@@ -99,13 +97,8 @@ def probe(name: str) -> dict:
 
 
 def main(names) -> None:
-    rows = []
-    if OUT.is_file():
-        rows = [
-            r
-            for r in json.loads(OUT.read_text())["rows"]
-            if r["name"] not in names
-        ]
+    old = json.loads(OUT.read_text())["rows"] if OUT.is_file() else []
+    rows = [r for r in old if r["name"] not in names]
     for name in names:
         row = probe(name)
         print(json.dumps(row), flush=True)

@@ -45,9 +45,8 @@ class CopyTwo(nn.Module):
 
     def __init__(self, num_heads: int):
         super().__init__()
-        self.tok = nn.Embedding(
-            V_TOY + 1, D_TOY
-        )  # one extra id: the query "?"
+        # one extra id: the query "?"
+        self.tok = nn.Embedding(V_TOY + 1, D_TOY)
         self.pos = nn.Embedding(T_TOY + 1, D_TOY)
         self.attn = MultiHeadAttention(D_TOY, num_heads)
         self.read = nn.Linear(D_TOY, len(TARGETS) * V_TOY)

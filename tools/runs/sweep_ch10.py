@@ -46,6 +46,7 @@ import torch
 
 from tools import ROOT
 from tools.runs.sweep_pronouncer import RECIPE
+from tools.runs.train_pronouncer import scores as greedy_scores
 from utils import ngram
 from utils import objectives as obj
 from utils import finetuning as ft
@@ -107,10 +108,7 @@ STARTS = {
 ED_STEPS, ED_COPIES = 4000, 2
 KINDS = (*pt.OBJECTIVES, "bart")
 TUNE = dataclasses.replace(
-    RECIPE,
-    batch_size=64,
-    warmup_steps=100,
-    n_valid_exact=200,
+    RECIPE, batch_size=64, warmup_steps=100, n_valid_exact=200
 )
 LM = pt.LMConfig.like(TUNE)
 TUNE_RUNS = [(n, init, steps) for n in LABELS for init, steps in ARMS]
@@ -441,10 +439,8 @@ def restore_counts(d: dict) -> dict:
         counts = ngram.LetterCounts("clm", d["train"], n)
         got = restore(counts, [list(s) for s in targets])
         hits = [g in t for g, t in zip(got, targets.values())]
-        exact[n], first[n] = (
-            r5(sum(hits) / len(hits)),
-            r5(sum(hits[:100]) / 100),
-        )
+        exact[n] = r5(sum(hits) / len(hits))
+        first[n] = r5(sum(hits[:100]) / 100)
     return {"run": "restore_counts", "n": len(targets), "exact": exact,
             "exact_first_100": first}  # fmt: skip
 
@@ -487,17 +483,14 @@ def pretrain(kind: str, seed: int, d: dict):
         for t in TEMPERATURES:
             words = pt.sample_words(model, N_SAMPLES, t, seed=seed)
             new = [w for w in words if w and w not in known]
-            row["samples"].append(
-                {
-                    "temperature": t,
-                    "new": r5(len(new) / N_SAMPLES),
-                    "real_unseen": r5(
-                        sum(w in d["heldout"] for w in new) / N_SAMPLES
-                    ),
-                    "distinct": r5(len(set(words)) / N_SAMPLES),
-                    "examples": words[:12],
-                }
-            )
+            real = sum(w in d["heldout"] for w in new)
+            row["samples"].append({
+                "temperature": t,
+                "new": r5(len(new) / N_SAMPLES),
+                "real_unseen": r5(real / N_SAMPLES),
+                "distinct": r5(len(set(words)) / N_SAMPLES),
+                "examples": words[:12],
+            })  # fmt: skip
     row["seconds"] = round(time.perf_counter() - start, 1)
     return model, row
 
@@ -592,13 +585,8 @@ def run_curves(kind: str, seeds, size: str = "d64") -> None:
 
 
 def scores(model, test) -> dict:
-    words = [w for w, _ in test]
-    refs = [[p for _, p in pr.to_pairs([e], stress=STRESS)] for e in test]
-    hyps = pr.pronounce(model, words, stress=STRESS)
-    return {
-        "wer": r5(pr.word_error_rate(hyps, refs, stress=STRESS)),
-        "per": r5(pr.phoneme_error_rate(hyps, refs, stress=STRESS)),
-    }
+    """Greedy WER and PER, multi-reference, without stress, rounded."""
+    return {k: r5(v) for k, v in greedy_scores(model, test).items()}
 
 
 def tune(
@@ -680,7 +668,6 @@ def main() -> None:
     parser.add_argument("--size", choices=CURVE_SIZES, default="d64")
     args = parser.parse_args()
     if args.curve:
-        torch.set_num_threads(1)
         with threads(1):
             run_curves(args.curve, args.seeds or [0], args.size)
         return
@@ -689,7 +676,6 @@ def main() -> None:
             store(cost(data()))
         return
     if args.probe:
-        torch.set_num_threads(1)
         with threads(1):
             run_probe(args.seeds or [0], args.factor, args.tune)
         return

@@ -70,12 +70,8 @@ def decoding(model, test) -> dict:
     greedy = pr.pronounce(model, words, stress=STRESS)
     nbest = pr.pronounce_beam(model, words, BEAM, num_return=2, stress=STRESS)
     beam = [b[0][0] for b in nbest]
-    norm = [
-        b[0][0]
-        for b in pr.pronounce_beam(
-            model, words, BEAM, alpha=1.0, stress=STRESS
-        )
-    ]
+    normed = pr.pronounce_beam(model, words, BEAM, alpha=1.0, stress=STRESS)
+    norm = [b[0][0] for b in normed]
     wrong = [i for i, (h, r) in enumerate(zip(greedy, refs)) if h not in r]
     search = search_errors(model, words, greedy, refs, wrong)
     row = {

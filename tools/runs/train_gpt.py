@@ -391,13 +391,9 @@ def dynamic(path=DATA / "ch11_gpt.pt", procs: int = 2) -> dict:
     def run(pool, split, rates) -> tuple[dict, dict]:
         jobs = [(path, split, lr) for lr in rates]
         nats = dict(pool.map(_dynamic_windows, jobs))
-        bits = {
-            lr: n if n == str(n) else sum(n) / math.log(2)
+        return nats, {  # bits per character, or the error's text
+            lr: n if n == str(n) else sum(n) / math.log(2) / chars[split]
             for lr, n in nats.items()
-        }
-        return nats, {
-            lr: b if b == str(b) else b / chars[split]
-            for lr, b in bits.items()
         }
 
     with futures.ProcessPoolExecutor(procs) as pool:
