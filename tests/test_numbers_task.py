@@ -11,6 +11,7 @@ from tools.runs.numbers_task import (
     english_words,
     make_splits,
 )
+from tests.conftest import raises
 
 # Written by hand (not by the code under test): number, English, Chinese.
 HAND = [
@@ -92,14 +93,10 @@ def test_splits_are_deterministic_and_depend_on_the_seed():
 
 
 def test_bad_numbers():
-    with pytest.raises(ValueError, match="n must be"):
-        english_words(0)
-    with pytest.raises(ValueError, match="at most"):
-        chinese_numerals(MAX_NUMBER + 1)
-    with pytest.raises(TypeError, match="n must be an int"):
-        chinese_numerals(5.0)
-    with pytest.raises(ValueError, match="n_valid"):
-        make_splits(n_valid=60000)
+    raises(ValueError, "n must be", english_words, 0)
+    raises(ValueError, "at most", chinese_numerals, MAX_NUMBER + 1)
+    raises(TypeError, "n must be an int", chinese_numerals, 5.0)
+    raises(ValueError, "n_valid", make_splits, n_valid=60000)
 
 
 def test_read_english_and_size_classes_agree_with_the_generator():
