@@ -13,30 +13,26 @@ from tools.runs.numbers_task import (
 )
 from tests.conftest import raises
 
-# Written by hand (not by the code under test): number, English, Chinese.
+# Written by hand (not by the code under test): number | English | Chinese.
+TABLE = """
+7 | seven | 七
+10 | ten | 十
+19 | nineteen | 十九
+40 | forty | 四十
+101 | one hundred and one | 一百零一
+110 | one hundred and ten | 一百一十
+1001 | one thousand and one | 一千零一
+2020 | two thousand and twenty | 二千零二十
+10010 | ten thousand and ten | 一万零一十
+20017 | twenty thousand and seventeen | 二万零一十七
+30600 | thirty thousand six hundred | 三万零六百
+12305 | twelve thousand three hundred and five | 一万二千三百零五
+45678 | forty five thousand six hundred and seventy eight | 四万五千六百七十八
+99999 | ninety nine thousand nine hundred and ninety nine | 九万九千九百九十九
+"""
 HAND = [
-    (7, "seven", "七"),
-    (10, "ten", "十"),
-    (19, "nineteen", "十九"),
-    (40, "forty", "四十"),
-    (101, "one hundred and one", "一百零一"),
-    (110, "one hundred and ten", "一百一十"),
-    (1001, "one thousand and one", "一千零一"),
-    (2020, "two thousand and twenty", "二千零二十"),
-    (10010, "ten thousand and ten", "一万零一十"),
-    (20017, "twenty thousand and seventeen", "二万零一十七"),
-    (30600, "thirty thousand six hundred", "三万零六百"),
-    (12305, "twelve thousand three hundred and five", "一万二千三百零五"),
-    (
-        45678,
-        "forty five thousand six hundred and seventy eight",
-        "四万五千六百七十八",
-    ),
-    (
-        99999,
-        "ninety nine thousand nine hundred and ninety nine",
-        "九万九千九百九十九",
-    ),
+    (int(n), en, zh)
+    for n, en, zh in (row.split(" | ") for row in TABLE.strip().splitlines())
 ]
 
 
