@@ -213,16 +213,15 @@ def test_bad_input_raises_value_error_naming_argument_and_shapes():
         scaled_dot_product_attention(
             q, torch.randn(2, 6, 5), torch.randn(2, 6, 4)
         )
-    with pytest.raises(
+    raises(
         ValueError,
-        match=r"mask of shape \(2, 4\) does not broadcast.*\(2, 3, 6\)",
-    ):
-        scaled_dot_product_attention(
-            q,
-            torch.randn(2, 6, 4),
-            torch.randn(2, 6, 4),
-            torch.ones(2, 4, dtype=torch.bool),
-        )
+        r"mask of shape \(2, 4\) does not broadcast.*\(2, 3, 6\)",
+        scaled_dot_product_attention,
+        q,
+        torch.randn(2, 6, 4),
+        torch.randn(2, 6, 4),
+        torch.ones(2, 4, dtype=torch.bool),
+    )
     with pytest.raises(TypeError, match="bool"):
         scaled_dot_product_attention(q, q, q, torch.ones(3, 3))
 

@@ -179,10 +179,9 @@ def test_perplexity():
     raises(ValueError, "mean_token_loss", perplexity, torch.ones(2))
     with pytest.raises(ValueError, match="mean_token_loss must be finite"):
         perplexity(float("inf"))
-    with pytest.raises(
-        TypeError, match="mean_token_loss must be a real number"
-    ):
-        perplexity("2.3")
+    raises(
+        TypeError, "mean_token_loss must be a real number", perplexity, "2.3"
+    )
     with pytest.raises(
         TypeError, match="mean_token_loss must be a floating-point"
     ):
