@@ -13,14 +13,20 @@ test_translations.py): ``node``, which runs the live pages' scripts.
 
 Without Chromium, Playwright or Node the tests that need them skip, with a
 hint, except under CI=true, where they fail.
+
+And what many unit tests share: ``seeded`` (one random state to start
+from), ``raises`` (an expected error in one line) and ``raising`` (a table
+of bad calls as parametrized cases).
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 
@@ -191,3 +197,33 @@ def node() -> str:
             "pages' JavaScript cannot be run"
         )
     return found
+
+
+@pytest.fixture
+def seeded():
+    """Every test that asks (``pytestmark = pytest.mark.usefixtures``)
+    starts from the same random state, so a failure reproduces."""
+    import torch
+
+    torch.manual_seed(0)
+
+
+def raises(error, match, call, /, *args, **kwargs) -> None:
+    """``call(*args, **kwargs)`` raises ``error`` with a message in which
+    ``match`` is found (``pytest.raises`` in one line; the arguments are
+    worked out before, outside it)."""
+    with pytest.raises(error, match=match):
+        call(*args, **kwargs)
+
+
+def raising(table: str) -> list:
+    """Cases of bad input from rows ``Error | match | call``, one a line (an
+    indented line goes on with the call above): params (call, error, match),
+    each named by its call, which the test evaluates in its module."""
+    cases = []
+    rows = re.sub(r"\n\s+", " ", table.strip()).replace("( ", "(")
+    for row in rows.splitlines():
+        error, match, call = (part.strip() for part in row.split(" | ", 2))
+        error = getattr(builtins, error)
+        cases.append(pytest.param(call, error, match, id=call))
+    return cases

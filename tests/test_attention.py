@@ -19,15 +19,12 @@ from utils.attention import (
     scaled_dot_product_attention,
 )
 from utils.scoring import AdditiveAttention, BilinearAttention
+from tests.conftest import raises
 
 ATOL = RTOL = 1e-5
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    """Every test starts from the same random state, so a failure
-    reproduces."""
-    torch.manual_seed(0)
+pytestmark = pytest.mark.usefixtures("seeded")
 
 
 SHAPES = [  # (batch, heads, Lq, Lk, d_k, d_v)
@@ -59,17 +56,15 @@ def test_sdpa_equals_torch(shape, masked):
     )
     mask = _keep_mask(b, lq, lk, seed=1) if masked else None
     out, weights = scaled_dot_product_attention(q, k, v, mask)
-    expected = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask
-    )  # bool: True = attend, like ours
+    # bool: True = attend, like ours
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     torch.testing.assert_close(out, expected, atol=ATOL, rtol=RTOL)
     # weights checked against a softmax written out independently
     scores = q @ k.transpose(-2, -1) / math.sqrt(dk)
     if mask is not None:
         scores = scores + torch.zeros_like(scores).masked_fill(~mask, -1e9)
-    torch.testing.assert_close(
-        weights, torch.softmax(scores, -1), atol=ATOL, rtol=RTOL
-    )
+    want = torch.softmax(scores, -1)
+    torch.testing.assert_close(weights, want, atol=ATOL, rtol=RTOL)
     assert weights.shape == (b, h, lq, lk)
 
 
@@ -101,9 +96,7 @@ def test_fully_masked_row_gives_zeros_and_finite_gradients():
     out.sum().backward()
     for name, t in (("q", q), ("k", k), ("v", v)):
         assert torch.isfinite(t.grad).all(), f"non-finite gradient in {name}"
-    assert (
-        q.grad[..., 1, :] == 0
-    ).all()  # the empty row is cut off from its query
+    assert (q.grad[..., 1, :] == 0).all()  # the empty row: cut off from q
 
 
 def test_masked_softmax_equals_softmax_without_mask():
@@ -155,9 +148,8 @@ def test_mha_equals_torch(case, kind, masked):
         if masked == "padding":
             ours_kwargs = {"mask": keep[:, None, None, :]}  # (B, 1, 1, Lk)
         else:
-            ours_kwargs = {
-                "key_padding_mask": keep
-            }  # (B, Lk), True = real token
+            # (B, Lk), True = real token
+            ours_kwargs = {"key_padding_mask": keep}
         kwargs = {"key_padding_mask": ~keep}  # torch: True = ignore
     elif masked == "attn_mask":
         # look-ahead for self-attention, a random pattern for cross
@@ -180,11 +172,8 @@ def test_mha_equals_torch(case, kind, masked):
 def test_mha_parameter_count_matches_torch_and_formula():
     ours, theirs = _pair(512, 8)
     n_ours = sum(p.numel() for p in ours.parameters())
-    assert (
-        n_ours
-        == sum(p.numel() for p in theirs.parameters())
-        == 4 * 512 * 512 + 4 * 512
-    )
+    n_theirs = sum(p.numel() for p in theirs.parameters())
+    assert n_ours == n_theirs == 4 * 512 * 512 + 4 * 512
 
 
 def test_mha_fully_masked_row_no_nan():
@@ -202,8 +191,7 @@ def test_mha_fully_masked_row_no_nan():
 
 
 def test_bad_input_raises_value_error_naming_argument_and_shapes():
-    with pytest.raises(ValueError, match=r"d_model=10.*num_heads=3"):
-        MultiHeadAttention(10, 3)
+    raises(ValueError, r"d_model=10.*num_heads=3", MultiHeadAttention, 10, 3)
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 5, 8)
     with pytest.raises(
@@ -225,16 +213,15 @@ def test_bad_input_raises_value_error_naming_argument_and_shapes():
         scaled_dot_product_attention(
             q, torch.randn(2, 6, 5), torch.randn(2, 6, 4)
         )
-    with pytest.raises(
+    raises(
         ValueError,
-        match=r"mask of shape \(2, 4\) does not broadcast.*\(2, 3, 6\)",
-    ):
-        scaled_dot_product_attention(
-            q,
-            torch.randn(2, 6, 4),
-            torch.randn(2, 6, 4),
-            torch.ones(2, 4, dtype=torch.bool),
-        )
+        r"mask of shape \(2, 4\) does not broadcast.*\(2, 3, 6\)",
+        scaled_dot_product_attention,
+        q,
+        torch.randn(2, 6, 4),
+        torch.randn(2, 6, 4),
+        torch.ones(2, 4, dtype=torch.bool),
+    )
     with pytest.raises(TypeError, match="bool"):
         scaled_dot_product_attention(q, q, q, torch.ones(3, 3))
 
@@ -289,8 +276,7 @@ def test_additive_fully_masked_row_and_bad_input():
         att(q, torch.randn(1, 2, 3), torch.randn(1, 2, 3))
     with pytest.raises(ValueError, match=r"k and v.*\(1, 2, 4\).*\(1, 3, 4\)"):
         att(q, q, torch.randn(1, 3, 4))
-    with pytest.raises(ValueError, match="d_hidden"):
-        AdditiveAttention(4, 4, 0)
+    raises(ValueError, "d_hidden", AdditiveAttention, 4, 4, 0)
 
 
 def test_bilinear_equals_nn_bilinear_and_generalises_dot_product():
@@ -395,8 +381,7 @@ def test_mask_and_key_padding_mask_combine():
 def test_module_mask_errors(kwargs, exc, words):
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 5, 8)
-    with pytest.raises(exc, match=words):
-        mha.check_inputs(x, x, x, **kwargs)
+    raises(exc, words, mha.check_inputs, x, x, x, **kwargs)
 
 
 def test_integer_and_mixed_dtype_inputs_get_sentences():
@@ -464,16 +449,13 @@ def test_sizes_numpy_ints_accepted_floats_and_strings_rejected():
         TypeError, match="d_model must be an int, got float 8.0"
     ):
         MultiHeadAttention(8.0, 2)
-    with pytest.raises(TypeError, match="num_heads must be an int"):
-        MultiHeadAttention(8, True)
+    raises(TypeError, "num_heads must be an int", MultiHeadAttention, 8, True)
     with pytest.raises(TypeError, match="dropout must be a real number"):
         MultiHeadAttention(8, 2, dropout="0.1")
     with pytest.raises(ValueError, match="num_heads must be an int >= 1"):
         MultiHeadAttention(8, 0)
-    with pytest.raises(TypeError, match="d_q must be an int"):
-        AdditiveAttention(4.0, 4, 8)
-    with pytest.raises(ValueError, match="dropout"):
-        BilinearAttention(4, 4, dropout=-0.1)
+    raises(TypeError, "d_q must be an int", AdditiveAttention, 4.0, 4, 8)
+    raises(ValueError, "dropout", BilinearAttention, 4, 4, dropout=-0.1)
 
 
 def test_load_weights_type_and_bias_mismatch():

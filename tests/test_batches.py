@@ -15,6 +15,7 @@ from tools.runs.numbers_task import (
 )
 from utils.batches import Vocab, encode_batch, make_batches, pad_fraction
 from utils.batches import source_blocks
+from tests.conftest import raises
 
 
 def test_vocab_round_trip_and_specials():
@@ -25,14 +26,10 @@ def test_vocab_round_trip_and_specials():
     assert ids[0] == vt.bos_id and ids[-1] == vt.eos_id and len(ids) == 6
     assert vt.decode(ids + [vt.pad_id, 5]) == list("一万零五")  # stops at EOS
     assert vt.decode(torch.tensor(ids)) == list("一万零五")
-    with pytest.raises(ValueError, match="not in the vocabulary"):
-        vs.encode(["eleventy"])
-    with pytest.raises(TypeError, match="not a str"):
-        vs.encode("one")
-    with pytest.raises(ValueError, match="outside"):
-        vt.decode([99])
-    with pytest.raises(ValueError, match="special"):
-        Vocab(["<pad>"])
+    raises(ValueError, "not in the vocabulary", vs.encode, ["eleventy"])
+    raises(TypeError, "not a str", vs.encode, "one")
+    raises(ValueError, "outside", vt.decode, [99])
+    raises(ValueError, "special", Vocab, ["<pad>"])
 
 
 def test_encode_batch_layout():
@@ -43,8 +40,7 @@ def test_encode_batch_layout():
     assert src[0].tolist() == [vs.stoi["five"], vs.eos_id] + [vs.pad_id] * 5
     assert tgt[0, :3].tolist() == [vt.bos_id, vt.stoi["五"], vt.eos_id]
     assert (tgt[0, 3:] == vt.pad_id).all() and (tgt[1] != vt.pad_id).all()
-    with pytest.raises(ValueError, match="pairs"):
-        encode_batch([], vs, vt)
+    raises(ValueError, "pairs", encode_batch, [], vs, vt)
 
 
 def test_bucketing_keeps_every_pair_and_saves_padding():
@@ -58,8 +54,7 @@ def test_bucketing_keeps_every_pair_and_saves_padding():
 
     assert rows(plain) == rows(bucketed) == sorted(tuple(s) for s, _ in pairs)
     assert pad_fraction(bucketed) < 0.5 * pad_fraction(plain)
-    with pytest.raises(TypeError, match="batch_size"):
-        make_batches(pairs, 3.0, vs, vt)
+    raises(TypeError, "batch_size", make_batches, pairs, 3.0, vs, vt)
 
 
 def test_source_blocks_hold_each_source_once_with_all_its_targets():

@@ -15,6 +15,7 @@ from utils.bleu import (
     ngrams,
     sentence_bleu,
 )
+from tests.conftest import raises
 
 REF = "Thank you so much , my brother".split()
 CAT = "the cat sat on the mat".split()
@@ -112,18 +113,14 @@ def test_works_on_token_ids():
 
 
 def test_bad_input():
-    with pytest.raises(TypeError, match="list of tokens"):
-        sentence_bleu("the cat", [CAT_REF])
+    raises(TypeError, "list of tokens", sentence_bleu, "the cat", [CAT_REF])
     with pytest.raises(TypeError, match="references"):
         sentence_bleu(CAT, "the cat is on the mat")
     with pytest.raises(ValueError, match="weights"):
         sentence_bleu(CAT, [CAT_REF], max_n=2, weights=[0.5, 0.6])
-    with pytest.raises(ValueError, match="max_n"):
-        sentence_bleu(CAT, [CAT_REF], max_n=0)
-    with pytest.raises(ValueError, match="candidates"):
-        corpus_bleu([CAT, CAT], [[CAT_REF]])
-    with pytest.raises(ValueError, match="lengths"):
-        brevity_penalty(-1, 3)
+    raises(ValueError, "max_n", sentence_bleu, CAT, [CAT_REF], max_n=0)
+    raises(ValueError, "candidates", corpus_bleu, [CAT, CAT], [[CAT_REF]])
+    raises(ValueError, "lengths", brevity_penalty, -1, 3)
 
 
 def _random_corpus(g: random.Random, n_sent: int, n_refs: int):
@@ -196,15 +193,10 @@ def test_sentence_level_mean_differs_from_corpus_level_like_sacrebleu():
 def test_wrong_kinds_are_type_errors_and_wrong_values_value_errors():
     # the rule of utils.checks: TypeError for the wrong kind of thing,
     # ValueError for the right kind with a wrong value
-    with pytest.raises(TypeError, match="n must be an int"):
-        ngrams(["a"], 2.0)
-    with pytest.raises(ValueError, match="n must be an int >= 1"):
-        ngrams(["a"], 0)
-    with pytest.raises(TypeError, match="max_n"):
-        corpus_bleu([["a"]], [[["a"]]], max_n="4")
-    with pytest.raises(TypeError, match="candidates"):
-        corpus_bleu("a b", [[["a"]]])
-    with pytest.raises(ValueError, match="candidates must not be empty"):
-        corpus_bleu([], [])
+    raises(TypeError, "n must be an int", ngrams, ["a"], 2.0)
+    raises(ValueError, "n must be an int >= 1", ngrams, ["a"], 0)
+    raises(TypeError, "max_n", corpus_bleu, [["a"]], [[["a"]]], max_n="4")
+    raises(TypeError, "candidates", corpus_bleu, "a b", [[["a"]]])
+    raises(ValueError, "candidates must not be empty", corpus_bleu, [], [])
     with pytest.raises(ValueError, match="references must not be empty"):
         corpus_bleu([["a"]], [[]])

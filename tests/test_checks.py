@@ -16,6 +16,7 @@ from utils.checks import (
     check_qkv,
     check_tensor,
 )
+from tests.conftest import raises
 
 
 # ---------------------------------------------------------------- check_int
@@ -29,8 +30,7 @@ def test_int_accepts_python_and_numpy_integers():
 
 @pytest.mark.parametrize("bad", [True, 2.0, np.float64(8.0), "3", None, [3]])
 def test_int_wrong_kind_is_a_type_error_naming_the_argument(bad):
-    with pytest.raises(TypeError, match="window must be an int"):
-        check_int(bad, "window")
+    raises(TypeError, "window must be an int", check_int, bad, "window")
 
 
 def test_int_below_minimum_is_a_value_error_with_the_bound():
@@ -119,8 +119,7 @@ def test_ids_accept_signed_integers_in_range():
     ],
 )
 def test_ids_wrong_kind_is_a_type_error(bad, words):
-    with pytest.raises(TypeError, match=f"tgt.*{words}"):
-        check_ids(bad, "tgt", 5)
+    raises(TypeError, f"tgt.*{words}", check_ids, bad, "tgt", 5)
 
 
 def test_ids_wrong_value_is_a_value_error_naming_the_offender():
@@ -173,18 +172,15 @@ def test_qkv_accepts_broadcasting_batch_dims():
     ],
 )
 def test_qkv_shape_errors_name_the_arguments_and_shapes(shapes, exc, words):
-    with pytest.raises(exc, match=words):
-        check_qkv(*_qkv(*shapes))
+    raises(exc, words, check_qkv, *_qkv(*shapes))
 
 
 def test_qkv_dtype_errors_are_type_errors():
     q, k, v = _qkv((2, 3), (2, 3), (2, 3))
     with pytest.raises(TypeError, match=r"q must be a floating-point.*int64"):
         check_qkv(q.long(), k, v)
-    with pytest.raises(TypeError, match=r"v torch.float64"):
-        check_qkv(q, k, v.double())
-    with pytest.raises(TypeError, match="k must be a torch.Tensor"):
-        check_qkv(q, k.tolist(), v)
+    raises(TypeError, r"v torch.float64", check_qkv, q, k, v.double())
+    raises(TypeError, "k must be a torch.Tensor", check_qkv, q, k.tolist(), v)
 
 
 # ---------------------------------------------------------------- masks

@@ -14,6 +14,7 @@ from tools.editions import colab_notebooks as colab
 from tools.editions import zh_notebooks
 from tools.editions.code_comments import width
 from tools.editions.notebooks import ROOT, config, toc_notebooks
+from tests.conftest import raises
 
 PAGES = toc_notebooks()
 CASES = [(p, lang) for p in PAGES for lang in colab.LANGUAGES]
@@ -257,10 +258,8 @@ def test_colab_start_checks_its_arguments(tmp_path):
     """utils/colab.py (the Colab setup cell's plumbing)."""
     from proof import colab as boot
 
-    with pytest.raises(TypeError, match="root must be a path"):
-        boot.start(3)
-    with pytest.raises(ValueError, match="holds no utils"):
-        boot.start(tmp_path)
+    raises(TypeError, "root must be a path", boot.start, 3)
+    raises(ValueError, "holds no utils", boot.start, tmp_path)
     with pytest.raises(ValueError, match="language must be one of"):
         boot.start(ROOT, language="fr")
     assert boot.install_missing(ROOT, "yaml") is False  # importable

@@ -27,6 +27,7 @@ from utils.efficient_attention import (
     windowed_attention,
 )
 from utils.masks import band_mask
+from tests.conftest import raises, raising
 
 
 def _qkv(*shape, seed=0):
@@ -54,15 +55,12 @@ def test_windowed_equals_banded_and_full_attention_with_band_mask(
     q, k, v = _qkv(2, 3, 13, 8)
     keep = band_mask(13, window, causal=causal)
     reference = scaled_dot_product_attention(q, k, v, keep)[0]
+    windowed = windowed_attention(q, k, v, window, causal=causal)
+    banded = banded_attention(q, k, v, window, causal=causal)
+    torch.testing.assert_close(banded, reference)
+    torch.testing.assert_close(windowed, reference)
     torch.testing.assert_close(
-        banded_attention(q, k, v, window, causal=causal), reference
-    )
-    torch.testing.assert_close(
-        windowed_attention(q, k, v, window, causal=causal), reference
-    )
-    torch.testing.assert_close(
-        windowed_attention(q, k, v, window, causal=causal),
-        F.scaled_dot_product_attention(q, k, v, attn_mask=keep),
+        windowed, F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
     )
 
 
@@ -80,13 +78,9 @@ def test_windowed_attention_with_different_value_size_and_2d_inputs():
 def test_windowed_attention_costs_4nrd_and_banded_4n2d():
     n, d, w = 40, 8, 3
     x = torch.zeros(1, n, d)
-    assert (
-        count_flops(windowed_attention, x, x, x, w) == 4 * n * (2 * w + 1) * d
-    )
-    assert (
-        count_flops(windowed_attention, x, x, x, w, causal=True)
-        == 4 * n * (w + 1) * d
-    )
+    windowed = (windowed_attention, x, x, x, w)
+    assert count_flops(*windowed) == 4 * n * (2 * w + 1) * d
+    assert count_flops(*windowed, causal=True) == 4 * n * (w + 1) * d
     assert count_flops(banded_attention, x, x, x, w) == 4 * n * n * d
 
 
@@ -103,9 +97,8 @@ def test_online_softmax_attention_equals_full_attention(block, mask_kind):
     elif mask_kind == "causal":
         mask = torch.ones(23, 23, dtype=torch.bool).tril()
     elif mask_kind == "padding":
-        mask = (torch.arange(23) < torch.tensor([23, 9])[:, None])[
-            :, None, None, :
-        ]  # (B, 1, 1, S)
+        lengths = torch.tensor([23, 9])[:, None]
+        mask = (torch.arange(23) < lengths)[:, None, None, :]  # (B, 1, 1, S)
     else:
         g = torch.Generator().manual_seed(3)
         mask = torch.rand(2, 2, 23, 23, generator=g) > 0.6
@@ -124,10 +117,8 @@ def test_online_softmax_attention_equals_full_attention(block, mask_kind):
 def test_online_softmax_attention_cross_attention_lengths_and_large_scores():
     (q,) = _qkv(1, 5, 4, seed=4)[:1]
     k, v = _qkv(1, 17, 4, seed=5)[:2]
-    q, k = (
-        q * 30,
-        k * 30,
-    )  # scores in the thousands: exp would overflow without the running max
+    # scores in the thousands: exp would overflow without the running max
+    q, k = q * 30, k * 30
     out = online_softmax_attention(q, k, v, 4)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v))
 
@@ -172,9 +163,7 @@ def test_count_flops_of_layers_matches_formulas():
 def test_peak_memory_counts_new_tensors_not_inputs_or_views():
     x = torch.zeros(100, 10)
     assert peak_memory(torch.zeros, 1000) == 4000
-    assert (
-        peak_memory(lambda t: t.transpose(0, 1), x) == 0
-    )  # a view allocates nothing
+    assert peak_memory(lambda t: t.transpose(0, 1), x) == 0  # a view
     assert peak_memory(lambda t: t.add_(1), x) == 0  # in place: nothing new
 
     def two_temporaries(t):
@@ -189,12 +178,8 @@ def test_peak_memory_counts_new_tensors_not_inputs_or_views():
 def test_time_fn_returns_the_median_and_restores_threads():
     calls = []
     threads = torch.get_num_threads()
-    t = time_fn(
-        lambda: calls.append(torch.get_num_threads()),
-        repeats=3,
-        warmup=2,
-        num_threads=1,
-    )
+    call = lambda: calls.append(torch.get_num_threads())  # noqa: E731
+    t = time_fn(call, repeats=3, warmup=2, num_threads=1)
     assert len(calls) == 5 and set(calls) == {1}
     assert torch.get_num_threads() == threads
     assert 0 <= t < 1
@@ -207,9 +192,8 @@ def test_fit_power_law_recovers_exact_power_laws(slope, c):
     x = [16, 32, 64, 128, 256]
     y = [c * v**slope for v in x]
     fitted, fitted_c = fit_power_law(x, y)
-    assert math.isclose(fitted, slope, rel_tol=1e-9) and math.isclose(
-        fitted_c, c, rel_tol=1e-9
-    )
+    assert math.isclose(fitted, slope, rel_tol=1e-9)
+    assert math.isclose(fitted_c, c, rel_tol=1e-9)
 
 
 def test_fit_power_law_with_noise_is_close():
@@ -225,101 +209,52 @@ def qkv(q=(4, 3), k=(4, 3), v=(4, 3)) -> list:
     return [torch.zeros(x) if isinstance(x, tuple) else x for x in (q, k, v)]
 
 
-@pytest.mark.parametrize(
-    "call,exc,name",
-    [
-        (lambda: band_mask(0, 1), ValueError, "n"),
-        (lambda: band_mask(5, -1), ValueError, "window"),
-        (lambda: band_mask(5, 1.5), TypeError, "window"),
-        (
-            lambda: windowed_attention(*qkv(k=(5, 3), v=(5, 3)), 1),
-            ValueError,
-            "same length",
-        ),
-        (lambda: windowed_attention(*qkv(k=(4, 2)), 1), ValueError, "d_k"),
-        (lambda: windowed_attention(*qkv(), -2), ValueError, "window"),
-        (lambda: windowed_attention(*qkv(q=(4,)), 1), ValueError, "q"),
-        (
-            lambda: windowed_attention(
-                *qkv(q=torch.zeros(4, 3, dtype=torch.long)), 1
-            ),
-            TypeError,
-            "q",
-        ),
-        (
-            lambda: online_softmax_attention(
-                *qkv(k=torch.zeros(4, 3, dtype=torch.float64)), 1
-            ),
-            TypeError,
-            "dtype",
-        ),
-        (lambda: online_softmax_attention(*qkv(q=[[1.0]]), 1), TypeError, "q"),
-        (
-            lambda: online_softmax_attention(*qkv(), 0),
-            ValueError,
-            "block_size",
-        ),
-        (
-            lambda: online_softmax_attention(*qkv(v=(5, 3)), 2),
-            ValueError,
-            "k and v",
-        ),
-        (
-            lambda: online_softmax_attention(
-                *qkv(), 2, torch.ones(3, 3, dtype=torch.bool)
-            ),
-            ValueError,
-            "mask",
-        ),
-        (
-            lambda: online_softmax_attention(*qkv(), 2, torch.ones(4, 4)),
-            TypeError,
-            "mask",
-        ),
-        (lambda: count_flops("not a function"), TypeError, "fn"),
-        (lambda: time_fn(lambda: None, repeats=0), ValueError, "repeats"),
-        (
-            lambda: time_fn(lambda: None, num_threads=0),
-            ValueError,
-            "num_threads",
-        ),
-        (lambda: time_fn(lambda: None, clock="gpu"), ValueError, "clock"),
-        (
-            lambda: time_fn(lambda: None, clock="cpu", num_threads=2),
-            ValueError,
-            "num_threads",
-        ),
-        (lambda: time_interleaved({}), ValueError, "calls"),
-        (
-            lambda: time_interleaved({"a": lambda: None}, rounds=0),
-            ValueError,
-            "rounds",
-        ),
-        (lambda: peak_memory(3), TypeError, "fn"),
-        (lambda: fit_power_law([1, 2, 3], [1, 2]), ValueError, "same length"),
-        (lambda: fit_power_law([1], [1]), ValueError, "at least 2"),
-        (lambda: fit_power_law([1, 2], [0, 1]), ValueError, "y's least value"),
-        (
-            lambda: fit_power_law([-1, 2], [1, 1]),
-            ValueError,
-            "x's least value",
-        ),
-        (lambda: fit_power_law([2, 2], [1, 3]), ValueError, "distinct"),
-    ],
-)
+BAD = """
+ValueError | n | band_mask(0, 1)
+ValueError | window | band_mask(5, -1)
+TypeError | window | band_mask(5, 1.5)
+ValueError | same length | windowed_attention(*qkv(k=(5, 3), v=(5, 3)), 1)
+ValueError | d_k | windowed_attention(*qkv(k=(4, 2)), 1)
+ValueError | window | windowed_attention(*qkv(), -2)
+ValueError | q | windowed_attention(*qkv(q=(4,)), 1)
+TypeError | q | windowed_attention(
+    *qkv(q=torch.zeros(4, 3, dtype=torch.long)), 1)
+TypeError | dtype | online_softmax_attention(
+    *qkv(k=torch.zeros(4, 3, dtype=torch.float64)), 1)
+TypeError | q | online_softmax_attention(*qkv(q=[[1.0]]), 1)
+ValueError | block_size | online_softmax_attention(*qkv(), 0)
+ValueError | k and v | online_softmax_attention(*qkv(v=(5, 3)), 2)
+ValueError | mask | online_softmax_attention(
+    *qkv(), 2, torch.ones(3, 3, dtype=torch.bool))
+TypeError | mask | online_softmax_attention(*qkv(), 2, torch.ones(4, 4))
+TypeError | fn | count_flops("not a function")
+ValueError | repeats | time_fn(lambda: None, repeats=0)
+ValueError | num_threads | time_fn(lambda: None, num_threads=0)
+ValueError | clock | time_fn(lambda: None, clock="gpu")
+ValueError | num_threads | time_fn(lambda: None, clock="cpu", num_threads=2)
+ValueError | calls | time_interleaved({})
+ValueError | rounds | time_interleaved({"a": lambda: None}, rounds=0)
+TypeError | fn | peak_memory(3)
+ValueError | same length | fit_power_law([1, 2, 3], [1, 2])
+ValueError | at least 2 | fit_power_law([1], [1])
+ValueError | y's least value | fit_power_law([1, 2], [0, 1])
+ValueError | x's least value | fit_power_law([-1, 2], [1, 1])
+ValueError | distinct | fit_power_law([2, 2], [1, 3])
+"""
+
+
+@pytest.mark.parametrize("call, exc, name", raising(BAD))
 def test_bad_input_names_the_argument(call, exc, name):
     with pytest.raises(exc, match=name):
-        call()
+        eval(call)
 
 
 def test_time_fn_repeats_a_fast_call_until_min_time():
     calls = []
     time_fn(lambda: calls.append(1), repeats=2, warmup=0, min_time=0.01)
-    assert (
-        len(calls) > 2
-    )  # appending takes far less than 5 ms, so min_time asks for more runs
-    with pytest.raises(ValueError, match="min_time"):
-        time_fn(lambda: None, min_time=-1)
+    # appending takes far less than 5 ms, so min_time asks for more runs
+    assert len(calls) > 2
+    raises(ValueError, "min_time", time_fn, lambda: None, min_time=-1)
 
 
 def test_cpu_clock_ignores_waiting_and_wall_clock_does_not():
@@ -378,7 +313,6 @@ def test_private_dispatch_mode_api():
     x = torch.ones(3)
     with Spy():
         y = x * 2
-    assert seen == ["aten.mul.Tensor"] and torch.equal(
-        y, torch.full((3,), 2.0)
-    )
+    assert seen == ["aten.mul.Tensor"]
+    assert torch.equal(y, torch.full((3,), 2.0))
     assert peak_memory(torch.ones, 10, 10) == 400

@@ -17,6 +17,7 @@ from utils.decoding import (
     sequence_log_prob,
 )
 from utils.model import Transformer
+from tests.conftest import raises
 
 PAD, BOS, EOS, A, B, C, D = range(7)
 
@@ -176,14 +177,12 @@ def test_bad_arguments_raise():
         beam_search(model, SRC, 5, BOS, EOS, beam_size=0)
     with pytest.raises(ValueError, match="alpha"):
         beam_search(model, SRC, 5, BOS, EOS, alpha=-1.0)
-    with pytest.raises(ValueError, match="max_len"):
-        greedy_decode(model, SRC, 0, BOS, EOS)
+    raises(ValueError, "max_len", greedy_decode, model, SRC, 0, BOS, EOS)
     with pytest.raises(ValueError, match="src"):
         greedy_decode(model, torch.zeros(3, dtype=torch.long), 4, BOS, EOS)
     with pytest.raises(TypeError, match="encode"):
         greedy_decode(torch.nn.Linear(2, 2), SRC, 4, BOS, EOS)
-    with pytest.raises(ValueError, match="square"):
-        BigramModel(torch.zeros(3, 4))
+    raises(ValueError, "square", BigramModel, torch.zeros(3, 4))
 
 
 def tiny(seed=0, dropout=0.1):
@@ -299,14 +298,11 @@ def test_bad_ids_and_alpha():
         greedy_decode(model, SRC, 5, BOS, EOS, pad_id=EOS)
     with pytest.raises(ValueError, match="eos_id=9 is outside"):
         greedy_decode(model, SRC, 5, BOS, 9)
-    with pytest.raises(ValueError, match="bos_id"):
-        beam_search(model, SRC, 5, -1, EOS)
+    raises(ValueError, "bos_id", beam_search, model, SRC, 5, -1, EOS)
     with pytest.raises(TypeError, match="alpha"):
         beam_search(model, SRC, 5, BOS, EOS, alpha="0.6")
-    with pytest.raises(TypeError, match="src"):
-        greedy_decode(model, SRC.float(), 5, BOS, EOS)
-    with pytest.raises(TypeError, match="max_len"):
-        greedy_decode(model, SRC, 5.0, BOS, EOS)
+    raises(TypeError, "src", greedy_decode, model, SRC.float(), 5, BOS, EOS)
+    raises(TypeError, "max_len", greedy_decode, model, SRC, 5.0, BOS, EOS)
     with pytest.raises(ValueError, match="ys"):
         sequence_log_prob(model, SRC, torch.tensor([[BOS, 11]]), EOS)
 

@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from proof import diagrams as D  # noqa: E402
+from tests.conftest import raises
 
 
 @pytest.fixture
@@ -34,8 +35,7 @@ def test_canvas_units_are_inches():
 
 
 def test_canvas_refuses_figures_the_site_would_shrink():
-    with pytest.raises(ValueError, match="width must be <= 7.2"):
-        D.canvas(9, 3)
+    raises(ValueError, "width must be <= 7.2", D.canvas, 9, 3)
 
 
 def test_box_anchors(ax):
@@ -50,8 +50,7 @@ def test_box_rejects_unknown_kind_and_small_text(ax):
         D.box(ax, (1, 1), "x", kind="purple")
     with pytest.raises(ValueError, match="fontsize must be >= 9"):
         D.box(ax, (1, 1), "x", fontsize=6)
-    with pytest.raises(TypeError, match="xy must be an"):
-        D.box(ax, 1.0, "x")
+    raises(TypeError, "xy must be an", D.box, ax, 1.0, "x")
 
 
 def test_tensor_writes_every_entry_and_widens_cells(ax):
@@ -70,8 +69,7 @@ def test_tensor_draws_booleans_as_filled_cells(ax):
 
 
 def test_tensor_argument_checks(ax):
-    with pytest.raises(TypeError, match="values or shape"):
-        D.tensor(ax, (1, 1))
+    raises(TypeError, "values or shape", D.tensor, ax, (1, 1))
     with pytest.raises(ValueError, match="1-D or 2-D"):
         D.tensor(ax, (1, 1), torch.zeros(2, 2, 2))
     with pytest.raises(ValueError, match="colors must be 2 x 3"):
@@ -90,8 +88,7 @@ def test_arrow_label_and_bracket(ax):
 def test_shape_text_names_dimensions():
     assert D.shape_text(torch.Size([2, 5, 16])) == "(2, 5, 16)"
     assert D.shape_text((2, 5), ["B", "T"]) == "(B=2, T=5)"
-    with pytest.raises(ValueError, match="rank 2"):
-        D.shape_text((2, 5), ["B"])
+    raises(ValueError, "rank 2", D.shape_text, (2, 5), ["B"])
 
 
 def test_tensor_writes_no_negative_zero(ax):

@@ -4,7 +4,6 @@ loss mixes the two cross-entropies as it says."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from tools.runs import distill
@@ -13,6 +12,7 @@ from utils.batches import encode_batch
 from utils.ensemble import Ensemble, distill_loss, pair_key
 from utils.pronouncer import PronouncerConfig, build_pronouncer
 from utils.training import teacher_forced_loss
+from tests.conftest import raises
 
 VOCABS = (pr.letter_vocab(), pr.phoneme_vocab(False))
 PADS = (VOCABS[0].pad_id, VOCABS[1].pad_id)
@@ -75,9 +75,6 @@ def test_the_loss_mixes_the_dictionary_and_the_teacher():
 
 def test_the_loss_checks_its_settings():
     for alpha in (-0.1, 1.5):
-        with pytest.raises(ValueError, match="alpha"):
-            distill_loss({}, alpha, 0.1, PADS)
-    with pytest.raises(ValueError, match="smoothing"):
-        distill_loss({}, 0.5, 1.0, PADS)
-    with pytest.raises(TypeError, match="alpha"):
-        distill_loss({}, "half", 0.1, PADS)
+        raises(ValueError, "alpha", distill_loss, {}, alpha, 0.1, PADS)
+    raises(ValueError, "smoothing", distill_loss, {}, 0.5, 1.0, PADS)
+    raises(TypeError, "alpha", distill_loss, {}, "half", 0.1, PADS)

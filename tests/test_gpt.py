@@ -23,16 +23,10 @@ from utils.gpt import (
 )
 from utils.layers import EncoderLayer
 from utils.stream_scoring import dynamic_nats, stream_nats
+from tests.conftest import raises
 
-SMALL = GPTConfig(
-    vocab_size=50,
-    context=16,
-    d_model=32,
-    num_heads=4,
-    num_layers=3,
-    d_ff=48,
-    dropout=0.1,
-)
+# vocab_size, context, d_model, num_heads, num_layers, d_ff
+SMALL = GPTConfig(50, 16, 32, 4, 3, 48, dropout=0.1)
 
 
 def model(config=SMALL, seed=0) -> GPT:
@@ -163,15 +157,10 @@ def test_cached_generation_draws_what_recomputation_draws(kwargs):
     prompt = ids(3, 5)
     # 40 new tokens with a context of 16: the window restarts twice
     runs = [
-        gpt.generate(
-            prompt,
-            40,
-            generator=torch.Generator().manual_seed(7),
-            use_cache=use_cache,
-            **kwargs,
-        )
+        gpt.generate(prompt, 40, generator=torch.Generator().manual_seed(7),
+                     use_cache=use_cache, **kwargs)
         for use_cache in (True, False)
-    ]
+    ]  # fmt: skip
     assert runs[0].shape == (3, 45)
     assert torch.equal(runs[0][:, :5], prompt)
     assert torch.equal(runs[0], runs[1])
@@ -215,9 +204,8 @@ def test_stream_nats_scores_each_token_once():
         for s in range(0, 64, 16):
             chunk = full[s : s + 17][None]
             logits = gpt(chunk[:, :-1])
-            want += F.cross_entropy(
-                logits[0], chunk[0, 1:], reduction="sum"
-            ).item()
+            nats = F.cross_entropy(logits[0], chunk[0, 1:], reduction="sum")
+            want += nats.item()
     got = stream_nats(gpt, stream, prefix, stride=16, batch=3)
     assert got == pytest.approx(want, rel=1e-6)
     # overlapping windows: each token has more history; the same count
@@ -232,9 +220,8 @@ def test_dynamic_evaluation_scores_before_it_learns():
     before = [p.clone() for p in gpt.parameters()]
     # at rate 0 it is the static score, window by window
     static = dynamic_nats(gpt, stream, prefix, lr=0.0, stride=8)
-    assert float(static.sum()) == pytest.approx(
-        stream_nats(gpt, stream, prefix, stride=8, batch=1), rel=1e-6
-    )
+    plain = stream_nats(gpt, stream, prefix, stride=8, batch=1)
+    assert float(static.sum()) == pytest.approx(plain, rel=1e-6)
     # learning: window k is scored by a model that has read windows < k
     # only, so changing the tokens after it leaves its score alone
     learnt = dynamic_nats(gpt, stream, prefix, lr=0.5, stride=8)
@@ -256,28 +243,21 @@ def test_dynamic_evaluation_learns_what_repeats():
     learnt = dynamic_nats(gpt, stream, prefix, lr=0.3)
     # the last windows cost far less once it has read the phrase
     assert learnt[-4:].sum() < 0.5 * static[-4:].sum()
-    assert torch.equal(
-        learnt[:3], dynamic_nats(gpt, stream, prefix, lr=0.3, windows=3)
-    )
-    with pytest.raises(ValueError, match="diverged"):
-        dynamic_nats(gpt, stream, prefix, lr=3.0)
+    three = dynamic_nats(gpt, stream, prefix, lr=0.3, windows=3)
+    assert torch.equal(learnt[:3], three)
+    raises(ValueError, "diverged", dynamic_nats, gpt, stream, prefix, lr=3.0)
+
+
+def _dynamic(gpt, *args):
+    return dynamic_nats(gpt, ids(1, 4)[0], ids(1, 1)[0], *args)
 
 
 @pytest.mark.parametrize(
     "call, error",
     [
-        (
-            lambda g: dynamic_nats(g, ids(1, 4)[0], ids(1, 1)[0], -1),
-            ValueError,
-        ),
-        (
-            lambda g: dynamic_nats(g, ids(1, 4)[0], ids(1, 1)[0], "1"),
-            TypeError,
-        ),
-        (
-            lambda g: dynamic_nats(g, ids(1, 4)[0], ids(1, 1)[0], 1, 4, 0),
-            ValueError,
-        ),
+        (lambda g: _dynamic(g, -1), ValueError),
+        (lambda g: _dynamic(g, "1"), TypeError),
+        (lambda g: _dynamic(g, 1, 4, 0), ValueError),
         (lambda g: g(ids(1, 17)), ValueError),  # longer than the context
         (lambda g: g(ids(1, 4, vocab=60)), ValueError),  # id >= vocab
         (lambda g: g(ids(1, 4).float()), TypeError),
@@ -294,12 +274,9 @@ def test_bad_input_is_named(call, error):
 
 
 def test_bad_config_is_named():
-    with pytest.raises(ValueError, match="num_heads"):
-        GPTConfig(num_heads=3)
-    with pytest.raises(ValueError, match="dropout"):
-        GPTConfig(dropout=1.5)
-    with pytest.raises(TypeError, match="context"):
-        GPTConfig(context=2.0)
+    raises(ValueError, "num_heads", GPTConfig, num_heads=3)
+    raises(ValueError, "dropout", GPTConfig, dropout=1.5)
+    raises(TypeError, "context", GPTConfig, context=2.0)
 
 
 # ------------------------------------------ the copy rate (utils.copying)
@@ -324,9 +301,8 @@ def test_copy_rate_finds_verbatim_spans_only():
     # the hash is a function of the window alone, wherever it starts
     h = window_hashes(text, 20)
     assert h[7] == window_hashes(text[7:27], 20)[0]
-    assert len(set(h.tolist())) == len(
-        set(text[i : i + 20] for i in range(2981))
-    )
+    windows = {text[i : i + 20] for i in range(2981)}
+    assert len(set(h.tolist())) == len(windows)
 
 
 def test_copy_rate_confirms_hash_matches():
@@ -342,12 +318,9 @@ def test_copy_rate_confirms_hash_matches():
 def test_copy_rate_bad_input():
     from utils.copying import SpanIndex
 
-    with pytest.raises(ValueError, match="span"):
-        SpanIndex("abc", span=5)
-    with pytest.raises(ValueError, match="span"):
-        SpanIndex("abc", span=0)
-    with pytest.raises(TypeError, match="text"):
-        SpanIndex(b"abcdef", span=2)
+    raises(ValueError, "span", SpanIndex, "abc", span=5)
+    raises(ValueError, "span", SpanIndex, "abc", span=0)
+    raises(TypeError, "text", SpanIndex, b"abcdef", span=2)
 
 
 # ------------------------------------ the stored run's script (train_gpt)
@@ -358,12 +331,8 @@ def _train(out, *extra):
     from tools import ROOT
 
     cmd = [sys.executable, "-m", "tools.runs.train_gpt", "--recipe", "tiny"]
-    subprocess.run(
-        [*cmd, *extra, "--out", str(out)],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    )
+    cmd = [*cmd, *extra, "--out", str(out)]
+    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
     return json.loads((out / "tiny_run.json").read_text())
 
 
@@ -413,8 +382,7 @@ def test_load_gpt_reads_what_train_gpt_stores(tmp_path):
         assert (loaded(x) - gpt(x)).abs().max() < 1e-2  # fp16 rounding only
         assert not torch.equal(loaded(x), gpt(x))
     torch.save({"weights": half}, path)
-    with pytest.raises(ValueError, match="not a stored GPT"):
-        load_gpt(path)
+    raises(ValueError, "not a stored GPT", load_gpt, path)
 
 
 # ------------------------------------------------ the stored run's files
@@ -456,9 +424,8 @@ def test_the_stored_rows_are_the_stored_runs():
     for r in rows:
         mean = losses[max(0, r["step"] - every) : r["step"]].mean()
         assert abs(r["train_loss"] - mean) < 1e-3, r["step"]
-    assert {r["step"] for r in rows if "sample" in r} == set(
-        run["meta"]["recipe"]["sample_at"]
-    )
+    sampled = {r["step"] for r in rows if "sample" in r}
+    assert sampled == set(run["meta"]["recipe"]["sample_at"])
     dyn = json.loads((data / "ch11_dynamic.json").read_text())
     rates = {k: v for k, v in dyn["valid_bpc"].items() if v != str(v)}
     assert str(dyn["lr"]) == min(rates, key=rates.get)

@@ -45,6 +45,7 @@ from tools import ROOT
 from tools.editions import export_gpt as ex
 from utils import bpe
 from utils.gpt import GPT, GPTConfig, load_gpt
+from tests.conftest import raises
 
 ENGINE = ROOT / "_static" / "gpt" / "gpt.js"
 LOGIT_TOL = 1e-4  # logits of a random model; seen: 2.9e-6
@@ -142,8 +143,7 @@ def test_the_generators_agree(node, tmp_path):
     assert len(set(ints)) == len(ints) and min(
         ints
     ) < 2**28 < 2**32 - 2**28 < max(ints)
-    with pytest.raises(ValueError, match="seed"):
-        Mulberry32(2**32)
+    raises(ValueError, "seed", Mulberry32, 2**32)
 
 
 def _logits(kind: str, seed: int, vocab: int = 300) -> torch.Tensor:
@@ -418,17 +418,14 @@ def test_the_exporter_refuses_what_the_page_would_get_wrong(monkeypatch):
     model = GPT(GPTConfig(vocab_size=260, **SIZES))
     assert ex.architecture(model)["num_layers"] == 2
     model.stack.layers[1].ffn = nn.Sequential(nn.Linear(18, 18), nn.GELU())
-    with pytest.raises(ValueError, match="FFN"):
-        ex.architecture(model)
-    with pytest.raises(ValueError, match="not utils.gpt.GPT"):
-        ex.architecture(nn.Linear(2, 2))
+    raises(ValueError, "FFN", ex.architecture, model)
+    raises(ValueError, "not utils.gpt.GPT", ex.architecture, nn.Linear(2, 2))
     from utils.gpt2 import GPT2Config
 
     with pytest.raises(ValueError, match="FFN"):  # GPT-2's GELU
         ex.architecture(GPT(GPT2Config(vocab_size=260, **SIZES)))
     monkeypatch.setattr(bpe, "PATTERN", re.compile(r"\w+|\s+|[^\w\s]+"))
-    with pytest.raises(ValueError, match="PATTERN"):
-        ex.tokenizer({(104, 101): 256})
+    raises(ValueError, "PATTERN", ex.tokenizer, {(104, 101): 256})
 
 
 def test_the_build_exports_only_when_the_sources_change(tmp_path):

@@ -17,15 +17,12 @@ from utils.loss import (
     stable_softmax,
     token_cross_entropy,
 )
+from tests.conftest import raises
 
 SHAPES = [(1, 1, 2), (2, 3, 4), (3, 7, 11), (5, 2, 50), (4, 9, 3)]
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    """Every test starts from the same random state, so a failure
-    reproduces."""
-    torch.manual_seed(0)
+pytestmark = pytest.mark.usefixtures("seeded")
 
 
 def _batch(seed: int, shape: tuple[int, int, int], dtype=torch.float32):
@@ -164,8 +161,7 @@ def test_stable_softmax_equals_torch_and_survives_large_logits():
     naive = big.exp() / big.exp().sum()
     assert torch.isnan(naive).all()
     torch.testing.assert_close(stable_softmax(big), torch.softmax(big, dim=0))
-    with pytest.raises(TypeError, match="x must"):
-        stable_softmax(torch.tensor([1, 2]))
+    raises(TypeError, "x must", stable_softmax, torch.tensor([1, 2]))
 
 
 def test_perplexity():
@@ -178,18 +174,14 @@ def test_perplexity():
         )
         torch.testing.assert_close(perplexity(loss), torch.tensor(float(v)))
     assert math.isclose(perplexity(0.0).item(), 1.0)
-    with pytest.raises(ValueError, match="mean_token_loss"):
-        perplexity(float("nan"))
-    with pytest.raises(ValueError, match="mean_token_loss"):
-        perplexity(-1.0)
-    with pytest.raises(ValueError, match="mean_token_loss"):
-        perplexity(torch.ones(2))
+    raises(ValueError, "mean_token_loss", perplexity, float("nan"))
+    raises(ValueError, "mean_token_loss", perplexity, -1.0)
+    raises(ValueError, "mean_token_loss", perplexity, torch.ones(2))
     with pytest.raises(ValueError, match="mean_token_loss must be finite"):
         perplexity(float("inf"))
-    with pytest.raises(
-        TypeError, match="mean_token_loss must be a real number"
-    ):
-        perplexity("2.3")
+    raises(
+        TypeError, "mean_token_loss must be a real number", perplexity, "2.3"
+    )
     with pytest.raises(
         TypeError, match="mean_token_loss must be a floating-point"
     ):

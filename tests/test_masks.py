@@ -16,18 +16,11 @@ from utils.attention import (
     load_torch_mha_weights,
     scaled_dot_product_attention,
 )
+from tests.conftest import raising
 
-
-@pytest.fixture(autouse=True)
-def _seed():
-    """Every test starts from the same random state, so a failure
-    reproduces."""
-    torch.manual_seed(0)
-
-
-IDS = torch.tensor(
-    [[5, 7, 9, 0, 0], [8, 6, 0, 0, 0], [1, 2, 3, 4, 5]]
-)  # 0 = <pad>
+pytestmark = pytest.mark.usefixtures("seeded")
+# 0 = <pad>
+IDS = torch.tensor([[5, 7, 9, 0, 0], [8, 6, 0, 0, 0], [1, 2, 3, 4, 5]])
 
 
 # ---------------------------------------------------------------- builders vs
@@ -41,12 +34,8 @@ def test_padding_mask_matches_a_loop_and_has_shape_b11s():
 
 
 def test_padding_mask_other_pad_id():
-    ids = torch.tensor([[4, 4, 1]])
-    assert masks.padding_mask(ids, pad_id=4)[0, 0, 0].tolist() == [
-        False,
-        False,
-        True,
-    ]
+    m = masks.padding_mask(torch.tensor([[4, 4, 1]]), pad_id=4)
+    assert m[0, 0, 0].tolist() == [False, False, True]
 
 
 def test_causal_mask_matches_numpy_and_has_shape_tt():
@@ -73,20 +62,15 @@ def test_lengths_to_mask_matches_a_loop_and_padding_mask():
     assert m.tolist() == [[s < n for s in range(5)] for n in (3, 2, 5)]
     # same as the padding mask of right-padded ids with those lengths
     torch.testing.assert_close(m, masks.padding_mask(IDS)[:, 0, 0, :])
-    assert masks.lengths_to_mask([1, 0], max_len=3).tolist() == [
-        [True, False, False],
-        [False] * 3,
-    ]
+    short = masks.lengths_to_mask([1, 0], max_len=3)
+    assert short.tolist() == [[True, False, False], [False] * 3]
 
 
 def test_broadcast_shapes_reach_the_score_shape():
     b, h, t = 3, 2, 5
     scores = (b, h, t, t)
-    for m in (
-        masks.padding_mask(IDS),
-        masks.causal_mask(t),
-        masks.decoder_mask(IDS),
-    ):
+    pad, dec = masks.padding_mask(IDS), masks.decoder_mask(IDS)
+    for m in (pad, masks.causal_mask(t), dec):
         assert torch.broadcast_shapes(m.shape, scores) == scores
         check_mask(m, "mask", scores)
     # the padding mask repeats over query rows; the causal mask over batch and
@@ -101,12 +85,10 @@ def test_prefix_lm_mask_against_loop_and_its_limits():
     assert m.tolist() == [
         [j < p or j <= i for j in range(t)] for i in range(t)
     ]
-    torch.testing.assert_close(
-        masks.prefix_lm_mask(t, 0), masks.causal_mask(t)
-    )
-    torch.testing.assert_close(
-        masks.prefix_lm_mask(t, 1), masks.causal_mask(t)
-    )
+    for short in (0, 1):
+        torch.testing.assert_close(
+            masks.prefix_lm_mask(t, short), masks.causal_mask(t)
+        )
     assert masks.prefix_lm_mask(t, t).all()
 
 
@@ -127,22 +109,17 @@ def test_attention_pattern_zoo():
     torch.testing.assert_close(pre, pad & masks.prefix_lm_mask(6, 3))
 
 
+def _grid(rows: str) -> list[list[bool]]:
+    return [[c == "Y" for c in row] for row in rows.split()]
+
+
 def test_band_mask_hand_written_cases():
-    """Written out by hand, not from the |i - j| <= w formula."""
-    Y, N = True, False
-    assert masks.band_mask(4, 1).tolist() == [
-        [Y, Y, N, N],
-        [Y, Y, Y, N],
-        [N, Y, Y, Y],
-        [N, N, Y, Y],
-    ]
-    assert masks.band_mask(4, 1, causal=True).tolist() == [
-        [Y, N, N, N],
-        [Y, Y, N, N],
-        [N, Y, Y, N],
-        [N, N, Y, Y],
-    ]
-    assert masks.band_mask(3, 0).tolist() == [[Y, N, N], [N, Y, N], [N, N, Y]]
+    """Written out by hand (a row a query, Y: kept), not from the
+    |i - j| <= w formula."""
+    assert masks.band_mask(4, 1).tolist() == _grid("YYNN YYYN NYYY NNYY")
+    causal = masks.band_mask(4, 1, causal=True)
+    assert causal.tolist() == _grid("YNNN YYNN NYYN NNYY")
+    assert masks.band_mask(3, 0).tolist() == _grid("YNN NYN NNY")
     # a window as wide as the sequence is the full mask / the causal mask
     assert masks.band_mask(5, 4).all()
     torch.testing.assert_close(
@@ -155,9 +132,7 @@ def test_band_mask_counts_match_the_docstring():
     for causal, r in ((False, 2 * w + 1), (True, w + 1)):
         counts = masks.band_mask(n, w, causal=causal).sum(-1)
         assert counts.max() == r  # at most r keys per query ...
-        assert (
-            counts[w : n - w] == r
-        ).all()  # ... exactly r away from the edges
+        assert (counts[w : n - w] == r).all()  # ... r away from the edges
 
 
 # ---------------------------------------------------------------- converters
@@ -172,15 +147,11 @@ def test_converters_polarity_and_shapes():
     assert kpm.shape == (3, 5) and (kpm == (IDS == 0)).all()
     am = masks.to_mha_attn_mask(keep, num_heads=2)
     assert am.shape == (6, 5, 5)
-    for b in range(3):
+    for b in range(3):  # batch-major, heads inner
         for hh in range(2):
-            assert (
-                am[b * 2 + hh] == ~keep[b, 0]
-            ).all()  # batch-major, heads inner
-    assert (
-        masks.to_mha_attn_mask(masks.causal_mask(4), 2)
-        == ~masks.causal_mask(4)
-    ).all()
+            assert (am[b * 2 + hh] == ~keep[b, 0]).all()
+    causal = masks.causal_mask(4)
+    assert (masks.to_mha_attn_mask(causal, 2) == ~causal).all()
 
 
 def _qkv(seed=0, b=3, h=2, t=5, d=4):
@@ -193,9 +164,7 @@ def _qkv(seed=0, b=3, h=2, t=5, d=4):
 
 def test_sdpa_three_ways_agree():
     q, k, v = _qkv()
-    keep = masks.decoder_mask(
-        IDS
-    )  # no fully masked row: token 0 is always real
+    keep = masks.decoder_mask(IDS)  # no row fully masked: token 0 is real
     ours, _ = scaled_dot_product_attention(q, k, v, keep)
     sdpa_bool = F.scaled_dot_product_attention(
         q, k, v, attn_mask=masks.to_sdpa_mask(keep)
@@ -226,32 +195,15 @@ def test_multihead_attention_conventions_agree(mha_pair):
     with torch.no_grad():
         expected, _ = ours(x, x, x, keep_pad & keep_causal)
         # True = ignore, split into key padding and attention mask
-        a, _ = theirs(
-            x,
-            x,
-            x,
-            key_padding_mask=masks.to_key_padding_mask(keep_pad),
-            attn_mask=masks.to_mha_mask(keep_causal),
-        )
+        kpm = masks.to_key_padding_mask(keep_pad)
+        causal = masks.to_mha_mask(keep_causal)
+        a, _ = theirs(x, x, x, key_padding_mask=kpm, attn_mask=causal)
         # the whole (B, 1, T, T) mask as a 3-D boolean attn_mask
-        b, _ = theirs(
-            x,
-            x,
-            x,
-            attn_mask=masks.to_mha_attn_mask(keep_pad & keep_causal, 2),
-        )
+        whole = masks.to_mha_attn_mask(keep_pad & keep_causal, 2)
+        b, _ = theirs(x, x, x, attn_mask=whole)
         # float masks are added to the scores
-        c, _ = theirs(
-            x,
-            x,
-            x,
-            attn_mask=masks.to_additive_mask(
-                masks.to_mha_attn_mask(
-                    keep_pad & keep_causal, 2
-                ).logical_not(),
-                torch.float64,
-            ),
-        )
+        additive = masks.to_additive_mask(whole.logical_not(), torch.float64)
+        c, _ = theirs(x, x, x, attn_mask=additive)
         unmasked, _ = theirs(x, x, x)
     for got in (a, b, c):
         torch.testing.assert_close(got, expected)
@@ -262,20 +214,14 @@ def test_passing_the_course_mask_unconverted_to_mha_is_wrong(mha_pair):
     """The classic bug: forgetting the polarity flip gives a different (wrong)
     answer."""
     ours, theirs, x = mha_pair
-    keep = masks.padding_mask(IDS[:2])[
-        :, 0, 0, :
-    ]  # (2, 5); both rows have real tokens and pads
+    # (2, 5); both rows have real tokens and pads
+    keep, x = masks.padding_mask(IDS[:2])[:, 0, 0, :], x[:2]
     with torch.no_grad():
-        expected, _ = ours(x[:2], x[:2], x[:2], keep[:, None, None, :])
-        right, _ = theirs(
-            x[:2],
-            x[:2],
-            x[:2],
-            key_padding_mask=masks.to_key_padding_mask(keep),
-        )
-        wrong, _ = theirs(
-            x[:2], x[:2], x[:2], key_padding_mask=keep
-        )  # attends to the pads only
+        expected, _ = ours(x, x, x, keep[:, None, None, :])
+        kpm = masks.to_key_padding_mask(keep)
+        right, _ = theirs(x, x, x, key_padding_mask=kpm)
+        # attends to the pads only
+        wrong, _ = theirs(x, x, x, key_padding_mask=keep)
     torch.testing.assert_close(right, expected)
     assert torch.isfinite(wrong).all() and not torch.allclose(wrong, expected)
 
@@ -285,11 +231,8 @@ def test_fully_masked_row_is_zero_not_nan():
     keep = torch.ones(5, 5, dtype=torch.bool)
     keep[2] = False
     out, w = scaled_dot_product_attention(q, k, v, keep)
-    assert (
-        torch.isfinite(out).all()
-        and (out[..., 2, :] == 0).all()
-        and (w[..., 2, :] == 0).all()
-    )
+    assert torch.isfinite(out).all()
+    assert (out[..., 2, :] == 0).all() and (w[..., 2, :] == 0).all()
     manual = torch.softmax(
         (q @ k.transpose(-2, -1)).masked_fill(~keep, float("-inf")), -1
     )
@@ -297,186 +240,66 @@ def test_fully_masked_row_is_zero_not_nan():
 
 
 # ---------------------------------------------------------------- bad input
-@pytest.mark.parametrize(
-    "call, exc, name",
-    [
-        (
-            lambda: masks.lengths_to_mask(torch.tensor([2, 6]), max_len=4),
-            ValueError,
-            "max_len",
-        ),
-        (
-            lambda: masks.lengths_to_mask(torch.tensor([2, -1])),
-            ValueError,
-            "lengths",
-        ),
-        (
-            lambda: masks.lengths_to_mask(torch.tensor([2.0, 3.0])),
-            TypeError,
-            "lengths",
-        ),
-        (
-            lambda: masks.lengths_to_mask(torch.tensor([[2, 3]])),
-            ValueError,
-            "lengths",
-        ),
-        (
-            lambda: masks.lengths_to_mask(torch.tensor([2, 3]), max_len=3.5),
-            TypeError,
-            "max_len",
-        ),
-        (
-            lambda: masks.padding_mask(torch.tensor([[1.0, 0.0]])),
-            TypeError,
-            "ids",
-        ),
-        (
-            lambda: masks.padding_mask(torch.tensor([[True, False]])),
-            TypeError,
-            "ids",
-        ),
-        (lambda: masks.padding_mask([[1, 0]]), TypeError, "ids"),
-        (lambda: masks.padding_mask(torch.tensor([1, 0])), ValueError, "ids"),
-        (
-            lambda: masks.padding_mask(torch.tensor([[[1, 0]]])),
-            ValueError,
-            "ids",
-        ),
-        (
-            lambda: masks.padding_mask(torch.tensor([[1, 0]]), pad_id=0.5),
-            TypeError,
-            "pad_id",
-        ),
-        (
-            lambda: masks.decoder_mask(torch.tensor([[1.5, 0.0]])),
-            TypeError,
-            "ids",
-        ),
-        (
-            lambda: masks.decoder_mask(torch.tensor([1, 2, 0])),
-            ValueError,
-            "ids",
-        ),
-        (lambda: masks.causal_mask(0), ValueError, "size"),
-        (lambda: masks.causal_mask(2.5), TypeError, "size"),
-        (lambda: masks.prefix_lm_mask(4, 5), ValueError, "prefix_len"),
-        (lambda: masks.prefix_lm_mask(4, -1), ValueError, "prefix_len"),
-        (lambda: masks.attention_pattern("sideways", [3]), ValueError, "kind"),
-        (lambda: masks.to_mha_mask(torch.ones(2, 2)), TypeError, "keep"),
-        (lambda: masks.to_sdpa_mask([[True]]), TypeError, "keep"),
-        (
-            lambda: masks.to_additive_mask(
-                torch.ones(2, 2, dtype=torch.int64)
-            ),
-            TypeError,
-            "keep",
-        ),
-        (
-            lambda: masks.to_key_padding_mask(
-                torch.ones(2, 1, 3, 3, dtype=torch.bool)
-            ),
-            ValueError,
-            "keep",
-        ),
-        (
-            lambda: masks.to_mha_attn_mask(
-                torch.ones(2, 3, 3, 3, dtype=torch.bool), 2
-            ),
-            ValueError,
-            "keep",
-        ),
-        (
-            lambda: check_mask(
-                torch.ones(2, 4, dtype=torch.bool), "mask", (2, 1, 3, 3)
-            ),
-            ValueError,
-            "mask",
-        ),
-        (
-            lambda: check_mask(torch.ones(3, 3), "mask", (2, 1, 3, 3)),
-            TypeError,
-            "mask",
-        ),
-        (
-            lambda: masks.padding_mask(
-                torch.tensor([[1, 0]], dtype=torch.uint8)
-            ),
-            TypeError,
-            "ids has dtype torch.uint8",
-        ),
-        (
-            lambda: masks.padding_mask(torch.tensor([[1, 0]]), pad_id="0"),
-            TypeError,
-            "pad_id must be an int",
-        ),
-        (
-            lambda: masks.causal_mask(np.float64(3)),
-            TypeError,
-            "size must be an int",
-        ),
-        (
-            lambda: masks.decoder_mask(torch.zeros(2, 0, dtype=torch.long)),
-            ValueError,
-            "ids must hold at least one",
-        ),
-        (
-            lambda: masks.lengths_to_mask("3, 4"),
-            TypeError,
-            "lengths must be a 1-D tensor",
-        ),
-        (
-            lambda: masks.lengths_to_mask([[1, 2]]),
-            ValueError,
-            "lengths must have 1 dims",
-        ),
-        (
-            lambda: masks.lengths_to_mask([True, False]),
-            TypeError,
-            "lengths must hold integer",
-        ),
-        (lambda: masks.lengths_to_mask(None), TypeError, "lengths"),
-        (
-            lambda: masks.band_mask(5, 2, causal="yes"),
-            TypeError,
-            "causal must be a bool",
-        ),
-        (lambda: masks.band_mask(5.0, 2), TypeError, "n must be an int"),
-        (
-            lambda: masks.attention_pattern(None, [3]),
-            TypeError,
-            "kind must be a str",
-        ),
-        (
-            lambda: masks.attention_pattern("causal", [0, 0]),
-            ValueError,
-            "empty sequence",
-        ),
-        (
-            lambda: masks.to_additive_mask(
-                torch.ones(2, dtype=torch.bool), torch.int64
-            ),
-            TypeError,
-            "dtype",
-        ),
-        (
-            lambda: masks.to_mha_attn_mask(
-                torch.ones(3, 3, dtype=torch.bool), 2.0
-            ),
-            TypeError,
-            "num_heads",
-        ),
-    ],
-)
+BAD = r"""
+ValueError | max_len | masks.lengths_to_mask(torch.tensor([2, 6]), max_len=4)
+ValueError | lengths | masks.lengths_to_mask(torch.tensor([2, -1]))
+TypeError | lengths | masks.lengths_to_mask(torch.tensor([2.0, 3.0]))
+ValueError | lengths | masks.lengths_to_mask(torch.tensor([[2, 3]]))
+TypeError | max_len | masks.lengths_to_mask(torch.tensor([2, 3]), max_len=3.5)
+TypeError | ids | masks.padding_mask(torch.tensor([[1.0, 0.0]]))
+TypeError | ids | masks.padding_mask(torch.tensor([[True, False]]))
+TypeError | ids | masks.padding_mask([[1, 0]])
+ValueError | ids | masks.padding_mask(torch.tensor([1, 0]))
+ValueError | ids | masks.padding_mask(torch.tensor([[[1, 0]]]))
+TypeError | pad_id | masks.padding_mask(torch.tensor([[1, 0]]), pad_id=0.5)
+TypeError | ids | masks.decoder_mask(torch.tensor([[1.5, 0.0]]))
+ValueError | ids | masks.decoder_mask(torch.tensor([1, 2, 0]))
+ValueError | size | masks.causal_mask(0)
+TypeError | size | masks.causal_mask(2.5)
+ValueError | prefix_len | masks.prefix_lm_mask(4, 5)
+ValueError | prefix_len | masks.prefix_lm_mask(4, -1)
+ValueError | kind | masks.attention_pattern("sideways", [3])
+TypeError | keep | masks.to_mha_mask(torch.ones(2, 2))
+TypeError | keep | masks.to_sdpa_mask([[True]])
+TypeError | keep | masks.to_additive_mask(torch.ones(2, 2, dtype=torch.int64))
+ValueError | keep | masks.to_key_padding_mask(
+    torch.ones(2, 1, 3, 3, dtype=torch.bool))
+ValueError | keep | masks.to_mha_attn_mask(
+    torch.ones(2, 3, 3, 3, dtype=torch.bool), 2)
+ValueError | mask | check_mask(torch.ones(2, 4, dtype=torch.bool), "mask",
+    (2, 1, 3, 3))
+TypeError | mask | check_mask(torch.ones(3, 3), "mask", (2, 1, 3, 3))
+TypeError | ids has dtype torch.uint8 | masks.padding_mask(
+    torch.tensor([[1, 0]], dtype=torch.uint8))
+TypeError | pad_id must be an int | masks.padding_mask(
+    torch.tensor([[1, 0]]), pad_id="0")
+TypeError | size must be an int | masks.causal_mask(np.float64(3))
+ValueError | ids must hold at least one | masks.decoder_mask(
+    torch.zeros(2, 0, dtype=torch.long))
+TypeError | lengths must be a 1-D tensor | masks.lengths_to_mask("3, 4")
+ValueError | lengths must have 1 dims | masks.lengths_to_mask([[1, 2]])
+TypeError | lengths must hold integer | masks.lengths_to_mask([True, False])
+TypeError | lengths | masks.lengths_to_mask(None)
+TypeError | causal must be a bool | masks.band_mask(5, 2, causal="yes")
+TypeError | n must be an int | masks.band_mask(5.0, 2)
+TypeError | kind must be a str | masks.attention_pattern(None, [3])
+ValueError | empty sequence | masks.attention_pattern("causal", [0, 0])
+TypeError | dtype | masks.to_additive_mask(torch.ones(2, dtype=torch.bool),
+    torch.int64)
+TypeError | num_heads | masks.to_mha_attn_mask(
+    torch.ones(3, 3, dtype=torch.bool), 2.0)
+"""
+
+
+@pytest.mark.parametrize("call, exc, name", raising(BAD))
 def test_bad_input_names_the_argument(call, exc, name):
     with pytest.raises(exc, match=name):
-        call()
+        eval(call)
 
 
 def test_builders_accept_numpy_ints():
     assert masks.causal_mask(np.int64(3)).shape == (3, 3)
     assert masks.prefix_lm_mask(np.int64(4), np.int32(2)).shape == (4, 4)
     assert masks.padding_mask(IDS, pad_id=np.int64(0)).shape == (3, 1, 1, 5)
-    assert masks.lengths_to_mask(np.array([1, 3])).tolist() == [
-        [True, False, False],
-        [True] * 3,
-    ]
+    m = masks.lengths_to_mask(np.array([1, 3]))
+    assert m.tolist() == [[True, False, False], [True] * 3]

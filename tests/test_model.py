@@ -25,30 +25,17 @@ from utils.layers import (
     xavier_init,
 )
 from utils.model import Transformer, parameter_count, shape_trace
+from tests.conftest import raises
 
 D, H, FF = 16, 4, 32
-
-
-@pytest.fixture(autouse=True)
-def _seed():
-    """Every test starts from the same random state, so a failure
-    reproduces."""
-    torch.manual_seed(0)
+pytestmark = pytest.mark.usefixtures("seeded")
 
 
 def small(norm_first: bool = False, **kw) -> Transformer:
     torch.manual_seed(0)
-    return Transformer(
-        11,
-        13,
-        d_model=D,
-        num_heads=H,
-        num_layers=2,
-        d_ff=FF,
-        norm_first=norm_first,
-        max_len=64,  # a short table: the tests use at most 9 positions
-        **kw,
-    ).eval()
+    # max_len: a short table, the tests use at most 9 positions
+    sizes = dict(d_model=D, num_heads=H, num_layers=2, d_ff=FF, max_len=64)
+    return Transformer(11, 13, norm_first=norm_first, **sizes, **kw).eval()
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -64,9 +51,7 @@ def test_decoder_is_causal(norm_first):
     with torch.no_grad():
         a, b = model(src, tgt), model(src, changed)
     torch.testing.assert_close(a[:, : t + 1], b[:, : t + 1])
-    assert not torch.allclose(
-        a[:, t + 1 :], b[:, t + 1 :]
-    )  # the check can see a change
+    assert not torch.allclose(a[:, t + 1 :], b[:, t + 1 :])  # can fail
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -137,16 +122,11 @@ def test_decoder_layer_equals_torch(norm_first):
     theirs, ours = torch_twins(DECODER, 4, norm_first)
     x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
     src_ids = torch.tensor([[1, 2, 3, 4, 0, 0], [1, 2, 3, 4, 5, 6]])
+    causal = causal_mask(4)
     with torch.no_grad():
-        got = ours(
-            x, memory, padding_mask(src_ids), causal_mask(4)[None, None]
-        )
-        ref = theirs(
-            x,
-            memory,
-            tgt_mask=~causal_mask(4),
-            memory_key_padding_mask=src_ids == 0,
-        )
+        got = ours(x, memory, padding_mask(src_ids), causal[None, None])
+        kpm = src_ids == 0
+        ref = theirs(x, memory, tgt_mask=~causal, memory_key_padding_mask=kpm)
     torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
 
 
@@ -230,20 +210,15 @@ def test_pre_norm_stack_equals_nn_transformer():
         D, H, 2, 2, FF, dropout=0.0, batch_first=True, norm_first=True
     ).eval()
     with torch.no_grad():
-        for ours_l, their_l in zip(
-            model.encoder.layers, theirs.encoder.layers
+        for stack, load in (
+            ("encoder", load_torch_encoder_layer_weights),
+            ("decoder", load_torch_decoder_layer_weights),
         ):
-            load_torch_encoder_layer_weights(ours_l, their_l)
-        for ours_l, their_l in zip(
-            model.decoder.layers, theirs.decoder.layers
-        ):
-            load_torch_decoder_layer_weights(ours_l, their_l)
-        for mine, other in (
-            (model.encoder.norm, theirs.encoder.norm),
-            (model.decoder.norm, theirs.decoder.norm),
-        ):
-            mine.weight.copy_(other.weight)
-            mine.bias.copy_(other.bias)
+            mine, other = getattr(model, stack), getattr(theirs, stack)
+            for ours_l, their_l in zip(mine.layers, other.layers):
+                load(ours_l, their_l)
+            mine.norm.weight.copy_(other.norm.weight)
+            mine.norm.bias.copy_(other.norm.bias)
         x, y = torch.randn(2, 5, D), torch.randn(2, 4, D)
         got = model.decoder(
             y, model.encoder(x), None, causal_mask(4)[None, None]
@@ -291,23 +266,10 @@ def test_ffn_is_a_1x1_convolution():
 @pytest.mark.parametrize("share", [False, True])
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_parameter_count_formula(share, norm_first):
-    model = Transformer(
-        50,
-        50,
-        d_model=D,
-        num_heads=H,
-        num_layers=3,
-        d_ff=FF,
-        norm_first=norm_first,
-        share_embeddings=share,
-    )
+    kw = dict(share_embeddings=share, norm_first=norm_first)
+    model = Transformer(50, 50, D, H, num_layers=3, d_ff=FF, **kw)
     counted = sum(p.numel() for p in model.parameters())
-    assert (
-        parameter_count(
-            50, 50, D, 3, FF, share_embeddings=share, norm_first=norm_first
-        )["total"]
-        == counted
-    )
+    assert parameter_count(50, 50, D, 3, FF, **kw)["total"] == counted
 
 
 def test_base_parameter_count_and_nn_transformer():
@@ -322,9 +284,8 @@ def test_base_parameter_count_and_nn_transformer():
         body = nn.Transformer(512, 8, 6, 6, 2048, batch_first=True)
     assert next(body.parameters()).is_meta
     parts = parameter_count(37000, 37000, share_embeddings=True)
-    assert parts["encoder layers"] + parts[
-        "decoder layers"
-    ] + 2 * 2 * 512 == sum(p.numel() for p in body.parameters())
+    stacks = parts["encoder layers"] + parts["decoder layers"]
+    assert stacks + 2 * 2 * 512 == sum(p.numel() for p in body.parameters())
     assert parts["total"] == 63_119_496
 
 
@@ -351,20 +312,9 @@ def test_xavier_init_is_the_reference_loop():
 
 def test_shared_embeddings_are_tied():
     model = small(share_embeddings=False)
-    tied = Transformer(
-        13,
-        13,
-        d_model=D,
-        num_heads=H,
-        num_layers=1,
-        d_ff=FF,
-        share_embeddings=True,
-    )
-    assert (
-        tied.generator.weight
-        is tied.src_embed.lut.weight
-        is tied.tgt_embed.lut.weight
-    )
+    tied = Transformer(13, 13, D, H, 1, FF, share_embeddings=True)
+    weight = tied.generator.weight
+    assert weight is tied.src_embed.lut.weight is tied.tgt_embed.lut.weight
     assert model.generator.weight is not model.tgt_embed.lut.weight
 
 
@@ -378,17 +328,11 @@ def test_shape_trace_order_and_shapes_and_restores_the_mode(training):
     rows = shape_trace(
         model, torch.randint(1, 11, (2, 6)), torch.randint(1, 13, (2, 4))
     )
-    names = [r[0] for r in rows]
-    assert (
-        names.index("encoder")
-        < names.index("decoder")
-        < names.index("generator")
-    )
+    at = [r[0] for r in rows].index
+    assert at("encoder") < at("decoder") < at("generator")
     assert dict((r[0], r[2]) for r in rows)["generator"] == (2, 4, 13)
     assert seen == [(False, False)]  # traced in eval mode without gradients
-    assert model.training is training and all(
-        m.training is training for m in model.modules()
-    )
+    assert all(m.training is training for m in [model, *model.modules()])
     assert torch.is_grad_enabled()  # no_grad stayed local
 
 
@@ -399,14 +343,10 @@ def test_shape_trace_order_and_shapes_and_restores_the_mode(training):
 def test_ids_out_of_range():
     model = small()
     ok_src, ok_tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
-    with pytest.raises(ValueError, match="src"):
-        model(torch.full((2, 5), 11), ok_tgt)
-    with pytest.raises(ValueError, match="tgt"):
-        model(ok_src, torch.full((2, 4), 13))
-    with pytest.raises(ValueError, match="src"):
-        model(torch.full((2, 5), -1), ok_tgt)
-    with pytest.raises(TypeError, match="src"):
-        model(ok_src.float(), ok_tgt)
+    raises(ValueError, "src", model, torch.full((2, 5), 11), ok_tgt)
+    raises(ValueError, "tgt", model, ok_src, torch.full((2, 4), 13))
+    raises(ValueError, "src", model, torch.full((2, 5), -1), ok_tgt)
+    raises(TypeError, "src", model, ok_src.float(), ok_tgt)
 
 
 def test_mismatched_batch_sizes():
@@ -435,17 +375,14 @@ def test_mismatched_batch_sizes():
 )
 def test_bad_config(kwargs, name):
     config = dict(d_model=D, num_heads=H, num_layers=1, d_ff=FF) | kwargs
-    with pytest.raises(ValueError, match=name):
-        Transformer(11, 13, **config)
+    raises(ValueError, name, Transformer, 11, 13, **config)
 
 
 def test_bad_shared_vocab_and_layers():
     with pytest.raises(ValueError, match="share_embeddings"):
         Transformer(11, 13, d_model=D, num_heads=H, share_embeddings=True)
-    with pytest.raises(ValueError, match="num_heads"):
-        EncoderLayer(10, 4, FF)
-    with pytest.raises(ValueError, match="d_ff"):
-        FeedForward(D, 0)
+    raises(ValueError, "num_heads", EncoderLayer, 10, 4, FF)
+    raises(ValueError, "d_ff", FeedForward, D, 0)
 
 
 # ---- issue 14: one set of checks, empty sequences, masks of rank 4
@@ -484,8 +421,7 @@ def test_ids_kinds_and_sizes():
         ValueError, match=r"src must have 2 dims \(batch, length\)"
     ):
         model(src[0], tgt)
-    with pytest.raises(TypeError, match="src must be a torch.Tensor"):
-        model(src.tolist(), tgt)
+    raises(TypeError, "src must be a torch.Tensor", model, src.tolist(), tgt)
     with pytest.raises(
         ValueError, match=r"tgt must be in \[0, 13\), found 13"
     ):
@@ -594,5 +530,4 @@ def test_load_weights_reject_wrong_types():
         )
     with pytest.raises(TypeError, match="model must be an nn.Module"):
         shape_trace(lambda x: x, torch.zeros(1))
-    with pytest.raises(ValueError, match="eps must be in"):
-        LayerNorm(D, eps=0.0)
+    raises(ValueError, "eps must be in", LayerNorm, D, eps=0.0)

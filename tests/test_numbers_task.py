@@ -11,31 +11,28 @@ from tools.runs.numbers_task import (
     english_words,
     make_splits,
 )
+from tests.conftest import raises
 
-# Written by hand (not by the code under test): number, English, Chinese.
+# Written by hand (not by the code under test): number | English | Chinese.
+TABLE = """
+7 | seven | 七
+10 | ten | 十
+19 | nineteen | 十九
+40 | forty | 四十
+101 | one hundred and one | 一百零一
+110 | one hundred and ten | 一百一十
+1001 | one thousand and one | 一千零一
+2020 | two thousand and twenty | 二千零二十
+10010 | ten thousand and ten | 一万零一十
+20017 | twenty thousand and seventeen | 二万零一十七
+30600 | thirty thousand six hundred | 三万零六百
+12305 | twelve thousand three hundred and five | 一万二千三百零五
+45678 | forty five thousand six hundred and seventy eight | 四万五千六百七十八
+99999 | ninety nine thousand nine hundred and ninety nine | 九万九千九百九十九
+"""
 HAND = [
-    (7, "seven", "七"),
-    (10, "ten", "十"),
-    (19, "nineteen", "十九"),
-    (40, "forty", "四十"),
-    (101, "one hundred and one", "一百零一"),
-    (110, "one hundred and ten", "一百一十"),
-    (1001, "one thousand and one", "一千零一"),
-    (2020, "two thousand and twenty", "二千零二十"),
-    (10010, "ten thousand and ten", "一万零一十"),
-    (20017, "twenty thousand and seventeen", "二万零一十七"),
-    (30600, "thirty thousand six hundred", "三万零六百"),
-    (12305, "twelve thousand three hundred and five", "一万二千三百零五"),
-    (
-        45678,
-        "forty five thousand six hundred and seventy eight",
-        "四万五千六百七十八",
-    ),
-    (
-        99999,
-        "ninety nine thousand nine hundred and ninety nine",
-        "九万九千九百九十九",
-    ),
+    (int(n), en, zh)
+    for n, en, zh in (row.split(" | ") for row in TABLE.strip().splitlines())
 ]
 
 
@@ -92,14 +89,10 @@ def test_splits_are_deterministic_and_depend_on_the_seed():
 
 
 def test_bad_numbers():
-    with pytest.raises(ValueError, match="n must be"):
-        english_words(0)
-    with pytest.raises(ValueError, match="at most"):
-        chinese_numerals(MAX_NUMBER + 1)
-    with pytest.raises(TypeError, match="n must be an int"):
-        chinese_numerals(5.0)
-    with pytest.raises(ValueError, match="n_valid"):
-        make_splits(n_valid=60000)
+    raises(ValueError, "n must be", english_words, 0)
+    raises(ValueError, "at most", chinese_numerals, MAX_NUMBER + 1)
+    raises(TypeError, "n must be an int", chinese_numerals, 5.0)
+    raises(ValueError, "n_valid", make_splits, n_valid=60000)
 
 
 def test_read_english_and_size_classes_agree_with_the_generator():

@@ -17,6 +17,7 @@ from utils.model import Transformer
 from utils.parallel import DataParallel, Resumable, Streams, World
 from utils.parallel import split_parts
 from utils.training import linear_scheduler, teacher_forced_loss, train
+from tests.conftest import raises
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -40,17 +41,14 @@ def _pairs():
 def test_split_parts_is_even_and_keeps_the_order():
     assert split_parts(list(range(7)), 2) == [[0, 1, 2], [3, 4, 5, 6]]
     assert split_parts(list(range(4)), 1) == [[0, 1, 2, 3]]
-    with pytest.raises(ValueError, match="does not split into 3"):
-        split_parts([1, 2], 3)
+    raises(ValueError, "does not split into 3", split_parts, [1, 2], 3)
 
 
 def test_world_checks_and_which_parts_are_mine():
     assert list(World().mine(2)) == [0, 1]  # alone: every part
     assert list(World(1, 2).mine(2)) == [1]
-    with pytest.raises(ValueError, match="parts must equal"):
-        World(0, 2).mine(4)
-    with pytest.raises(ValueError, match="rank must be < size"):
-        World(2, 2)
+    raises(ValueError, "parts must equal", World(0, 2).mine, 4)
+    raises(ValueError, "rank must be < size", World, 2, 2)
     with pytest.raises(TypeError):
         World(0, 2.0)
 
@@ -127,8 +125,7 @@ def test_linear_schedule_rises_then_falls_to_zero():
     assert seen[:4] == [0.5, 1.0, 1.5, 2.0]  # up to the peak at step 4
     assert seen[4:] == pytest.approx([2.0 * k / 7 for k in range(6, 0, -1)])
     assert seen[-1] > 0 and opt.param_groups[0]["lr"] == 0.0  # then zero
-    with pytest.raises(ValueError, match="steps"):
-        linear_scheduler(opt, warmup_steps=4, steps=3)
+    raises(ValueError, "steps", linear_scheduler, opt, warmup_steps=4, steps=3)
 
 
 def _resumable_run(path, steps=6, **resume):
@@ -164,5 +161,4 @@ def test_a_resumable_run_stopped_and_continued_is_the_same_run(tmp_path):
     late, _ = _resumable_run(tmp_path / "late.pt", max_seconds=0.0)
     assert late == whole[:1]  # out of time: stopped after one step
     assert (tmp_path / "late.pt").is_file()
-    with pytest.raises(ValueError, match="stop_at"):
-        _resumable_run(None, stop_at=0)
+    raises(ValueError, "stop_at", _resumable_run, None, stop_at=0)

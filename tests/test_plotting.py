@@ -23,6 +23,7 @@ import yaml  # noqa: E402
 
 from proof import diagrams, figures, labels  # noqa: E402
 from utils import plotting  # noqa: E402
+from tests.conftest import raises
 
 
 @pytest.fixture(autouse=True)
@@ -56,8 +57,7 @@ def test_a_legible_figure_passes_and_a_small_one_fails():
     good = _line()
     figures.finish(good)  # raises nothing
     bad = _line(fontsize=6, width=7.0)
-    with pytest.raises(figures.FigureError, match=r"6 pt .* CSS px"):
-        figures.finish(bad)
+    raises(figures.FigureError, r"6 pt .* CSS px", figures.finish, bad)
 
 
 def test_a_wide_figure_fails_even_with_normal_text():
@@ -70,16 +70,14 @@ def test_overlapping_texts_fail_and_name_both():
     ax.set_title("apart")
     ax.text(0.5, 0.5, "first label", fontsize=11)
     ax.text(0.52, 0.5, "second label", fontsize=11)
-    with pytest.raises(figures.FigureError, match="'first label'.*'second"):
-        figures.finish(fig)
+    raises(figures.FigureError, "'first label'.*'second", figures.finish, fig)
 
 
 def test_crowded_tick_labels_fail():
     fig, ax = plt.subplots(figsize=(3, 2))
     words = [f"word{i}" for i in range(12)]
     ax.set_xticks(range(12), words)
-    with pytest.raises(figures.FigureError, match="overlapping"):
-        figures.finish(fig)
+    raises(figures.FigureError, "overlapping", figures.finish, fig)
     fig, ax = plt.subplots(figsize=(3, 2))
     ax.set_xticks(range(3), words[:3])
     figures.finish(fig)
@@ -94,8 +92,7 @@ def test_a_diagram_is_checked_like_a_plot():
     fig, ax = diagrams.canvas(5, 2)
     diagrams.box(ax, (1, 1), "one box", kind="input")
     diagrams.label(ax, (1.1, 1), "on top")
-    with pytest.raises(figures.FigureError, match="'one box' / 'on top'"):
-        figures.finish(fig)
+    raises(figures.FigureError, "'one box' / 'on top'", figures.finish, fig)
 
 
 def test_figures_are_light_svg_with_a_record():
@@ -161,8 +158,7 @@ def test_chinese_mode_translates_and_refuses_missing_entries(monkeypatch):
     assert not any(labels.needs_translation(t) for t in shown)
     fig = _line()
     fig.axes[0].set_title("Validation loss")
-    with pytest.raises(KeyError, match="'Validation loss'"):
-        figures.finish(fig)
+    raises(KeyError, "'Validation loss'", figures.finish, fig)
 
 
 def test_categorical_ticks_are_translated_and_checked(monkeypatch):
@@ -186,8 +182,7 @@ def test_categorical_ticks_are_translated_and_checked(monkeypatch):
     assert stacks and all(s.endswith("sans-serif") for s in stacks), stacks
     fig, ax = plt.subplots(figsize=(4, 2))
     ax.barh(["shared embedding", "decoder (6 layers)"], [1, 2])
-    with pytest.raises(KeyError, match="'decoder \\(6 layers\\)'"):
-        figures.finish(fig)
+    raises(KeyError, "'decoder \\(6 layers\\)'", figures.finish, fig)
 
 
 def test_no_chinese_entry_mixes_maths_and_cjk(caplog):
@@ -290,8 +285,7 @@ def test_entries_under_a_figure_hold_in_that_figure_only(monkeypatch):
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "机器人"]
     fig = _sentence_heads("Words", ["a", "robot"])
-    with pytest.raises(KeyError, match="'robot'"):
-        figures.finish(fig)
+    raises(KeyError, "'robot'", figures.finish, fig)
 
 
 def _run_cells(cells, env_check: str | None):

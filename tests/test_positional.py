@@ -23,13 +23,10 @@ from utils.positional import (
     shift_matrix,
     sinusoidal_encoding,
 )
+from tests.conftest import raises
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    """Every test starts from the same random state, so a failure
-    reproduces."""
-    torch.manual_seed(0)
+pytestmark = pytest.mark.usefixtures("seeded")
 
 
 def loop_encoding(
@@ -89,8 +86,7 @@ def test_sinusoidal_other_base_and_large_positions():
     ],
 )
 def test_sinusoidal_rejects_bad_values(max_len, d_model, name):
-    with pytest.raises(ValueError, match=name):
-        sinusoidal_encoding(max_len, d_model)
+    raises(ValueError, name, sinusoidal_encoding, max_len, d_model)
 
 
 @pytest.mark.parametrize(
@@ -116,10 +112,8 @@ def test_numpy_sizes_are_accepted_and_bad_base_rejected():
         np.int64(8), dropout=np.float64(0.1), max_len=np.int32(9)
     ).pe.shape == (9, 8)
     for bad in (0.0, -2.0, float("inf"), float("nan")):
-        with pytest.raises(ValueError, match="base"):
-            sinusoidal_encoding(4, 4, base=bad)
-    with pytest.raises(TypeError, match="base"):
-        frequencies(4, base="10000")
+        raises(ValueError, "base", sinusoidal_encoding, 4, 4, base=bad)
+    raises(TypeError, "base", frequencies, 4, base="10000")
 
 
 def test_module_adds_exactly_the_table():
@@ -190,13 +184,11 @@ def test_any_length_up_to_max_len(length):
 
 def test_too_long_input_is_a_clear_error():
     pos = PositionalEncoding(6, max_len=10)
-    with pytest.raises(ValueError, match="11 exceeds max_len=10"):
-        pos(torch.zeros(1, 11, 6))
+    raises(ValueError, "11 exceeds max_len=10", pos, torch.zeros(1, 11, 6))
 
 
 def test_odd_d_model_is_a_clear_error():
-    with pytest.raises(ValueError, match="d_model.*even.*got 7"):
-        PositionalEncoding(7)
+    raises(ValueError, "d_model.*even.*got 7", PositionalEncoding, 7)
 
 
 @pytest.mark.parametrize("shape", [(5, 8), (1, 5, 4), (1, 5, 9), (2, 1, 5, 8)])
@@ -209,10 +201,8 @@ def test_wrong_input_types():
     pos = PositionalEncoding(8, max_len=10)
     with pytest.raises(TypeError, match="floating-point"):
         pos(torch.zeros(1, 3, 8, dtype=torch.long))
-    with pytest.raises(TypeError, match="torch.Tensor"):
-        pos([[0.0] * 8])
-    with pytest.raises(ValueError, match="dropout"):
-        PositionalEncoding(8, dropout=1.0)
+    raises(TypeError, "torch.Tensor", pos, [[0.0] * 8])
+    raises(ValueError, "dropout", PositionalEncoding, 8, dropout=1.0)
     with pytest.raises(TypeError, match="dropout must be a real number"):
         PositionalEncoding(8, dropout="0.1")
 
@@ -225,8 +215,7 @@ def test_frequencies_and_wavelengths():
     wavelengths = 2 * math.pi / frequencies(512).double()
     assert math.isclose(wavelengths[0].item(), 2 * math.pi)
     assert wavelengths[-1].item() < 10000 * 2 * math.pi
-    with pytest.raises(ValueError, match="d_model"):
-        frequencies(5)
+    raises(ValueError, "d_model", frequencies, 5)
 
 
 @pytest.mark.parametrize("k", [0, 1, 5, 37, -3])
@@ -253,10 +242,8 @@ def test_shift_matrix_structure():
     for i in range(0, d, 2):
         off_block[i : i + 2, i : i + 2] = 0
     assert off_block.abs().max() == 0  # pairs never mix
-    with pytest.raises(ValueError, match="d_model"):
-        shift_matrix(1, 5)
-    with pytest.raises(TypeError, match="k must be"):
-        shift_matrix(torch.tensor(1), 4)
+    raises(ValueError, "d_model", shift_matrix, 1, 5)
+    raises(TypeError, "k must be", shift_matrix, torch.tensor(1), 4)
 
 
 def test_apply_rotary_by_hand():
@@ -301,10 +288,8 @@ def test_apply_rotary_positions_and_errors():
             atol=1e-5,
             rtol=0,
         )
-    with pytest.raises(ValueError, match="positions"):
-        apply_rotary(x, torch.arange(4))
-    with pytest.raises(ValueError, match="d_model"):
-        apply_rotary(torch.randn(3, 5))
+    raises(ValueError, "positions", apply_rotary, x, torch.arange(4))
+    raises(ValueError, "d_model", apply_rotary, torch.randn(3, 5))
     with pytest.raises(TypeError, match="x must be a floating-point"):
         apply_rotary(torch.ones(3, 4, dtype=torch.long))
     with pytest.raises(TypeError, match="positions must hold numbers"):
@@ -324,12 +309,9 @@ def test_learned_embedding():
         emb.table.weight.grad[7:].abs().max() == 0
     )  # unused positions get no gradient
     assert emb.table.weight.grad[:7].abs().min() > 0
-    with pytest.raises(ValueError, match="11 exceeds max_len=10"):
-        emb(torch.zeros(1, 11, 4))
-    with pytest.raises(ValueError, match=r"\(batch, length, 4\)"):
-        emb(torch.zeros(1, 3, 5))
-    with pytest.raises(ValueError, match="max_len"):
-        LearnedPositionalEmbedding(0, 4)
+    raises(ValueError, "11 exceeds max_len=10", emb, torch.zeros(1, 11, 4))
+    raises(ValueError, r"\(batch, length, 4\)", emb, torch.zeros(1, 3, 5))
+    raises(ValueError, "max_len", LearnedPositionalEmbedding, 0, 4)
 
 
 def rotate_by_complex_numbers(x, base=10000.0):
@@ -380,8 +362,7 @@ def test_position_probe_is_order_blind_only_without_positions(position):
 
 
 def test_position_probe_errors():
-    with pytest.raises(ValueError, match="position must be one of"):
-        PositionProbe(10, "alibi")
+    raises(ValueError, "position must be one of", PositionProbe, 10, "alibi")
     with pytest.raises(ValueError, match="even size"):
         PositionProbe(10, "rope", d_model=6, num_heads=2)
     with pytest.raises(ValueError, match="exceeds max_len=4"):
@@ -418,5 +399,4 @@ def test_position_probe_max_offset_hides_the_far_keys():
     assert not torch.allclose(probe(ids)[:, :7], seen_all[:, :7])
     with pytest.raises(ValueError, match="max_offset must be an int >= 0"):
         probe(ids, max_offset=-1)
-    with pytest.raises(TypeError, match="max_offset must be an int"):
-        probe(ids, max_offset=1.5)
+    raises(TypeError, "max_offset must be an int", probe, ids, max_offset=1.5)

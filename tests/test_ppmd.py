@@ -11,6 +11,7 @@ import pytest
 
 from utils import ppmd
 from utils import shakespeare as sh
+from tests.conftest import raises
 
 MEMORY = 64 << 20  # enough for these slices
 
@@ -50,22 +51,15 @@ def test_priming_helps(slices):
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="order must be an int >= 2"):
-        ppmd.compress("abc", 1)
-    with pytest.raises(ValueError, match="order must be <= 64, got 65"):
-        ppmd.compress("abc", 65)
-    with pytest.raises(ValueError, match="memory"):
-        ppmd.compress("abc", 6, memory=1000)
-    with pytest.raises(ValueError, match="memory"):
-        ppmd.compress("abc", 6, memory=1 << 32)
-    with pytest.raises(TypeError, match="data must be a str or bytes"):
-        ppmd.compress(3, 6)
+    raises(ValueError, "order must be an int >= 2", ppmd.compress, "abc", 1)
+    raises(ValueError, "order must be <= 64, got 65", ppmd.compress, "abc", 65)
+    raises(ValueError, "memory", ppmd.compress, "abc", 6, memory=1000)
+    raises(ValueError, "memory", ppmd.compress, "abc", 6, memory=1 << 32)
+    raises(TypeError, "data must be a str or bytes", ppmd.compress, 3, 6)
     with pytest.raises(TypeError, match="texts must be a list"):
         ppmd.primed_bits("abc", "def", 6)
-    with pytest.raises(TypeError, match=r"texts\[1\]"):
-        ppmd.primed_bits("abc", ["def", None], 6)
-    with pytest.raises(TypeError, match="fork"):
-        ppmd.primed_bits("abc", ["def"], 6, fork="yes")
+    raises(TypeError, r"texts\[1\]", ppmd.primed_bits, "abc", ["def", None], 6)
+    raises(TypeError, "fork", ppmd.primed_bits, "abc", ["def"], 6, fork="yes")
 
 
 def _stored() -> dict:

@@ -19,6 +19,7 @@ from utils import pronunciation as pr
 from utils.loss import masked_cross_entropy
 from utils.masks import causal_mask, prefix_lm_mask
 from utils.pronouncer import PronouncerConfig, build_pronouncer
+from tests.conftest import raises
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORDS = [w for w, _ in pr.split_words(2000, 12000, 0)["train"][:20000]]
@@ -34,12 +35,9 @@ def test_encode_decode_and_bad_words():
     assert ids.tolist() == [[1, 5, 3, 22, 2], [1, 3, 2, 0, 0]]
     assert pt.decode(ids[0]) == "cat"
     assert pt.decode(torch.tensor([5, pt.MASK, 22])) == "c_t"
-    with pytest.raises(TypeError, match="words"):
-        pt.encode("cat")
-    with pytest.raises(ValueError, match="Cat"):
-        pt.encode(["Cat"])
-    with pytest.raises(ValueError, match="words"):
-        pt.encode([])
+    raises(TypeError, "words", pt.encode, "cat")
+    raises(ValueError, "Cat", pt.encode, ["Cat"])
+    raises(ValueError, "words", pt.encode, [])
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -126,10 +124,8 @@ def test_masks_hide_padding_and_bad_kind():
     for b in range(2):
         assert torch.equal(clm[b, 0], causal_mask(size) & real[b][None, :])
         assert torch.equal(mlm[b, 0], real[b][None, :].expand(size, size))
-    with pytest.raises(ValueError, match="prefix_len"):
-        pt.attention_mask("plm", ids)
-    with pytest.raises(ValueError, match="kind"):
-        pt.attention_mask("gpt", ids)
+    raises(ValueError, "prefix_len", pt.attention_mask, "plm", ids)
+    raises(ValueError, "kind", pt.attention_mask, "gpt", ids)
 
 
 @pytest.mark.parametrize("kind", ["clm", "plm"])
@@ -177,8 +173,7 @@ def test_masked_lm_becomes_the_pronouncer_encoder():
         hidden = lm(src, pt.attention_mask("mlm", src))
     real = src != 0
     torch.testing.assert_close(memory[real], hidden[real])
-    with pytest.raises(TypeError, match="lm"):
-        ft.encoder_state(model)
+    raises(TypeError, "lm", ft.encoder_state, model)
 
 
 @pytest.mark.parametrize("kind", pt.OBJECTIVES)
@@ -205,8 +200,7 @@ def test_every_row_the_pronouncer_reads_was_trained(kind):
     others = [i for i in range(pt.MASK) if i != pt.EOS]
     torch.testing.assert_close(handed[others], trained[others], rtol=0, atol=0)
     assert handed.size(0) == len(pr.letter_vocab())
-    with pytest.raises(ValueError, match="kind"):
-        ft.encoder_state(lm, "bart")
+    raises(ValueError, "kind", ft.encoder_state, lm, "bart")
 
 
 def _tiny(steps: int, n_train: int):
@@ -241,13 +235,11 @@ def test_sampling_and_completion():
     assert words == pt.sample_words(model, 20, 1.0, seed=3, max_len=6)
     assert all(w == "" or (w.isalpha() and len(w) <= 6) for w in words)
     assert words != pt.sample_words(model, 20, 1.0, seed=4, max_len=6)
-    with pytest.raises(ValueError, match="temperature"):
-        pt.sample_words(model, 2, 0.0)
+    raises(ValueError, "temperature", pt.sample_words, model, 2, 0.0)
     done = pt.complete("plm", model, ["pro", "th"], max_new=4)
     assert [w[: len(p)] for w, p in zip(done, ["pro", "th"])] == ["pro", "th"]
     assert all(len(w) <= len(p) + 4 for w, p in zip(done, ["pro", "th"]))
-    with pytest.raises(ValueError, match="kind"):
-        pt.complete("mlm", model, ["pro"])
+    raises(ValueError, "kind", pt.complete, "mlm", model, ["pro"])
 
 
 def test_count_models_score_the_same_tokens():
@@ -298,14 +290,12 @@ def test_count_models_by_hand():
     torch.testing.assert_close(mlm.logits(other)[:, 0], mlm.logits(ids)[:, 0])
     five = ngram.LetterCounts("mlm", train, 5)  # two letters each side
     assert pt.decode(five.logits(other)[0, 0].argmax(-1, keepdim=True)) == "a"
-    with pytest.raises(ValueError, match="order"):
-        ngram.LetterCounts("clm", train, 8)
-    with pytest.raises(ValueError, match="order"):
-        ngram.LetterCounts("mlm", train, 6)  # 2 + 2 is its widest
-    with pytest.raises(ValueError, match="kind"):
-        ngram.LetterCounts("gpt", train, 2)
-    with pytest.raises(ValueError, match="words"):
-        ngram.LetterCounts("clm", ["Abc"], 2)
+    raises(ValueError, "order", ngram.LetterCounts, "clm", train, 8)
+    raises(
+        ValueError, "order", ngram.LetterCounts, "mlm", train, 6
+    )  # 2 + 2 is its widest
+    raises(ValueError, "kind", ngram.LetterCounts, "gpt", train, 2)
+    raises(ValueError, "words", ngram.LetterCounts, "clm", ["Abc"], 2)
 
 
 def test_count_models_sample_like_the_models():
@@ -362,8 +352,7 @@ def test_the_adamw_recipe_warms_up_clips_and_decays_to_zero(monkeypatch):
     assert rates[:3] == pytest.approx([1.5e-3, 3e-3, 3e-3 * 46 / 47])
     assert rates[-2:] == pytest.approx([3e-3 / 47, 0.0])
     assert sum(losses[-8:]) < 0.7 * sum(losses[:8])
-    with pytest.raises(ValueError, match="recipe"):
-        pt.train_lm("clm", words, 4, recipe="adam")
+    raises(ValueError, "recipe", pt.train_lm, "clm", words, 4, recipe="adam")
 
 
 @pytest.mark.exact
@@ -455,10 +444,8 @@ def test_span_corruption_hides_spans_and_keeps_the_rest(seed):
 def test_span_corruption_bad_input_and_vocab():
     import random
 
-    with pytest.raises(ValueError, match="'a'"):
-        pt.span_corruption("a", random.Random(0))
-    with pytest.raises(TypeError, match="rng"):
-        pt.span_corruption("cat", 0)
+    raises(ValueError, "'a'", pt.span_corruption, "a", random.Random(0))
+    raises(TypeError, "rng", pt.span_corruption, "cat", 0)
     vocab = pt.span_vocab()
     assert vocab.itos[: pt.MASK] == pr.letter_vocab().itos  # same letter ids
     pairs = pt.span_pairs(["cat", "a", "dog"], seed=0, copies=2)
@@ -525,8 +512,7 @@ def test_noam_scales_each_group():
     noam_scheduler(opt, 64, 10, scales=(1.0, 0.25))
     lr_a, lr_b = (g["lr"] for g in opt.param_groups)
     assert lr_b == pytest.approx(0.25 * lr_a) and lr_a > 0
-    with pytest.raises(ValueError, match="scales"):
-        noam_scheduler(opt, 64, 10, scales=(1.0,))
+    raises(ValueError, "scales", noam_scheduler, opt, 64, 10, scales=(1.0,))
     with pytest.raises(ValueError, match="scales"):
         noam_scheduler(opt, 64, 10, scales=(1.0, 0.0))
 
@@ -551,8 +537,7 @@ def test_counting_on_the_denoising_task():
         counts, [["c", "<0>", "t"], ["c", "<0>"], ["<0>", "g"]]
     )
     assert filled == ["cat", "cat", "dog"]
-    with pytest.raises(ValueError, match="one sentinel"):
-        sw.restore(counts, [["c", "a", "t"]])
+    raises(ValueError, "one sentinel", sw.restore, counts, [["c", "a", "t"]])
     with pytest.raises(ValueError, match="causal"):
         sw.restore(ngram.LetterCounts("mlm", words, 3), [["c", "<0>"]])
     d = sw.data()
@@ -601,8 +586,7 @@ def test_the_t5_probe_measures_what_the_decoder_reads():
     assert [t for _, t in swapped] == [t for _, t in pairs]
     assert all(s != p[0] for (s, _), p in zip(swapped, pairs))
     assert sorted(s[0] for s, _ in swapped) == list("abcdefgh")
-    with pytest.raises(ValueError, match="2 pairs"):
-        sw.swapped_sources(pairs[:1], 0)
+    raises(ValueError, "2 pairs", sw.swapped_sources, pairs[:1], 0)
 
     cfg = PronouncerConfig(d_model=32, d_ff=64, num_layers=1, dropout=0.0)
     torch.manual_seed(0)

@@ -16,6 +16,7 @@ from utils.pronouncer import (
     train_pronouncer,
 )
 from utils.training import noam_lr
+from tests.conftest import raises
 
 TINY = PronouncerConfig(
     d_model=16, num_heads=2, num_layers=1, d_ff=32, eval_every=3, steps=6
@@ -95,8 +96,7 @@ def test_a_stopped_run_continues_to_the_same_result(tmp_path):
     for p, q in zip(model.parameters(), whole[0].parameters()):
         assert torch.equal(p, q)
     other = dataclasses.replace(cfg, dropout=0.0)
-    with pytest.raises(ValueError, match="another cfg"):
-        _train(other, splits, checkpoint=path)
+    raises(ValueError, "another cfg", _train, other, splits, checkpoint=path)
 
 
 def test_exact_match_counts_any_target_of_a_source():
@@ -131,8 +131,7 @@ def test_stop_after_replays_the_first_steps():
     ],
 )
 def test_bad_settings_name_the_field(settings, error, match):
-    with pytest.raises(error, match=match):
-        PronouncerConfig(**settings)
+    raises(error, match, PronouncerConfig, **settings)
 
 
 def test_training_wants_a_config_not_a_dict():
@@ -205,10 +204,8 @@ def test_an_ensemble_decodes_as_its_models_do():
 def test_ensemble_checks_its_members():
     from utils.ensemble import Ensemble
 
-    with pytest.raises(TypeError, match="members must be a list"):
-        Ensemble(_members()[0])
-    with pytest.raises(TypeError, match="members must be a list"):
-        Ensemble([])
+    raises(TypeError, "members must be a list", Ensemble, _members()[0])
+    raises(TypeError, "members must be a list", Ensemble, [])
     other = build_pronouncer(TINY, VOCABS[0], source_vocab())
     with pytest.raises(ValueError, match="share the output vocabulary"):
         Ensemble([_members()[0], other])

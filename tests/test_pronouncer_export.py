@@ -44,6 +44,7 @@ from utils import pronunciation as pr
 from utils.layers import Residual
 from utils.model import Transformer
 from utils.pronouncer import load_pronouncer
+from tests.conftest import raises
 
 ENGINE = ROOT / "_static" / "pronouncer" / "pronouncer.js"
 LOGP_TOL = 1e-4  # log-probabilities; seen: below 2e-6
@@ -88,22 +89,11 @@ def _random_checkpoint(path: pathlib.Path, norm_first: bool) -> Transformer:
     state dict); returns the model load_pronouncer gives back."""
     torch.manual_seed(1 if norm_first else 2)
     letters, phonemes = pr.letter_vocab(), pr.phoneme_vocab(False)
+    config = dict(SIZES, norm_first=norm_first, max_len=40, dropout=0.0)
     model = Transformer(
-        len(letters),
-        len(phonemes),
-        pad_id=letters.pad_id,
-        dropout=0.0,
-        norm_first=norm_first,
-        max_len=40,
-        **SIZES,
+        len(letters), len(phonemes), pad_id=letters.pad_id, **config
     )
     lp.spread_norms(model)
-    config = {
-        **SIZES,
-        "norm_first": norm_first,
-        "max_len": 40,
-        "dropout": 0.0,
-    }
     state = {k: v.half() for k, v in model.state_dict().items()}
     torch.save({"config": config, "state_dict": state}, path)
     loaded, cfg, stress = load_pronouncer(path)
@@ -115,10 +105,6 @@ def _run(node: str, weights: pathlib.Path, words: list[str]) -> dict:
     return lp.run_node(
         node, DRIVER, ENGINE, weights, json.dumps(words), timeout=120
     )
-
-
-def _data(weights: pathlib.Path) -> tuple[str, dict]:
-    return lp.read_export(weights, ex.PREFIX)
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +127,7 @@ def exported(request, exports):
 
 def test_the_export_carries_the_architecture(exported):
     norm, model, weights = exported
-    _, data = _data(weights)
+    _, data = lp.read_export(weights, ex.PREFIX)
     assert (data["format"], data["format_version"]) == (ex.FORMAT, 2)
     arch = data["architecture"]
     assert arch == {
@@ -235,7 +221,7 @@ def test_the_engine_sees_the_norm_placement(node, exported, tmp_path):
     """The same weights read as the other placement give other numbers: the
     comparison above can fail."""
     norm, _, weights = exported
-    head, data = _data(weights)
+    head, data = lp.read_export(weights, ex.PREFIX)
     if norm == "pre":  # as Post-Norm, the final norms are refused: drop them
         data["tensors"] = [
             t
@@ -323,15 +309,13 @@ def test_the_exporter_refuses_what_the_page_cannot_compute(exported):
     sub = next(m for m in model.modules() if isinstance(m, Residual))
     sub.norm_first = not sub.norm_first
     try:
-        with pytest.raises(ValueError, match="Pre-Norm and Post-Norm"):
-            ex.architecture(model)
+        raises(ValueError, "Pre-Norm and Post-Norm", ex.architecture, model)
     finally:
         sub.norm_first = not sub.norm_first
     norm = model.decoder.layers[0].sub1.norm
     norm.eps = 1e-6
     try:
-        with pytest.raises(ValueError, match="different eps"):
-            ex.architecture(model)
+        raises(ValueError, "different eps", ex.architecture, model)
     finally:
         norm.eps = 1e-5
     with pytest.raises(ValueError, match="not Transformer"):

@@ -12,6 +12,7 @@ import torch
 from utils import pronunciation as pr
 from utils.pronouncer import PronouncerConfig, build_pronouncer
 from utils.pronouncer import load_pronouncer
+from tests.conftest import raises
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -232,8 +233,7 @@ def test_stored_pronouncer_round_trip(tiny, tmp_path):
     torch.save(
         {"config": {**record, "stress": "no"}, "state_dict": half}, path
     )
-    with pytest.raises(TypeError, match="stress must be a bool"):
-        load_pronouncer(path)
+    raises(TypeError, "stress must be a bool", load_pronouncer, path)
 
 
 @pytest.mark.parametrize(
@@ -262,5 +262,4 @@ def test_stored_pronouncer_round_trip(tiny, tmp_path):
     ],
 )
 def test_bad_arguments_name_themselves(call, error, named):
-    with pytest.raises(error, match=named):
-        call()
+    raises(error, named, call)

@@ -26,9 +26,8 @@ from tools.editions.notebooks import (
 
 NOTEBOOKS = course_notebooks()
 IDS = [p.stem for p in NOTEBOOKS]
-MAX_COLUMNS = (
-    79  # what the site's code column shows whole (see _static/course.css)
-)
+# what the site's code column shows whole (see _static/course.css)
+MAX_COLUMNS = 79
 SOLUTION_PROMPTS = {
     "code_prompt_show": "Show solution",
     "code_prompt_hide": "Hide solution",
@@ -37,6 +36,12 @@ SOLUTION_PROMPTS = {
 
 def _cells(path: pathlib.Path) -> list[dict]:
     return json.loads(path.read_text())["cells"]
+
+
+def _code(path: pathlib.Path) -> list[tuple[int, dict]]:
+    """The code cells, each with its index among all the cells."""
+    cells = enumerate(_cells(path))
+    return [(i, c) for i, c in cells if c["cell_type"] == "code"]
 
 
 def test_toc_entries_exist():
@@ -93,7 +98,7 @@ def test_colab_installs_no_pinned_torch():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_setup_cell_is_the_canonical_one(path):
-    code = [c for c in _cells(path) if c["cell_type"] == "code"]
+    code = [c for _, c in _code(path)]
     source = "".join(code[0]["source"])
     assert source.startswith(SETUP_MARKER), (
         f"{path.name}: first code cell is not the setup cell"
@@ -109,11 +114,7 @@ def test_setup_cell_is_the_canonical_one(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_stored_outputs_are_clean_and_in_order(path):
-    code = [
-        c
-        for c in _cells(path)
-        if c["cell_type"] == "code" and "".join(c["source"]).strip()
-    ]
+    code = [c for _, c in _code(path) if "".join(c["source"]).strip()]
     counts = [c["execution_count"] for c in code]
     assert counts == list(range(1, len(code) + 1)), (
         f"{path.name}: not run top to bottom once: {counts}"
@@ -132,9 +133,7 @@ def test_stored_outputs_are_clean_and_in_order(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_figures_have_caption_and_alt_text(path):
-    for i, c in enumerate(_cells(path)):
-        if c["cell_type"] != "code":
-            continue
+    for i, c in _code(path):
         images = [
             o
             for o in c["outputs"]
@@ -273,9 +272,7 @@ def _columns(line: str) -> int:
 def test_code_and_outputs_fit_79_columns(path):
     """Every code line and printed line fits the site's code column whole."""
     long = []
-    for i, c in enumerate(_cells(path)):
-        if c["cell_type"] != "code":
-            continue
+    for i, c in _code(path):
         blocks = [("code", "".join(c["source"]))]
         blocks += [("output", t) for t in _text_outputs(c)]
         for kind, block in blocks:
@@ -356,8 +353,7 @@ def test_no_float_noise_in_outputs(path):
     at."""
     noisy = [
         f"cell {i}: {m.group(0).strip()[:70]}"
-        for i, c in enumerate(_cells(path))
-        if c["cell_type"] == "code"
+        for i, c in _code(path)
         for text in _text_outputs(c)
         for m in FLOAT_NOISE.finditer(text)
     ]
@@ -393,9 +389,7 @@ def test_every_adam_is_fused():
     }
     for path in NOTEBOOKS:
         sources[path.name] = "\n".join(
-            "".join(c["source"])
-            for c in _cells(path)
-            if c["cell_type"] == "code"
+            "".join(c["source"]) for _, c in _code(path)
         )
     unfused = {
         name: call

@@ -15,6 +15,7 @@ from utils.sampling import (
     top_k_filter,
     top_p_filter,
 )
+from tests.conftest import raises
 
 PROBS = torch.tensor([0.5, 0.3, 0.15, 0.05])
 LOGITS = PROBS.log()
@@ -121,26 +122,17 @@ def test_sample_is_reproducible_with_a_seed_and_keeps_the_batch_shape():
 
 
 def test_bad_input():
-    with pytest.raises(TypeError, match="logits"):
-        sample([0.1, 0.2])
-    with pytest.raises(TypeError, match="logits"):
-        top_k_filter(torch.tensor([1, 2]), 1)
-    with pytest.raises(ValueError, match="temperature"):
-        apply_temperature(LOGITS, -1.0)
-    with pytest.raises(ValueError, match="temperature"):
-        apply_temperature(LOGITS, math.inf)
+    raises(TypeError, "logits", sample, [0.1, 0.2])
+    raises(TypeError, "logits", top_k_filter, torch.tensor([1, 2]), 1)
+    raises(ValueError, "temperature", apply_temperature, LOGITS, -1.0)
+    raises(ValueError, "temperature", apply_temperature, LOGITS, math.inf)
     with pytest.raises(TypeError, match="temperature"):
         next_token_probs(LOGITS, temperature="hot")
-    with pytest.raises(ValueError, match="k"):
-        top_k_filter(LOGITS, 0)
-    with pytest.raises(TypeError, match="k"):
-        top_k_filter(LOGITS, 2.0)
-    with pytest.raises(ValueError, match="p must be in"):
-        top_p_filter(LOGITS, 0.0)
-    with pytest.raises(ValueError, match="p must be in"):
-        top_p_filter(LOGITS, 1.5)
-    with pytest.raises(TypeError, match="generator"):
-        sample(LOGITS, generator=3)
+    raises(ValueError, "k", top_k_filter, LOGITS, 0)
+    raises(TypeError, "k", top_k_filter, LOGITS, 2.0)
+    raises(ValueError, "p must be in", top_p_filter, LOGITS, 0.0)
+    raises(ValueError, "p must be in", top_p_filter, LOGITS, 1.5)
+    raises(TypeError, "generator", sample, LOGITS, generator=3)
 
 
 def test_top_p_stops_once_the_mass_reaches_p_exactly():

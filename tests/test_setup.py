@@ -10,6 +10,7 @@ import torch
 
 import proof
 import utils
+from tests.conftest import raises
 
 
 def test_glue_prints_the_value_where_myst_nb_is_missing(monkeypatch, capsys):
@@ -27,8 +28,7 @@ def test_glue_is_silent_under_myst_nb(capsys):
 
 
 def test_glue_rejects_a_bad_name():
-    with pytest.raises(TypeError, match="name"):
-        proof.glue("", 1)
+    raises(TypeError, "name", proof.glue, "", 1)
 
 
 def test_glue_writes_a_range_in_chinese(monkeypatch, capsys):
@@ -72,5 +72,4 @@ def test_course_seed(monkeypatch, setup, seed):
 
 def test_course_seed_must_be_an_integer(monkeypatch):
     monkeypatch.setenv("COURSE_SEED", "one")
-    with pytest.raises(ValueError, match="COURSE_SEED"):
-        proof.setup()
+    raises(ValueError, "COURSE_SEED", proof.setup)

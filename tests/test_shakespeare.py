@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
 from utils import shakespeare as sh
+from tests.conftest import raises
 
 
 def test_one_edition_of_each_work_and_no_folio():
@@ -78,9 +78,6 @@ def test_sizes_and_fingerprint():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="split"):
-        sh.split_works("validation")
-    with pytest.raises(TypeError, match="split"):
-        sh.split_works(1)
-    with pytest.raises(TypeError, match="name"):
-        sh.work_split(None)
+    raises(ValueError, "split", sh.split_works, "validation")
+    raises(TypeError, "split", sh.split_works, 1)
+    raises(TypeError, "name", sh.work_split, None)

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from utils.stats import mcnemar, paired_interval, t_quantile
+from tests.conftest import raises
 
 
 @pytest.mark.parametrize(  # two-sided 95% and 99% critical values (tables)
@@ -29,8 +30,7 @@ def test_paired_interval_by_hand():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="pair up"):
-        paired_interval([1.0, 2.0], [1.0])
+    raises(ValueError, "pair up", paired_interval, [1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="finite"):
         paired_interval([1.0, float("nan")], [1.0, 2.0])
     with pytest.raises(ValueError, match="level"):
@@ -43,7 +43,5 @@ def test_mcnemar_exact_and_normal():
     # 10 against 0: two-sided p = 2 / 2**10
     assert mcnemar(10, 0)["p_exact"] == pytest.approx(2 / 1024)
     assert mcnemar(130, 75)["z"] == pytest.approx(55 / 205**0.5)
-    with pytest.raises(ValueError, match="breaks must be an int >= 0"):
-        mcnemar(3, -1)
-    with pytest.raises(TypeError, match="fixes must be an int"):
-        mcnemar(3.0, 1)
+    raises(ValueError, "breaks must be an int >= 0", mcnemar, 3, -1)
+    raises(TypeError, "fixes must be an int", mcnemar, 3.0, 1)

@@ -5,9 +5,9 @@ torch. The notebooks themselves run in the CI job, not here."""
 from __future__ import annotations
 
 import nbformat
-import pytest
 
 from tools.numerics import torch_matrix
+from tests.conftest import raises
 
 
 def _notebook(*streams: tuple[str, str]) -> nbformat.NotebookNode:
@@ -60,8 +60,7 @@ def test_text_that_only_mentions_a_warning_is_not_one():
 def test_torch_requirement():
     assert torch_matrix.torch_requirement("newest") == "torch"
     assert torch_matrix.torch_requirement("2.11.0") == "torch==2.11.0"
-    with pytest.raises(ValueError, match="2.11.0"):
-        torch_matrix.torch_requirement("latest")
+    raises(ValueError, "2.11.0", torch_matrix.torch_requirement, "latest")
 
 
 def test_other_pins_are_requirements_without_torch():

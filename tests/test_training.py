@@ -24,6 +24,7 @@ from utils.training import (
 )
 from tools.runs.numbers_task import source_vocab, target_vocab
 from utils.batches import encode_batch
+from tests.conftest import raises
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -36,17 +37,23 @@ def test_noam_lr_three_cases_and_the_peak():
     assert math.isclose(noam_lr(16000, 512, 4000), 3.49386e-4, rel_tol=1e-5)
     d, w = 512, 4000
     assert math.isclose(noam_lr(w, d, w), d**-0.5 * w**-0.5)  # the peak
-    assert math.isclose(
-        noam_lr(100, d, w), d**-0.5 * 100 * w**-1.5
-    )  # linear rise
-    assert math.isclose(
-        noam_lr(2 * w, d, w) / noam_lr(w, d, w), 2**-0.5
-    )  # 1/sqrt(step) decay
+    assert math.isclose(noam_lr(100, d, w), d**-0.5 * 100 * w**-1.5)  # rise
+    # 1/sqrt(step) decay
+    assert math.isclose(noam_lr(2 * w, d, w) / noam_lr(w, d, w), 2**-0.5)
     lrs = [noam_lr(s, d, w) for s in range(1, 3 * w)]
     assert max(range(len(lrs)), key=lrs.__getitem__) + 1 == w
-    assert math.isclose(
-        noam_lr(10, 64, 100, factor=0.3), 0.3 * noam_lr(10, 64, 100)
-    )
+    scaled = noam_lr(10, 64, 100, factor=0.3)
+    assert math.isclose(scaled, 0.3 * noam_lr(10, 64, 100))
+
+
+def _rates(opt, sched, steps: int) -> list[float]:
+    """The rate each of ``steps`` optimiser steps used."""
+    seen = []
+    for _ in range(steps):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    return seen
 
 
 def test_noam_scheduler_sets_the_formula_and_adam_the_paper_settings():
@@ -54,11 +61,7 @@ def test_noam_scheduler_sets_the_formula_and_adam_the_paper_settings():
     opt = paper_adam([p], lr=0.5)  # the initial lr is divided out
     assert opt.defaults["betas"] == (0.9, 0.98) and opt.defaults["eps"] == 1e-9
     sched = noam_scheduler(opt, d_model=64, warmup_steps=10, factor=2.0)
-    seen = []
-    for _ in range(30):
-        seen.append(opt.param_groups[0]["lr"])
-        opt.step()
-        sched.step()
+    seen = _rates(opt, sched, 30)
     expected = [noam_lr(s, 64, 10, 2.0) for s in range(1, 31)]
     assert all(math.isclose(a, b) for a, b in zip(seen, expected))
 
@@ -67,27 +70,19 @@ def test_without_warmup_the_rate_starts_at_the_peak_and_decays_the_same():
     p = torch.nn.Parameter(torch.zeros(1))
     opt = paper_adam([p])
     sched = noam_scheduler(opt, d_model=64, warmup_steps=10, warmup=False)
-    seen = []
-    for _ in range(30):
-        seen.append(opt.param_groups[0]["lr"])
-        opt.step()
-        sched.step()
+    seen = _rates(opt, sched, 30)
     peak = 1 / math.sqrt(64 * 10)  # by hand: the formula's peak
     assert all(math.isclose(r, peak) for r in seen[:10])  # flat, no ramp
     assert math.isclose(seen[29], peak * math.sqrt(10 / 30))  # then decay
-    with pytest.raises(TypeError, match="warmup"):
-        noam_scheduler(opt, 64, 10, warmup=1)
+    raises(TypeError, "warmup", noam_scheduler, opt, 64, 10, warmup=1)
 
 
 def test_the_cooldown_falls_linearly_from_where_the_decay_left_it():
     p = torch.nn.Parameter(torch.zeros(1))
     opt = paper_adam([p])
-    sched = noam_scheduler(opt, 64, 10, steps=40, cooldown_steps=9)
-    seen = []
-    for _ in range(40):
-        seen.append(opt.param_groups[0]["lr"])
-        opt.step()
-        sched.step()
+    seen = _rates(
+        opt, noam_scheduler(opt, 64, 10, steps=40, cooldown_steps=9), 40
+    )
     plain = [noam_lr(s, 64, 10) for s in range(1, 41)]
     assert all(math.isclose(a, b) for a, b in zip(seen[:31], plain[:31]))
     # steps 32..40: the rate of step 31 times 9/10, 8/10, ..., 1/10
@@ -113,46 +108,30 @@ def _model(seed=0):
     from utils.model import Transformer
 
     torch.manual_seed(seed)
-    return Transformer(
-        len(source_vocab()),
-        len(target_vocab()),
-        d_model=16,
-        num_heads=2,
-        num_layers=1,
-        d_ff=32,
-        dropout=0.1,
-    )
+    vocabs = len(source_vocab()), len(target_vocab())
+    return Transformer(*vocabs, 16, 2, num_layers=1, d_ff=32, dropout=0.1)
 
 
 def test_evaluate_loss_equals_pytorch_and_restores_the_mode():
     model = _model()
     src, tgt = _batch()
-    batches = [
-        (src[:2], tgt[:2]),
-        (src[2:], tgt[2:]),
-    ]  # per-token mean across batches
+    batches = [(src[:2], tgt[:2]), (src[2:], tgt[2:])]  # per-token mean
     model.train()
     ours = evaluate_loss(model, batches, label_smoothing=0.1)
     assert model.training  # train mode restored
     model.eval()
     with torch.no_grad():
         logits = model(src, tgt[:, :-1])
+    logits, targets = logits.transpose(1, 2), tgt[:, 1:]
     theirs = F.cross_entropy(
-        logits.transpose(1, 2), tgt[:, 1:], ignore_index=0, label_smoothing=0.1
+        logits, targets, ignore_index=0, label_smoothing=0.1
     )
     assert math.isclose(ours, theirs.item(), rel_tol=1e-5)
-    assert (
-        not model.training and torch.is_grad_enabled()
-    )  # eval kept; no_grad stayed local
-    assert math.isclose(
-        evaluate_perplexity(model, batches),
-        math.exp(
-            F.cross_entropy(
-                logits.transpose(1, 2), tgt[:, 1:], ignore_index=0
-            ).item()
-        ),
-        rel_tol=1e-5,
-    )
+    # eval kept; no_grad stayed local
+    assert not model.training and torch.is_grad_enabled()
+    nats = F.cross_entropy(logits, targets, ignore_index=0).item()
+    ppl = evaluate_perplexity(model, batches)
+    assert math.isclose(ppl, math.exp(nats), rel_tol=1e-5)
 
 
 def test_perplexity_of_a_uniform_model_is_the_vocabulary_size():
@@ -161,9 +140,8 @@ def test_perplexity_of_a_uniform_model_is_the_vocabulary_size():
             return torch.zeros(*tgt.shape, 17)
 
     src, tgt = _batch()
-    assert math.isclose(
-        evaluate_perplexity(Uniform(), [(src, tgt)]), 17, rel_tol=1e-6
-    )
+    ppl = evaluate_perplexity(Uniform(), [(src, tgt)])
+    assert math.isclose(ppl, 17, rel_tol=1e-6)
 
 
 def test_train_lowers_the_loss_on_a_repeated_batch():
@@ -171,13 +149,9 @@ def test_train_lowers_the_loss_on_a_repeated_batch():
     batch = _batch()
     opt = paper_adam(model.parameters(), lr=3e-3)
     before = evaluate_loss(model, [batch])
+    batches = itertools.repeat(batch)
     losses = train(
-        model,
-        opt,
-        itertools.repeat(batch),
-        teacher_forced_loss,
-        30,
-        progress=False,
+        model, opt, batches, teacher_forced_loss, 30, progress=False
     )
     assert len(losses) == 30 and model.training
     assert evaluate_loss(model, [batch]) < 0.5 * before
@@ -191,16 +165,8 @@ def test_train_is_the_plain_loop_bit_for_bit():
     opt = paper_adam(mine.parameters())
     sched = noam_scheduler(opt, 16, 3)
     torch.manual_seed(1)
-    train(
-        mine,
-        opt,
-        itertools.repeat(batch),
-        teacher_forced_loss,
-        5,
-        scheduler=sched,
-        clip=0.5,
-        progress=False,
-    )
+    kw = dict(scheduler=sched, clip=0.5, progress=False)
+    train(mine, opt, itertools.repeat(batch), teacher_forced_loss, 5, **kw)
     opt = paper_adam(theirs.parameters())
     sched = noam_scheduler(opt, 16, 3)
     torch.manual_seed(1)
@@ -228,23 +194,13 @@ def test_every_hook_is_called_and_one_can_stop_the_loop():
         return step == 4
 
     def grad_norm(step, loss):  # gradients as the optimiser used them
-        norms.append(
-            torch.nn.utils.get_total_norm(
-                [p.grad for p in model.parameters()]
-            ).item()
-        )
+        grads = [p.grad for p in model.parameters()]
+        norms.append(torch.nn.utils.get_total_norm(grads).item())
 
-    losses = train(
-        model,
-        opt,
-        itertools.repeat(_batch()),
-        teacher_forced_loss,
-        9,
-        start=1,
-        clip=0.01,
-        hooks=[stop_at_4, record, grad_norm],
-        progress=False,
-    )
+    hooks = [stop_at_4, record, grad_norm]
+    batches = itertools.repeat(_batch())
+    losses = train(model, opt, batches, teacher_forced_loss, 9, start=1,
+                   clip=0.01, hooks=hooks, progress=False)  # fmt: skip
     assert [s for s, _ in seen] == [2, 3, 4]  # from start + 1, to the stop
     assert [x for _, x in seen] == losses
     assert all(n <= 0.01 * (1 + 1e-5) for n in norms)
@@ -264,15 +220,8 @@ def test_a_hook_that_evaluates_leaves_the_model_training():
         return teacher_forced_loss(model, batch)
 
     model.eval()
-    train(
-        model,
-        paper_adam(model.parameters()),
-        itertools.repeat(batch),
-        loss_fn,
-        3,
-        hooks=[evaluate],
-        progress=False,
-    )
+    opt, batches = paper_adam(model.parameters()), itertools.repeat(batch)
+    train(model, opt, batches, loss_fn, 3, hooks=[evaluate], progress=False)
     assert modes == [True] * 6
 
 
@@ -285,10 +234,8 @@ def test_progress_line_fits_79_columns_and_writes_nothing_when_disabled(
     bar.close()
     assert "1234/1234" in bar.line() and len(bar.line()) <= 79
     err = capsys.readouterr().err
-    assert (
-        "100%" in err
-        and max(len(x) for x in err.replace("\r", "\n").split("\n")) <= 79
-    )
+    assert "100%" in err
+    assert max(len(x) for x in err.replace("\r", "\n").split("\n")) <= 79
     quiet = Progress(5, enabled=False)
     quiet.update()
     quiet.close()
@@ -296,39 +243,23 @@ def test_progress_line_fits_79_columns_and_writes_nothing_when_disabled(
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="step"):
-        noam_lr(0, 64, 100)
-    with pytest.raises(ValueError, match="warmup_steps"):
-        noam_lr(1, 64, 0)
-    with pytest.raises(TypeError, match="d_model"):
-        noam_lr(1, 64.0, 10)
-    with pytest.raises(ValueError, match="lr"):
-        noam_scheduler(
-            torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.0),
-            64,
-            10,
-        )
+    raises(ValueError, "step", noam_lr, 0, 64, 100)
+    raises(ValueError, "warmup_steps", noam_lr, 1, 64, 0)
+    raises(TypeError, "d_model", noam_lr, 1, 64.0, 10)
+    sgd = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.0)
+    raises(ValueError, "lr", noam_scheduler, sgd, 64, 10)
+    float_tgt = (torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3))
     with pytest.raises(TypeError, match="tgt must hold integer token ids"):
-        teacher_forced_loss(
-            _model(),
-            (torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3)),
-        )
+        teacher_forced_loss(_model(), float_tgt)
     model = _model()
     args = (model, paper_adam(model.parameters()), iter([_batch()]))
     with pytest.raises(ValueError, match="steps"):
         train(*args, teacher_forced_loss, 0, progress=False)
     with pytest.raises(ValueError, match="clip"):
         train(*args, teacher_forced_loss, 2, clip=0.0, progress=False)
+    all_pad = (torch.ones(1, 2).long(), torch.zeros(1, 3).long())
     with pytest.raises(ValueError, match="no real target token"):
-        evaluate_loss(
-            _model(),
-            [
-                (
-                    torch.ones(1, 2, dtype=torch.long),
-                    torch.zeros(1, 3, dtype=torch.long),
-                )
-            ],
-        )
+        evaluate_loss(_model(), [all_pad])
 
 
 def test_course_seed_reads_course_seed(monkeypatch):
@@ -339,8 +270,7 @@ def test_course_seed_reads_course_seed(monkeypatch):
     monkeypatch.setenv("COURSE_SEED", "2")
     assert course_seed() == 2
     monkeypatch.setenv("COURSE_SEED", "two")
-    with pytest.raises(ValueError, match="COURSE_SEED"):
-        course_seed()
+    raises(ValueError, "COURSE_SEED", course_seed)
 
 
 def test_threads_restores_the_count_even_after_an_error():

@@ -20,12 +20,12 @@ Both editions' builds are checked by the strict build test
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 
 import nbformat
 import pytest
+from tests import live_pages as lp
 from tools.editions import translations
 from tools.editions.glossary_links import GLOSSARY, glossary_terms
 
@@ -235,13 +235,10 @@ def test_style_problems_name_page_unit_and_pattern(scratch, monkeypatch):
     # a page of a few characters: its colon density over the whole page is
     # test_colon_density_is_counted_per_page's business
     monkeypatch.setattr(translations, "COLONS_LEFT", {"03_"})
-    translations.sync(chapter)
-    entries, units = translations.load(chapter), translations.units(chapter)
+    entries, units = filled(chapter), translations.units(chapter)
     opener = next(
         k for k, text in units.items() if "**What you need:**" in text
     )
-    for key, entry in entries.items():
-        entry["zh"] = "译文"
     entries[opener]["zh"] = "**你需要：**注意力。\n\n**你将得到：**掩码。"
     translations.save(chapter, entries)
     assert translations.style_problems(chapter) == []
@@ -261,11 +258,8 @@ def test_style_problems_name_page_unit_and_pattern(scratch, monkeypatch):
 
 def test_d2l_names_are_given_at_first_use(scratch, tmp_path):
     _, chapter = scratch
-    translations.sync(chapter)
-    entries = translations.load(chapter)
+    entries = filled(chapter)
     prose = [k for k in entries if "/" not in k]
-    for entry in entries.values():
-        entry["zh"] = "译文"
     entries[prose[1]]["zh"] = "批归一化对列归一化；dropout 只在训练时生效。"
     entries[prose[2]]["zh"] = "再说一次批归一化和 dropout。"
     translations.save(chapter, entries)
@@ -283,11 +277,7 @@ def test_d2l_names_are_given_at_first_use(scratch, tmp_path):
     # dropout is given again in every chapter, 批归一化 once in the course
     second = chapter.with_name("04_positional_encoding.ipynb")
     shutil.copy(translations.ROOT / "book" / second.name, second)
-    translations.sync(second)
-    more = translations.load(second)
-    for entry in more.values():
-        entry["zh"] = "批归一化和 dropout。"
-    translations.save(second, more)
+    filled(second, "批归一化和 dropout。")
     [msg] = translations.aside_problems([chapter, second])
     assert "the chapter's first dropout" in msg and second.name in msg
 
@@ -354,9 +344,8 @@ def test_term_problems_names_page_unit_and_form(scratch):
     assert translations.term_problems(chapter) == []
 
     keys = [k for k in entries if not translations.SOLUTION.search(units[k])]
-    entries[keys[1]]["zh"] = (
-        "每个词元都能看到 `token` 和 $token$。"  # bare first 词元
-    )
+    # a bare first 词元
+    entries[keys[1]]["zh"] = "每个词元都能看到 `token` 和 $token$。"
     entries[keys[2]]["zh"] = "同一个 Transformer 堆栈；下一个 token 被遮住了。"
     entries[keys[3]]["zh"] = "{term}`one-hot 向量 <one-hot>`，下面的单元格。"
     solution = next(
@@ -399,9 +388,7 @@ def test_linked_terms_reads_both_forms_of_the_role():
     text = "{term}`Attention`, {term}`values <value>`, {term}`look-ahead mask`"
     names = glossary_terms()
     assert linked_terms(text) == {
-        names["attention"],
-        names["value"],
-        names["look-ahead mask"],
+        names[n] for n in ("attention", "value", "look-ahead mask")
     }
 
 
@@ -415,6 +402,17 @@ def scratch(tmp_path, monkeypatch):
     chapter.parent.mkdir()
     shutil.copy(translations.ROOT / "book" / "03_masks.ipynb", chapter)
     return store, chapter
+
+
+def filled(chapter, zh: str = "译文") -> dict:
+    """The chapter's store synced, every unit's Chinese set to ``zh`` and
+    saved: its entries."""
+    translations.sync(chapter)
+    entries = translations.load(chapter)
+    for entry in entries.values():
+        entry["zh"] = zh
+    translations.save(chapter, entries)
+    return entries
 
 
 def test_the_store_round_trips(tmp_path, monkeypatch):
@@ -448,10 +446,7 @@ def test_sync_marks_a_changed_english_unit_as_outdated(scratch):
     assert len(found) == len(units)
     assert all(" untranslated: " in msg for msg in found)
 
-    entries = translations.load(chapter)
-    for entry in entries.values():
-        entry["zh"] = "译文"
-    translations.save(chapter, entries)
+    filled(chapter)
     before = translations.store_path(chapter).read_text()
     assert translations.sync(chapter) == (0, 0)
     assert translations.store_path(chapter).read_text() == before  # idempotent
@@ -500,9 +495,9 @@ def test_every_code_comment_is_translated():
 
 
 # Prints the English texts of the live pages' widgets (their scripts' TEXT;
-# under `node -e`, process.argv[1:] are the scripts).
+# process.argv[2:] are the scripts).
 LIVE_SCRIPTS = r"""
-const texts = process.argv.slice(1).map((f) => Object.values(require(f).TEXT));
+const texts = process.argv.slice(2).map((f) => Object.values(require(f).TEXT));
 console.log(JSON.stringify(texts.flat()));
 """
 
@@ -512,19 +507,11 @@ def test_the_live_pages_texts_are_translated(node):
     under Node) has its Chinese in locale/zh/live/widgets.yml, with the same
     {name} slots and the glossary's words; every entry there is still
     shown (the Chinese pages load them as _static/engine/zh.js)."""
-    import subprocess
-
     scripts = [
         translations.ROOT / "_static" / "pronouncer" / "pronouncer.js",
         translations.ROOT / "_static" / "gpt" / "gpt_page.js",
     ]
-    done = subprocess.run(
-        [node, "-e", LIVE_SCRIPTS, "--", *map(str, scripts)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    english = set(json.loads(done.stdout))
+    english = set(lp.run_node(node, LIVE_SCRIPTS, *scripts))
     table = translations.live_texts()
     slots = re.compile(r"\{\w+\}")
     assert english and not english - set(table), english - set(table)
@@ -576,12 +563,8 @@ def test_colon_density_is_counted_per_page(scratch, monkeypatch):
     """Issue #63: short paragraphs escape the paragraph check, so the density
     is counted over the whole page too (but for the pages in COLONS_LEFT)."""
     _, chapter = scratch
-    translations.sync(chapter)
-    entries = translations.load(chapter)
     text = "做法：相乘。这是一个凑足长度的普通中文句子而已。"  # 1 in 21
-    for entry in entries.values():
-        entry["zh"] = text
-    translations.save(chapter, entries)
+    entries = filled(chapter, text)
     colons, n = translations.page_colons(chapter)
     assert colons == len(entries) and n == 21 * len(entries)
     assert translations.colon_chains(entries[next(iter(entries))]["zh"]) == []
@@ -598,9 +581,7 @@ def test_colon_density_is_counted_per_page(scratch, monkeypatch):
     monkeypatch.setattr(translations, "COLONS_LEFT", {"03_"})
     assert page_level() == []  # a page still to rephrase is not failed
     monkeypatch.setattr(translations, "COLONS_LEFT", set())
-    for entry in entries.values():
-        entry["zh"] = "做法是相乘。这是一个凑足长度的普通中文句子而已。"
-    translations.save(chapter, entries)
+    filled(chapter, "做法是相乘。这是一个凑足长度的普通中文句子而已。")
     assert translations.page_colons(chapter)[0] == 0
     assert not [
         m for m in translations.style_problems(chapter) if "colons" in m

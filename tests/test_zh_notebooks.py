@@ -13,6 +13,7 @@ the command that regenerates it.
 from __future__ import annotations
 
 import copy
+import functools
 
 import nbformat
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from tools import ROOT
 from tools.editions import build_book, translations, zh_notebooks
 from tools.editions.notebooks import toc_notebooks
+from tests.conftest import raises
 
 CHAPTERS = toc_notebooks()
 
@@ -158,8 +160,7 @@ def test_setup_call_asks_for_chinese():
         ours.replace(zh_notebooks.ZH_SETUP_CALL, zh_notebooks.SETUP_CALL)
         == english
     )
-    with pytest.raises(ValueError, match="does not call"):
-        zh_notebooks.zh_setup("import utils")
+    raises(ValueError, "does not call", zh_notebooks.zh_setup, "import utils")
 
 
 def _current_copy(page, tmp_path, monkeypatch):
@@ -255,26 +256,14 @@ def test_a_missing_chinese_notebook_is_found(tmp_path, monkeypatch):
 
 
 def test_text_outputs_ignore_what_nbval_sanitises():
+    stdout = functools.partial(nbformat.v4.new_output, "stream", name="stdout")
     cell = nbformat.v4.new_code_cell("")
-    cell.outputs = [
-        nbformat.v4.new_output(
-            "stream", name="stdout", text="at 0x7f3a9c2b10 "
-        ),
-        nbformat.v4.new_output("stream", name="stdout", text="done\n"),
-    ]
+    cell.outputs = [stdout(text="at 0x7f3a9c2b10 "), stdout(text="done\n")]
     other = copy.deepcopy(cell)
-    other.outputs = [
-        nbformat.v4.new_output(
-            "stream", name="stdout", text="at 0x7f00aa11bb done\n"
-        )
-    ]
+    other.outputs = [stdout(text="at 0x7f00aa11bb done\n")]
     sanitisers = zh_notebooks._sanitisers()
-    assert zh_notebooks.text_outputs(cell, sanitisers) == [
-        ("stream:stdout", "at 0xADDRESS done\n")
-    ]
-    assert zh_notebooks.text_outputs(
-        other, sanitisers
-    ) == zh_notebooks.text_outputs(cell, sanitisers)
+    seen = [zh_notebooks.text_outputs(c, sanitisers) for c in (cell, other)]
+    assert seen[0] == seen[1] == [("stream:stdout", "at 0xADDRESS done\n")]
 
 
 def test_chinese_source_tree_takes_the_chinese_notebooks(
@@ -294,8 +283,7 @@ def test_chinese_source_tree_takes_the_chinese_notebooks(
     english = (ROOT / "_config.yml").read_text()
     assert 'path_to_book: "colab"' in english
     monkeypatch.setattr(zh_notebooks, "ZH", tmp_path / "nothing")
-    with pytest.raises(SystemExit, match="make zh-notebooks"):
-        build_book.zh_source()
+    raises(SystemExit, "make zh-notebooks", build_book.zh_source)
 
 
 def test_prose_only_regeneration_keeps_outputs(tmp_path, monkeypatch):

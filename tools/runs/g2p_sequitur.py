@@ -27,7 +27,9 @@ Each order runs in a child process. A finished order keeps its model in
 (wall and CPU), valid and test WER/PER, which words it gets wrong. The next
 invocation continues with the next order. ``--max-minutes`` is a wall
 limit: no order starts after it, and an order still running then is
-stopped and simply redone next time. It stops for good (recorded under
+stopped and simply redone next time. On a machine without the stored
+orders' models (a new clone), they are made again first, and must score
+every word as their rows say. It stops for good (recorded under
 ``sequitur`` in the JSON) where the validation WER stops improving, or
 when the finished orders have used ``BUDGET_HOURS`` of one core.
 """
@@ -155,8 +157,10 @@ def fit(order: int, sample: list) -> tuple:
     return model, options, *seconds, cpu
 
 
-def train(order: int) -> None:
-    """One order, in this (child) process: train, score, store."""
+def train(order: int, again: bool = False) -> None:
+    """One order, in this (child) process: train, score, store; ``again``:
+    an order already stored whose model is gone (another machine), made
+    again and kept only if it scores every word as the stored row says."""
     from sequitur import Translator
 
     split = pr.split_words(N_VALID, N_TEST, SEED)
@@ -193,8 +197,14 @@ def train(order: int) -> None:
     out["train"]["cpu_seconds_with_scoring"] = round(
         time.process_time() - cpu, 1
     )
-    os.replace(options.newModelFile, model_path(order))
     data = g2p_baselines.load()
+    if again:
+        stored = data["entries"][f"{PREFIX}{order}"]
+        for part in ("valid", "test"):
+            if out[part]["wrong"] != stored[part]["wrong"]:
+                raise SystemExit(f"order {order} made again differs ({part})")
+        return os.replace(options.newModelFile, model_path(order))
+    os.replace(options.newModelFile, model_path(order))
     done = entries(data)
     out["train"]["seconds_all_orders"] = round(
         sum(e["train"]["seconds"] for e in done[: order - 1]) + train_wall, 1
@@ -225,11 +235,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--max-minutes", type=float, default=None)
     ap.add_argument("--order", type=int, help=argparse.SUPPRESS)  # child
+    ap.add_argument("--again", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     check_package()
     model_dir().mkdir(parents=True, exist_ok=True)
     if args.order is not None:
-        return train(args.order)
+        return train(args.order, args.again)
     deadline = time.monotonic() + 60 * (args.max_minutes or 1e9)
     while True:
         data = g2p_baselines.load()
@@ -245,17 +256,15 @@ def main() -> None:
             data["sequitur"] = {"orders": order - 1, "stopped": reason}
             g2p_baselines.store(data)
             return print(f"sequitur: done ({reason})")
-        if order > 1 and not model_path(order - 1).exists():
-            raise SystemExit(
-                f"{model_path(order - 1)} is gone: remove the sequitur "
-                f"entries from {g2p_baselines.OUT} to start again"
-            )
+        gone = [n for n in range(1, order) if not model_path(n).exists()]
         left = deadline - time.monotonic()
         if left <= 0:
             return print(f"sequitur: time is up; next: order {order}")
-        print(f"sequitur: order {order} ({left / 60:.0f} min left)")
         env = {**os.environ, "PYTHONHASHSEED": str(SEED)}
         cmd = [sys.executable, "-m", "tools.runs.g2p_sequitur"]
+        if gone:  # the recipe is seeded: the stored orders are made again
+            order, cmd = gone[0], cmd + ["--again"]
+        print(f"sequitur: order {order} ({left / 60:.0f} min left)")
         child = subprocess.Popen(cmd + ["--order", str(order)], env=env)
         try:
             code = child.wait(timeout=left)
@@ -265,6 +274,8 @@ def main() -> None:
             return print(f"sequitur: stopped in order {order}, redone next")
         if code != 0:
             raise SystemExit(f"order {order} failed ({code})")
+        if gone:
+            continue
         data = g2p_baselines.load()
         e = data["entries"][f"{PREFIX}{order}"]
         data["sequitur"] = {"orders": order, "stopped": None}
