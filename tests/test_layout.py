@@ -78,12 +78,15 @@ SUPPORT = {"checks.py", "__init__.py", "plotting.py"}
 # distillation (runs/distill.py) and checkpoint averaging, issue 59's
 # learning curves. Lowered to 9,950 in session 14: 196 lines of tools
 # said once or shorter (shared helpers, tables, the fingerprint's steps),
-# the distillation loss moved to utils. A count of what is left: about
+# the distillation loss moved to utils; raised to 10,000 by issue 58's
+# items 6-7: a recipe run made the stored pronouncer (--store), the stored
+# model rescored as a run of its own, and where the rescoring's gain comes
+# from. A count of what is left: about
 # 6,400 lines of code, 1,600 of docstrings, 1,250 blank; no unused top-level
 # definition.
 TOOLS_FOLDERS = {"editions", "runs", "numerics", "budgets"}
 TOOLS_TOP = {"__init__.py", "fingerprint.py", "ddp_gpt.py"}
-TOOLS_LINES = 9_950
+TOOLS_LINES = 10_000
 
 
 def test_tools_by_role_within_budget():
