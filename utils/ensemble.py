@@ -76,9 +76,9 @@ def pair_key(src: torch.Tensor, tgt: torch.Tensor, pads) -> bytes:
     """A (source, target) pair's key in a teacher's table: their ids
     without the padding (``pads``: the two PAD ids)."""
     return (
-        src[src != pads[0]].numpy().tobytes()
+        src[src != pads[0]].cpu().numpy().tobytes()
         + b"|"
-        + tgt[tgt != pads[1]].numpy().tobytes()
+        + tgt[tgt != pads[1]].cpu().numpy().tobytes()
     )
 
 
