@@ -5,14 +5,16 @@
     python -m tools.runs.train_pronouncer --recipe t128_kd --procs 2
     python -m tools.runs.distill --head l128_kd  # the rows a replay reads
 
-The teacher is the ensemble of the 7 stored members
-(``tools/runs/pronouncer_ensemble.py``): the mean of their next-phoneme
-probabilities. ``teacher_table`` reads every training pair through it,
-teacher-forced, once, and keeps each pair's rows (fp16) under the pair's
-token ids, so a student's step looks its batch up instead of running 7
-models. The student's loss (``distill_loss``) mixes the label-smoothed
+The teacher is an ensemble, the mean of its members' next-phoneme
+probabilities: the first recipe's 7 stored runs
+(``tools/runs/pronouncer_ensemble.py``), or those and the second recipe's
+full runs (``NINE``, ``python -m tools.runs.distill --teacher nine``).
+``teacher_table`` reads every training pair through it, teacher-forced,
+once, and keeps each pair's rows (fp16) under the pair's token ids, so a
+student's step looks its batch up instead of running its members. The
+student's loss (``utils.ensemble.distill_loss``) mixes the label-smoothed
 cross-entropy on the dictionary's phonemes with the cross-entropy against
-the teacher's probabilities (``utils.ensemble.distill_loss``).
+the teacher's probabilities.
 
 The table (105 MB) stays in ``_build``; a replay of a distilled run's
 first steps (chapter 8, the tests) reads ``HEAD``: just the rows those
@@ -24,22 +26,42 @@ from __future__ import annotations
 import torch
 
 from tools import ROOT
-from tools.runs.pronouncer_ensemble import members
+from tools.runs import pronouncer_ensemble
 from utils.batches import encode_batch, group_pairs
 from utils.ensemble import Ensemble, distill_loss, pair_key
+from utils.pronouncer import load_pronouncer, train_pronouncer
 from utils.training import threads
 
-TABLE = ROOT / "_build" / "pronouncer" / "teacher_s0-6.pt"
-SEEDS = tuple(range(7))
+WORK = ROOT / "_build" / "pronouncer"  # where train_pronouncer's runs are
+FIRST = tuple(f"s{seed}" for seed in range(7))  # the first recipe's seeds
+NINE = FIRST + ("f128_s0", "l128_kd_s0")  # and the second recipe's full runs
+TEACHERS = {"seven": FIRST, "nine": NINE}
+TABLE = WORK / "teacher_s0-6.pt"
 HEAD = ROOT / "book" / "data" / "pronouncer_teacher_head.pt"
 HEAD_STEPS = 2  # the steps a replay retrains
 
 
+def table_path(teacher: str):
+    """Where the table of ``TEACHERS[teacher]`` is kept."""
+    return TABLE if teacher == "seven" else WORK / f"teacher_{teacher}.pt"
+
+
+def members(names) -> list:
+    """The runs named (``s{k}``: the first recipe's seed k; otherwise a
+    second-recipe run's stored fp16 weights in ``WORK``), loaded."""
+    return [
+        pronouncer_ensemble.members([int(n[1:])])[0]
+        if n in FIRST
+        else load_pronouncer(WORK / f"{n}_fp16.pt")[0]
+        for n in names
+    ]
+
+
 @torch.no_grad()
-def teacher_table(pairs, vocabs, seeds=SEEDS) -> dict[bytes, torch.Tensor]:
+def teacher_table(pairs, vocabs, names=FIRST) -> dict[bytes, torch.Tensor]:
     """Each pair's key -> the ensemble's probabilities of every target
     position, teacher-forced: ``(len(target) + 1, V)`` fp16 (EOS last)."""
-    ensemble = Ensemble(members(seeds)).eval()
+    ensemble = Ensemble(members(names)).eval()
     pads = (vocabs[0].pad_id, vocabs[1].pad_id)
     table = {}
     for group in group_pairs(pairs, 500, seed=None):
@@ -66,12 +88,12 @@ def head(recipe: str, steps: int = HEAD_STEPS) -> dict:
     """The rows the first ``steps`` of ``recipe`` (seed 0) read, from the
     full table -> ``{"recipe", "steps", "rows"}`` (as ``HEAD`` stores)."""
     from tools.runs import train_pronouncer as tp
-    from utils.pronouncer import train_pronouncer
 
     cfg = tp.RECIPES[recipe]
     _, splits, vocabs = tp.data()
     pads = (vocabs[0].pad_id, vocabs[1].pad_id)
-    reading = _Reading(torch.load(TABLE, weights_only=True))
+    table = table_path(tp.TAUGHT_BY.get(recipe, "seven"))
+    reading = _Reading(torch.load(table, weights_only=True))
     loss = distill_loss(
         reading, tp.DISTILLED[recipe], cfg.label_smoothing, pads
     )
@@ -91,10 +113,11 @@ def main(args) -> None:
         return
     _, splits, vocabs = data()
     with threads(1):
-        table = teacher_table(splits["train"], vocabs)
-    TABLE.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(table, TABLE)
-    print(f"{len(table)} pairs -> {TABLE}")
+        table = teacher_table(splits["train"], vocabs, TEACHERS[args.teacher])
+    path = table_path(args.teacher)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(table, path)
+    print(f"{len(table)} pairs -> {path}")
 
 
 if __name__ == "__main__":
@@ -102,4 +125,5 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--head", help="a distilled recipe: store its head")
+    parser.add_argument("--teacher", choices=TEACHERS, default="seven")
     main(parser.parse_args())

@@ -150,13 +150,17 @@ RECIPES["l128"] = dataclasses.replace(
     RECIPES["f128"], steps=40_425, eval_every=1617
 )
 RECIPES["l128_kd"] = RECIPES["l128"]
+# l128_kd: see its row. The same recipe taught by a stronger teacher: the 7
+# first-recipe runs with f128 and l128_kd (tools/runs/distill.py, NINE).
+RECIPES["l128_kd9"] = RECIPES["l128"]
+DISTILLED = {"t128_kd": 0.5, "l128_kd": 0.5, "l128_kd9": 0.5}  # its share
+TAUGHT_BY = {"l128_kd9": "nine"}  # the others: "seven" (distill.TEACHERS)
 STORED = "l128_kd"  # the recipe whose seed-0 run is the stored pronouncer
-DISTILLED = {"t128_kd": 0.5, "l128_kd": 0.5}  # recipe -> the teacher's share
 RECIPE_ROWS = OUT / "pronouncer_recipe.jsonl"  # one row per finished run
 # A full run keeps its weights at the end of each of its last AVERAGED
 # epochs (404 steps of 256 words); the stored model is the average of the
 # last k of them (k = 1: the final weights) with the best validation WER.
-FULL, AVERAGED, EPOCH = {"l128", "l128_kd"}, 5, 404
+FULL, AVERAGED, EPOCH = {"l128", "l128_kd", "l128_kd9"}, 5, 404
 
 
 def snapshot_steps(cfg) -> list[int]:
@@ -271,7 +275,8 @@ def run(
     if alpha:
         from tools.runs import distill
 
-        table = torch.load(distill.TABLE, weights_only=True)
+        teacher = distill.table_path(TAUGHT_BY.get(args.recipe, "seven"))
+        table = torch.load(teacher, weights_only=True)
         pads = (vocabs[0].pad_id, vocabs[1].pad_id)
         loss = distill.distill_loss(table, alpha, cfg.label_smoothing, pads)
     model, h = train_pronouncer(
@@ -362,6 +367,9 @@ def recipe_row(args, cfg, model, h, world, stress) -> dict:
         "processes": world.size,
         "trained_with_stress": stress,
         "distilled": DISTILLED.get(args.recipe, 0.0),  # the teacher's share
+        "teacher": TAUGHT_BY.get(args.recipe, "seven")
+        if args.recipe in DISTILLED
+        else None,
         "steps_done": done,
         "seconds": round(h["seconds"], 1),
         "numeric_mode": numeric_mode.stamp(),
