@@ -98,6 +98,7 @@ def draw_beam_tree(nodes, path, token_text, eos_id, pad_id, footer: str):
 def sampling_panels(panels, labels):
     """Four bar charts, two per row: ``panels`` = [(title, heights)]."""
     fig, axes = plt.subplots(2, 2, figsize=(6.0, 4.8), sharey=True)
+    labels = [t.strip("<>") for t in labels]  # "<eos>" crowds its neighbours
     for ax, (title, heights) in zip(axes.flat, panels):
         ax.bar(range(len(labels)), heights, color="tab:blue")
         ax.set_xticks(range(len(labels)), labels, fontsize=10)
