@@ -3,8 +3,10 @@
 Each runs as ``python -m tools.runs.NAME`` and computes in the portable
 numeric mode, like the stored outputs: started otherwise, it restarts in it
 here, before it imports torch (glibc reads its tunables only when a process
-starts), with its arguments."""
+starts), with its arguments. The helpers below read and write the stored
+files the same way in every script."""
 
+import json
 import sys
 
 from tools.numerics import numeric_mode
@@ -13,3 +15,21 @@ _ARGV = getattr(sys, "orig_argv", [])
 _AT = _ARGV.index("-m") + 1 if "-m" in _ARGV[:-1] else None  # the module
 if _AT is not None and _ARGV[_AT].startswith(__name__ + "."):
     numeric_mode.reexec_in("portable", _ARGV[_AT])
+
+
+def write_json(path, data, indent: int | None = 1) -> None:
+    """Store ``data`` as every stored result is: JSON, a final newline."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=indent) + "\n")
+
+
+def read_rows(path) -> list[dict]:
+    """The rows of a JSON-lines file; none before the first is stored."""
+    if not path.is_file():
+        return []
+    return [json.loads(r) for r in path.read_text().splitlines() if r.strip()]
+
+
+def write_rows(path, rows) -> None:
+    """A JSON-lines file of ``rows``, written whole."""
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
