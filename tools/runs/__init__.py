@@ -33,3 +33,24 @@ def read_rows(path) -> list[dict]:
 def write_rows(path, rows) -> None:
     """A JSON-lines file of ``rows``, written whole."""
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def table_rows(path, same_mode: bool = False) -> list[dict]:
+    """The rows of a table stored by ``write_table`` (none before the first);
+    ``same_mode``: exit if they were computed in another numeric mode."""
+    if not path.is_file():
+        return []
+    table = json.loads(path.read_text())
+    if (
+        same_mode
+        and table["rows"]
+        and table["numeric_mode"] != numeric_mode.stamp()
+    ):
+        raise SystemExit(f"{path} was made in {table['numeric_mode']}")
+    return table["rows"]
+
+
+def write_table(path, meta: dict, rows: list[dict]) -> None:
+    """A table of runs: the numeric mode they ran in, what they are, rows."""
+    table = {"numeric_mode": numeric_mode.stamp(), "meta": meta, "rows": rows}
+    write_json(path, table)
