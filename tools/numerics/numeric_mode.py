@@ -35,27 +35,15 @@ Intel or AMD:
 - One thread everywhere (OpenMP, MKL, OpenBLAS): a parallel reduction's order
   depends on the thread count.
 
-Cost: MKL's vendor-neutral branch costs little here, since the course's
-matrices are small; a chapter-8 training step took 42-47 ms in the old mode
-and 53 ms in this one on an AVX-512 EPYC (about 1.2x).
+What the mode costs, and how ``tests/test_numeric_mode.py`` proves it:
+README, "Proven on any machine". Where the exact comparison cannot hold
+(not Linux on x86-64 with AVX2), ``exact_comparison()`` says why, and
+``tools/numerics/claims_mode.py`` has ``make test`` run every notebook
+with every assert instead of comparing its outputs.
 
-``tests/test_numeric_mode.py`` proves what the mode buys: the fingerprint of
-every kind of operation the course relies on is the stored one natively, under
-qemu's Intel Haswell and under qemu's AMD EPYC, and differs between native code
-paths (so the check can fail).
-
-Where the exact comparison cannot hold (not Linux on x86-64 with AVX2: a Mac
-with Apple silicon, Windows, an ARM server), ``exact_comparison()`` says why,
-and ``tools/numerics/claims_mode.py`` has ``make test`` say so in one line and
-run every notebook with every assert instead of comparing its outputs.
-
-``ROBUST`` is the opposite: every library on its native path, every core, and
-another seed (``COURSE_SEED``, read by ``proof.setup``). ``make robust``
-executes every chapter in it and fails on any error: the asserts must hold on a
-learner's machine, not only in ``PORTABLE``.
-
-    python -m tools.numerics.numeric_mode portable -- CMD ARGS...
-        (runs CMD in that mode)
+``ROBUST`` is the opposite: every library on its native path, every core,
+and another seed (``COURSE_SEED``, read by ``proof.setup``), for ``make
+robust``: the asserts must hold on a learner's machine too.
 """
 
 from __future__ import annotations
@@ -164,29 +152,19 @@ def stamp() -> dict[str, str | int]:
     return {"mode": "portable" if portable else "other", **numeric_stamp()}
 
 
-def running_module(fallback: str | None = None) -> str:
-    """The module this process runs (``python -m`` its name: a script that
-    moves restarts as itself); ``fallback`` where it was not started so."""
+def running_module() -> str:
+    """The module this process runs (``python -m`` its name): a launcher
+    restarts it by that name."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    name = spec.name if spec is not None else fallback
-    if not name:
+    if spec is None:
         raise RuntimeError("not started as python -m MODULE")
-    return name
+    return spec.name
 
 
-def reexec_in(mode: str, module: str | None = None) -> None:
-    """Start this module (``running_module(module)``) again in ``mode``
-    unless this process already runs in it: glibc reads its tunables only
-    when a process starts, so a script that must compute in the mode (a
-    stored sweep) restarts itself."""
-    wanted = MODES[mode]
-    if any(os.environ.get(k) != v for k, v in wanted.items()):
-        argv = [sys.executable, "-m", running_module(module), *sys.argv[1:]]
+def reexec_in(mode: str, module: str) -> None:
+    """Start ``python -m module`` again in ``mode`` unless this process
+    already runs in it: glibc reads its tunables only when a process
+    starts, so a script that must compute in the mode restarts itself."""
+    if any(os.environ.get(k) != v for k, v in MODES[mode].items()):
+        argv = [sys.executable, "-m", module, *sys.argv[1:]]
         os.execvpe(sys.executable, argv, environment(mode))
-
-
-if __name__ == "__main__":
-    args = sys.argv[1:]
-    if len(args) < 3 or args[0] not in MODES or args[1] != "--":
-        raise SystemExit(__doc__)
-    os.execvpe(args[2], args[2:], environment(args[0]))
