@@ -219,11 +219,10 @@ def probe_name(seed: int, factor: float) -> str:
 
 
 def source_free_loss(train_pairs, valid_pairs, vocab, smoothing: float):
-    """The least validation loss (label-smoothed as ``train_pronouncer``
-    scores it) of a decoder that never reads the source: each target token
-    predicted by how often it follows the same target prefix in
-    ``train_pairs``, smoothed as the loss smooths (the optimum of that loss
-    for the training frequencies); an unseen prefix: uniform."""
+    """The least validation loss (label-smoothed) of a decoder that never
+    reads the source: each target token predicted by how often it follows
+    the same prefix in ``train_pairs``, smoothed as the loss smooths; an
+    unseen prefix: uniform."""
     check_probability(smoothing, "smoothing")
     counts: dict[tuple, collections.Counter] = collections.defaultdict(
         collections.Counter
@@ -262,9 +261,8 @@ def swapped_sources(pairs, seed: int) -> list:
 
 
 def memory_spread(model, src: torch.Tensor) -> float:
-    """How far the encoder's outputs at the real positions of ``src`` lie
-    from their mean, over the mean's length: 0 when the encoder writes one
-    vector whatever it reads."""
+    """The encoder outputs' mean distance from their mean, over its length:
+    0 when the encoder writes one vector whatever it reads."""
     with evaluating(model):
         memory, _ = model.encode(src)
     m = memory[src != model.pad_id]
@@ -274,9 +272,8 @@ def memory_spread(model, src: torch.Tensor) -> float:
 
 def reads_source(model, valid, vocab, smoothing: float) -> dict:
     """What a seq2seq model's decoder takes from the source: its validation
-    ``loss``, the loss with every source swapped for another word's
-    (``swapped``) and the encoder's ``memory_spread`` over the first 500
-    sources."""
+    ``loss``, the same with every source swapped for another word's, and
+    the encoder's ``memory_spread`` over the first 500 sources."""
 
     def loss(pairs):
         batches = make_batches(pairs, 500, vocab, vocab, seed=None)
@@ -291,11 +288,9 @@ def reads_source(model, valid, vocab, smoothing: float) -> dict:
 
 
 def probe_t5(seed: int, d: dict, factor: float = PROBE_FACTOR):
-    """The encoder-decoder pre-trained on T5's target, as ``pretrain_bart``
-    trains BART's (``factor``: the rate's), rounded and scored ->
-    ``(model, row)``: what its decoder reads (``reads_source``), at the end
-    and after ``PROBE_EARLY`` steps, beside the least loss a decoder
-    reaches without reading it (``source_free_loss``)."""
+    """The encoder-decoder pre-trained on T5's target as ``pretrain_bart``
+    trains BART's (``factor``: the rate's), rounded -> ``(model, row)``:
+    what its decoder reads, at the end and after ``PROBE_EARLY`` steps."""
     start = time.perf_counter()
     vocab, splits = pt.span_vocab(), ed_splits(d, seed, False)
     cfg = ed_config(seed, factor)
@@ -327,10 +322,9 @@ def probe_t5(seed: int, d: dict, factor: float = PROBE_FACTOR):
 
 
 def run_probe(seeds, factor: float, tune_too: bool = False) -> None:
-    """``probe_t5`` on each seed: stored if new (or if the stored row lacks
-    a score, after checking that it replays the stored first losses).
-    ``tune_too``: then the pronouncer fine-tuned from it whole, as the
-    ``"bart"`` arm is, on each label budget (``probe_tune_...`` rows)."""
+    """``probe_t5`` on each seed, stored if new or if the stored row (whose
+    first losses it must replay) lacks a score; ``tune_too``: then the
+    pronouncer fine-tuned from it whole, as the ``"bart"`` arm is."""
     d = data()
     for seed in seeds:
         done = stored_rows().get(probe_name(seed, factor))
@@ -343,14 +337,13 @@ def run_probe(seeds, factor: float, tune_too: bool = False) -> None:
             print(row, flush=True)
         if not tune_too:
             continue
-        name = probe_name(seed, factor).removeprefix("probe_")
+        tag = probe_name(seed, factor)[len("probe_") : -len(f"_s{seed}")]
         for n in LABELS:
-            run = f"probe_tune_{n}_{name.rsplit('_s', 1)[0]}_{TUNE_STEPS}"
-            if f"{run}_s{seed}" in stored_rows():
-                continue
-            row = tune({"t5": model}, n, "t5", TUNE_STEPS, seed, d,
-                       start=("t5", 1.0))  # fmt: skip
-            store({**row, "run": f"{run}_s{seed}", "factor": factor})
+            run = f"probe_tune_{n}_{tag}_{TUNE_STEPS}_s{seed}"
+            if run not in stored_rows():
+                row = tune({"t5": model}, n, "t5", TUNE_STEPS, seed, d,
+                           start=("t5", 1.0))  # fmt: skip
+                store({**row, "run": run, "factor": factor})
 
 
 def word_log2probs(counts, words) -> np.ndarray:
@@ -365,8 +358,8 @@ def word_log2probs(counts, words) -> np.ndarray:
 
 def restore(counts, sources) -> list[str]:
     """Counting on the denoising objective: for each source with one
-    sentinel, the likeliest word under the causal ``counts`` among the fills
-    of 1 or 2 letters, and of 3 after the 20 best of 2."""
+    sentinel, the likeliest fill of 1 or 2 letters under the causal
+    ``counts``, or of 3 after the 20 best of 2."""
     if counts.kind != "clm":
         raise ValueError(
             f"restore needs a causal count model, got {counts.kind!r}"
@@ -400,9 +393,8 @@ def denoising_targets(d: dict, n: int) -> dict[tuple, set[str]]:
 
 
 def restore_counts(d: dict) -> dict:
-    """The count models on the denoising objective: on the 500 validation
-    sources the encoder-decoder is scored on (``train_pronouncer``'s first
-    500), the word each n-gram finds likeliest, right if any of its words."""
+    """The count models' exact matches on the denoising objective, on the
+    500 validation sources the encoder-decoder is scored on."""
     targets = denoising_targets(d, 500)
     exact, first = {}, {}
     for n in range(1, 6):
@@ -504,11 +496,9 @@ def curve_name(kind: str, seed: int, size: str = "d64") -> str:
 
 
 def curve(kind: str, seed: int, d: dict, size: str = "d64") -> dict:
-    """``kind`` at ``size`` (``CURVE_SIZES``: the sweep's stack and recipe,
-    or the larger one) with the sweep's batch for ``CURVE_EPOCHS`` passes
-    over the training words; at ``CURVE_POINTS`` evenly spaced steps, its
-    validation bits per letter (fp32 weights) and the mean training loss
-    since the last point."""
+    """``kind`` at ``size`` trained for ``CURVE_EPOCHS`` passes; at
+    ``CURVE_POINTS`` evenly spaced steps, its validation bits per letter
+    (fp32 weights) and the mean training loss since the last point."""
     cfg, recipe, lr = CURVE_SIZES[size]
     steps = CURVE_EPOCHS * len(d["train"]) // PRE_BATCH
     marks = {steps * (i + 1) // CURVE_POINTS for i in range(CURVE_POINTS)}
@@ -587,9 +577,8 @@ def tune(models, labels: int, init: str, steps: int, seed: int, d: dict,
 
 
 def cost(d: dict) -> dict:
-    """The seconds of seed 0's masked and denoising pre-training and of a
-    scratch fine-tuning run (8,000 labels) at both step counts, measured
-    back to back in one process: the chapter compares them."""
+    """The seconds of seed 0's masked and denoising pre-training and of
+    scratch fine-tuning at both step counts, back to back in one process."""
     out = {"run": "cost_s0", "what": "seconds, one process, back to back"}
     for kind in ("mlm", "bart"):
         out[f"pre_{kind}"] = pretrain(kind, 0, d)[1]["seconds"]
@@ -608,9 +597,8 @@ def stored_body(kind: str) -> pt.TinyLM:
 
 
 def run_seed(seed: int, d: dict) -> None:
-    """Every run of ``seed`` not stored yet, and the pre-trained models they
-    start from (from ``MODELS`` for seed 0, else trained again, which must
-    replay their stored first losses)."""
+    """Every run of ``seed`` not stored yet; the pre-trained models they
+    start from are read from ``MODELS`` (seed 0) or trained again."""
     done = stored_rows()
     todo = [
         (n, init, steps)

@@ -127,8 +127,7 @@ STRIDE = 4
 # ---------------------------------------------------------------- the data
 def token_streams(recipe: Recipe) -> dict:
     """The BPE merges learned on the training works, each split's token
-    ids and character count, and the work separator's tokens (the context
-    the first token of a split is predicted from)."""
+    ids and characters, the separator's tokens (a split's first context)."""
     texts = shakespeare.split_works()
     merges = bpe.train_bpe(texts["train"], recipe.model.vocab_size)
     out = {"merges": merges, "chars": {}, "ids": {}}
@@ -141,9 +140,9 @@ def token_streams(recipe: Recipe) -> dict:
 
 def windows(stream: torch.Tensor, recipe: Recipe, world: World, step=0):
     """Batch after batch, ``{part: (rows, context + 1)}`` for this
-    process's parts: ``recipe.batch`` random windows of the training
-    stream, batch ``s`` drawn from a generator seeded by ``(seed, s)``
-    alone (so a resumed run, or another process, draws the same)."""
+    process's parts of ``recipe.batch`` random windows, batch ``s`` drawn
+    with ``(seed, s)`` alone: a resumed run, or another process, draws the
+    same."""
     context = recipe.model.context
     offsets = torch.arange(context + 1)
     while True:
@@ -163,9 +162,8 @@ def bits_per_char(model, data, split, stride=None) -> float:
 
 
 def train_sample_bpc(model: GPT, data: dict) -> float:
-    """Bits per character on a fixed sample of the training stream: 32
-    windows of the context, every token scored (so the first ones with
-    little history: a little above the held-out way of scoring)."""
+    """Bits per character on 32 fixed windows of the training stream,
+    every token scored (a little above the held-out way of scoring)."""
     context = model.config.context
     gen = torch.Generator().manual_seed(12345)
     stream = data["ids"]["train"]
@@ -232,10 +230,8 @@ def shortest(x: float) -> float:
 # ---------------------------------------------------------------- the run
 def fit(recipe, data, world=None, checkpoint=None, hooks=(), **resume):
     """Train ``recipe`` on ``data``, continuing ``checkpoint`` if there is
-    one -> ``(model, losses of every step, seconds)``. ``hooks``:
-    ``hook(model, losses) -> stop?``, called once the step's loss is
-    recorded; ``resume``: ``Resumable``'s ``every``, ``max_seconds``,
-    ``stop_at``."""
+    one -> ``(model, losses of every step, seconds)``; ``hooks(model,
+    losses)`` after each step; ``resume``: ``Resumable``'s options."""
     world = World() if world is None else world
     torch.manual_seed(recipe.seed)
     model = GPT(recipe.model, fused=recipe.fused)
@@ -288,8 +284,7 @@ def replay(steps: int, recipe: Recipe = STORED) -> list[float]:
 
 def logger(recipe: Recipe, data: dict, rows_path, world: World):
     """The hook that writes a row of scores every ``eval_every`` steps
-    (every process computes them, process 0 writes); rows a resumed run
-    will make again are dropped first."""
+    (process 0 writes); rows a resumed run makes again are dropped first."""
     begun = {"now": True}
 
     def log(model: GPT, losses: list) -> None:
@@ -371,9 +366,8 @@ def _dynamic_windows(job) -> tuple:
 
 def dynamic(path=DATA / "ch11_gpt.pt", procs: int = 2) -> dict:
     """Dynamic evaluation of the stored GPT (``utils.stream_scoring``):
-    bits per character of the validation plays at every rate of
-    ``DYNAMIC_RATES``, of the test plays at 0 and at the best; ``procs``
-    processes of one thread each, one (split, rate) apiece."""
+    bits per character of the validation plays at every ``DYNAMIC_RATES``,
+    of the test plays at 0 and at the best; one (split, rate) a process."""
     chars = {k: len(v) for k, v in shakespeare.split_works().items()}
 
     def run(pool, split, rates) -> tuple[dict, dict]:
@@ -415,9 +409,8 @@ def store_pilot(name: str, log: dict, rows_path) -> None:
 
 
 def speed(steps: int = 60) -> dict:
-    """Seconds a step of the stored recipe in one process and in two (its
-    first ``steps`` steps, fresh, in ``_build/ch11/speed_pN``): run it on
-    an otherwise idle machine; written to ``book/data/ch11_speed.json``."""
+    """Seconds a step of the stored recipe's first ``steps`` in one process
+    and in two, on an otherwise idle machine -> ``ch11_speed.json``."""
     out = {"steps": steps, "numeric_mode": numeric_mode.stamp()}
     for procs in (1, 2):
         where = WORK / f"speed_p{procs}"
