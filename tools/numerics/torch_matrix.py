@@ -53,8 +53,6 @@ print(pathlib.Path(utils.__file__).resolve())"""
 
 
 # ---------------------------------------------------------------- the venv
-
-
 def other_pins() -> list[str]:
     """``requirements.txt`` without its torch pin."""
     lines = (ROOT / "requirements.txt").read_text().splitlines()
@@ -94,10 +92,7 @@ def make_venv(venv: pathlib.Path, version: str) -> pathlib.Path:
     start = time.perf_counter()
     where = ["--index-url", index] if index else []
     subprocess.run([*pip, *where, torch_requirement(version)], check=True)
-    with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
-        f.write("\n".join(pins) + "\n")
-        f.flush()
-        subprocess.run([*pip, "-r", f.name], check=True)
+    subprocess.run([*pip, *pins], check=True)
     stamp.write_text(stamp_text)
     took = time.perf_counter() - start
     print(f"{venv}: installed in {took:.0f} s", flush=True)
@@ -105,8 +100,6 @@ def make_venv(venv: pathlib.Path, version: str) -> pathlib.Path:
 
 
 # ----------------------------------------------------------------- the run
-
-
 def warnings_in(cell) -> set[str]:
     """The warnings a code cell's outputs show, as ``Kind: text``."""
     found = set()
@@ -224,13 +217,8 @@ def run_all(named: list[str], report: str | None, timeout: int) -> int:
             print(f"{rel}: {took:.1f} s {verdict}", flush=True)
             for problem in problems:
                 print(f"  {problem}", flush=True)
-            results.append(
-                {
-                    "notebook": rel,
-                    "seconds": round(took, 1),
-                    "problems": problems,
-                }
-            )
+            row = {"notebook": rel, "seconds": round(took, 1)}
+            results.append({**row, "problems": problems})
     failed = [r for r in results if r["problems"]]
     print(
         f"torch {torch.__version__}: {len(results)} notebooks in "
