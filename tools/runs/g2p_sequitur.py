@@ -37,7 +37,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from tools import ROOT
 from tools.runs import g2p_baselines
 from tools.runs.g2p_baseline import lexicon, scored
@@ -193,8 +192,9 @@ def train(order: int, again: bool = False) -> None:
         for part in ("valid", "test"):
             if out[part]["wrong"] != stored[part]["wrong"]:
                 raise SystemExit(f"order {order} made again differs ({part})")
-        return os.replace(options.newModelFile, model_path(order))
     os.replace(options.newModelFile, model_path(order))
+    if again:
+        return
     done = entries(data)
     out["train"]["seconds_all_orders"] = round(
         sum(e["train"]["seconds"] for e in done[: order - 1]) + train_wall, 1
