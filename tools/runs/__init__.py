@@ -17,6 +17,11 @@ if _AT is not None and _ARGV[_AT].startswith(__name__ + "."):
     numeric_mode.reexec_in("portable", _ARGV[_AT])
 
 
+def r5(x: float) -> float:
+    """A score as the stored tables keep it: five decimals."""
+    return round(float(x), 5)
+
+
 def write_json(path, data, indent: int | None = 1) -> None:
     """Store ``data`` as every stored result is: JSON, a final newline."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,7 @@ import numpy as np
 
 from tools import ROOT
 from tools.numerics import numeric_mode
-from tools.runs import write_json
+from tools.runs import r5, write_json
 from utils import bpe, ngram, ppmd
 from utils import shakespeare as sh
 from utils.gpt2 import byte_chars
@@ -114,10 +114,6 @@ def merges_in_hf_byte_order(
     return [(table[a], table[b]) for a, b in merges]
 
 
-def r(x: float) -> float:
-    return round(float(x), 5)
-
-
 def order_rows(orders, fit, bits) -> list[dict]:
     """Per order, the held-out bits of the model ``fit(order)``
     (``bits(model, split)``) and its discounts per level."""
@@ -125,7 +121,7 @@ def order_rows(orders, fit, bits) -> list[dict]:
     for order in orders:
         model = fit(order)
         row = {"order": order}
-        row.update({s: r(bits(model, s)) for s in HELD_OUT})
+        row.update({s: r5(bits(model, s)) for s in HELD_OUT})
         row["discounts"] = [
             [round(d, 4) for d in lv.discounts] for lv in model.levels
         ]
@@ -193,8 +189,8 @@ def ppmd_row(prime: str, plays: dict, order: int) -> dict:
     row = {"order": order}
     for s in HELD_OUT:
         chars = sum(len(t) for t in plays[s].values())
-        row[s] = r(sum(primed[n] for n in plays[s]) / chars)
-        row[f"{s}_unprimed"] = r(sum(alone[n] for n in plays[s]) / chars)
+        row[s] = r5(sum(primed[n] for n in plays[s]) / chars)
+        row[f"{s}_unprimed"] = r5(sum(alone[n] for n in plays[s]) / chars)
     row["bits"] = {
         n: {"primed": primed[n], "unprimed": alone[n]} for n in names
     }
@@ -247,7 +243,7 @@ def word_rows(texts: dict[str, str]) -> dict:
     out = {**WORD, "vocab": len(model.words)}
     for s in HELD_OUT:
         bits = model.bits(texts[s])
-        bits["bits_per_char"] = r(bits["bits_per_char"])
+        bits["bits_per_char"] = r5(bits["bits_per_char"])
         bits["bits"] = round(bits["bits"], 1)
         bits["spelling_bits"] = round(bits["spelling_bits"], 1)
         out[s] = bits
@@ -255,7 +251,7 @@ def word_rows(texts: dict[str, str]) -> dict:
     for m, o in GRID:
         bits = ngram.WordBigram(texts["train"], m, o).bits(texts["valid"])
         row = {"min_count": m, "spell_order": o}
-        out["grid_valid"].append({**row, "valid": r(bits["bits_per_char"])})
+        out["grid_valid"].append({**row, "valid": r5(bits["bits_per_char"])})
     return out
 
 
@@ -268,7 +264,7 @@ def bpe_rows(texts: dict[str, str]) -> list[dict]:
             ids = bpe.encode(texts[s], table)
             assert bpe.decode(ids, table) == texts[s]
             row[f"{s}_tokens"] = len(ids)
-            row[f"{s}_bytes_per_token"] = r(len(texts[s].encode()) / len(ids))
+            row[f"{s}_bytes_per_token"] = r5(len(texts[s].encode()) / len(ids))
         rows.append(row)
     return rows
 

@@ -39,7 +39,7 @@ import torch
 
 from tools import ROOT
 from tools.numerics import numeric_mode
-from tools.runs import read_rows
+from tools.runs import r5, read_rows
 from tools.runs.sweep_pronouncer import RECIPE
 from tools.runs.train_pronouncer import scores as greedy_scores
 from utils import finetuning as ft
@@ -143,10 +143,6 @@ def settings() -> dict:
     ).split()
     out = json.loads(json.dumps({n: globals()[n] for n in names}))
     return {**out, "LM": vars(LM), "TUNE": TUNE.as_dict()}
-
-
-def r5(x: float) -> float:
-    return round(float(x), 5)
 
 
 def replayed(losses: list) -> dict:
