@@ -68,9 +68,7 @@ def settings() -> dict:
         "lm": found["lm"] + " estimate-ngram (its default smoothing)",
         "decode": {
             "nbest": 1,
-            "beam": found["beam"],
-            "thresh": found["thresh"],
-            "pmass": found["pmass"],
+            **{k: found[k] for k in ("beam", "thresh", "pmass")},
         },
         "stress": False,
         "train_on": "every pronunciation of every training word",
