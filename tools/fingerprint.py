@@ -160,11 +160,8 @@ def _ch2_ch4(out: dict[str, str]) -> None:
     large one costs a minute under emulation and adds no kind of
     operation). One generator draws both chapters' batches."""
     from tools.runs.sweep_ch02 import CopyTwo, copy_batch, copy_loss
-    from utils.position_probe import (
-        POSITION_KINDS,
-        PositionProbe,
-        previous_token_batch,
-    )
+    from utils.position_probe import POSITION_KINDS, PositionProbe
+    from utils.position_probe import previous_token_batch
     from utils.training import adam
 
     def steps(model, batch, loss_fn) -> torch.Tensor:

@@ -17,22 +17,14 @@ import torch
 
 from tools.runs import numbers_task as nm
 from utils.batches import Vocab, encode_batch, group_pairs
-from utils.decoding import (
-    beam_search,
-    greedy_decode,
-    sample_decode,
-    sequence_log_prob,
-)
+from utils.decoding import beam_search, greedy_decode
+from utils.decoding import sample_decode, sequence_log_prob
 from utils.layers import evaluating
 from utils.loss import masked_cross_entropy
 from utils.pronouncer import PronouncerConfig, build_pronouncer
 from utils import training
-from utils.training import (
-    noam_scheduler,
-    paper_adam,
-    teacher_forced_loss,
-    threads,
-)
+from utils.training import noam_scheduler, paper_adam
+from utils.training import teacher_forced_loss, threads
 
 STEPS = 500  # both decoders, the same recipe and the same steps
 EARLY_STEPS = 150  # the checkpoint kept as the "early" model
