@@ -80,10 +80,13 @@ SUPPORT = {"checks.py", "__init__.py", "plotting.py"}
 # said once or shorter (shared helpers, tables, the fingerprint's steps),
 # the distillation loss moved to utils. A count of what is left: about
 # 6,400 lines of code, 1,600 of docstrings, 1,250 blank; no unused top-level
-# definition.
+# definition. Lowered to 9,500 by tools/runs, numerics, budgets and the
+# fingerprint trimmed (5,556 -> 5,124 lines: the stored files' readers and
+# writers said once in tools/runs/__init__.py, unused options and
+# docstrings that repeated the code gone).
 TOOLS_FOLDERS = {"editions", "runs", "numerics", "budgets"}
 TOOLS_TOP = {"__init__.py", "fingerprint.py", "ddp_gpt.py"}
-TOOLS_LINES = 9_950
+TOOLS_LINES = 9_500
 
 
 def test_tools_by_role_within_budget():
