@@ -254,10 +254,9 @@ def test_ffn_is_a_1x1_convolution():
     ffn = FeedForward(D, FF)
     c1, c2 = nn.Conv1d(D, FF, 1), nn.Conv1d(FF, D, 1)
     with torch.no_grad():
-        c1.weight.copy_(ffn.w_1.weight[:, :, None])
-        c1.bias.copy_(ffn.w_1.bias)
-        c2.weight.copy_(ffn.w_2.weight[:, :, None])
-        c2.bias.copy_(ffn.w_2.bias)
+        for conv, linear in ((c1, ffn.w_1), (c2, ffn.w_2)):
+            conv.weight.copy_(linear.weight[:, :, None])
+            conv.bias.copy_(linear.bias)
     x = torch.randn(2, 5, D)
     conv = c2(torch.relu(c1(x.transpose(1, 2)))).transpose(1, 2)
     torch.testing.assert_close(ffn(x), conv, atol=1e-6, rtol=1e-5)
@@ -274,12 +273,8 @@ def test_parameter_count_formula(share, norm_first):
 
 def test_base_parameter_count_and_nn_transformer():
     """The paper's base body (6+6 layers, 512, 2048) is nn.Transformer minus
-    its two final LayerNorms.
-
-    Built on the meta device: shapes without storage, so counting 44M
-    parameters takes no memory and a fraction of a second. (The formula is
-    checked against our own model, built for real, on small configurations
-    above.)"""
+    its two final LayerNorms; on the meta device 44M parameters take no
+    memory (the formula is checked on real small models above)."""
     with torch.device("meta"):
         body = nn.Transformer(512, 8, 6, 6, 2048, batch_first=True)
     assert next(body.parameters()).is_meta
@@ -350,15 +345,14 @@ def test_ids_out_of_range():
 
 
 def test_mismatched_batch_sizes():
-    model = small()
-    with pytest.raises(ValueError, match="batch"):
-        model(torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (3, 4)))
-    memory, mask = model.encode(torch.randint(1, 11, (2, 5)))
+    model, src = small(), torch.randint(1, 11, (2, 5))
+    tgt, three = torch.randint(1, 13, (2, 4)), torch.randint(1, 13, (3, 4))
+    raises(ValueError, "batch", model, src, three)
+    memory, mask = model.encode(src)
     # memory has one row per target sequence: (B, S, d_model)
-    with pytest.raises(ValueError, match=r"memory must have shape \(3,"):
-        model.decode(torch.randint(1, 13, (3, 4)), memory, mask)
-    with pytest.raises(ValueError, match="memory"):
-        model.decode(torch.randint(1, 13, (2, 4)), memory[..., :3], mask)
+    raises(ValueError, r"memory must have shape \(3,", model.decode, three,
+           memory, mask)  # fmt: skip
+    raises(ValueError, "memory", model.decode, tgt, memory[..., :3], mask)
 
 
 @pytest.mark.parametrize(
@@ -379,8 +373,8 @@ def test_bad_config(kwargs, name):
 
 
 def test_bad_shared_vocab_and_layers():
-    with pytest.raises(ValueError, match="share_embeddings"):
-        Transformer(11, 13, d_model=D, num_heads=H, share_embeddings=True)
+    raises(ValueError, "share_embeddings", Transformer, 11, 13, D, H,
+           share_embeddings=True)  # fmt: skip
     raises(ValueError, "num_heads", EncoderLayer, 10, 4, FF)
     raises(ValueError, "d_ff", FeedForward, D, 0)
 
@@ -391,19 +385,11 @@ def test_bad_shared_vocab_and_layers():
 def test_empty_sequences_are_value_errors():
     model = small()
     src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
-    with pytest.raises(
-        ValueError, match=r"src must hold at least one position.*got 0"
-    ):
-        model(src[:, :0], tgt)
-    with pytest.raises(
-        ValueError, match=r"tgt must hold at least one position.*got 0"
-    ):
-        model(src, tgt[:, :0])
+    empty = "must hold at least one position"
+    raises(ValueError, rf"src {empty}.*got 0", model, src[:, :0], tgt)
+    raises(ValueError, rf"tgt {empty}.*got 0", model, src, tgt[:, :0])
     memory, mask = model.encode(src)
-    with pytest.raises(
-        ValueError, match="tgt must hold at least one position"
-    ):
-        model.decode(tgt[:, :0], memory, mask)
+    raises(ValueError, f"tgt {empty}", model.decode, tgt[:, :0], memory, mask)
     # an empty batch is fine: nothing to compute, the right shape
     assert model(src[:0], tgt[:0]).shape == (0, 4, 13)
 
@@ -411,24 +397,16 @@ def test_empty_sequences_are_value_errors():
 def test_ids_kinds_and_sizes():
     model = small()
     src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
-    with pytest.raises(TypeError, match=r"tgt has dtype torch.uint8"):
-        model(src, tgt.to(torch.uint8))
-    with pytest.raises(
-        TypeError, match=r"src must hold integer token ids.*torch.bool"
-    ):
-        model(src > 3, tgt)
-    with pytest.raises(
-        ValueError, match=r"src must have 2 dims \(batch, length\)"
-    ):
-        model(src[0], tgt)
+    raises(TypeError, "tgt has dtype torch.uint8", model, src, tgt.byte())
+    raises(TypeError, "src must hold integer token ids.*torch.bool", model,
+           src > 3, tgt)  # fmt: skip
+    raises(ValueError, r"src must have 2 dims \(batch, length\)", model,
+           src[0], tgt)  # fmt: skip
     raises(TypeError, "src must be a torch.Tensor", model, src.tolist(), tgt)
-    with pytest.raises(
-        ValueError, match=r"tgt must be in \[0, 13\), found 13"
-    ):
-        model(src, tgt.masked_fill(tgt == tgt[0, 0], 13))
-    torch.testing.assert_close(
-        model(src.int(), tgt.int()), model(src, tgt)
-    )  # int32 ids work too
+    raises(ValueError, r"tgt must be in \[0, 13\), found 13", model, src,
+           tgt.masked_fill(tgt == tgt[0, 0], 13))  # fmt: skip
+    # int32 ids work too
+    torch.testing.assert_close(model(src.int(), tgt.int()), model(src, tgt))
 
 
 def test_ids_are_range_checked_once_per_forward(monkeypatch):
@@ -450,34 +428,26 @@ def test_ids_are_range_checked_once_per_forward(monkeypatch):
 
 
 def test_numpy_sizes_accepted_and_float_sizes_rejected():
-    model = Transformer(
-        np.int64(11),
-        np.int64(13),
-        d_model=np.int64(D),
-        num_heads=np.int32(H),
-        num_layers=np.int64(1),
-        d_ff=np.int64(FF),
-        pad_id=np.int64(0),
-    )
+    i64 = np.int64
+    sizes = dict(d_model=i64(D), num_heads=np.int32(H), num_layers=i64(1))
+    model = Transformer(i64(11), i64(13), d_ff=i64(FF), pad_id=i64(0), **sizes)
     assert model.d_model == D and type(model.d_model) is int
-    with pytest.raises(
-        TypeError, match="d_model must be an int, got float 16.0"
-    ):
-        Transformer(11, 13, d_model=16.0, num_heads=H)
-    with pytest.raises(TypeError, match="dropout must be a real number"):
-        Transformer(11, 13, d_model=D, num_heads=H, dropout="0.1")
-    with pytest.raises(TypeError, match="pad_id must be an int"):
-        Transformer(11, 13, d_model=D, num_heads=H, pad_id=None)
-    with pytest.raises(TypeError, match="share_embeddings must be a bool"):
-        Transformer(11, 11, d_model=D, num_heads=H, share_embeddings=1)
+    for match, tgt, bad in [
+        ("d_model must be an int, got float 16.0", 13, dict(d_model=16.0)),
+        ("dropout must be a real number", 13, dict(dropout="0.1")),
+        ("pad_id must be an int", 13, dict(pad_id=None)),
+        ("share_embeddings must be a bool", 11, dict(share_embeddings=1)),
+    ]:
+        kw = dict(d_model=D, num_heads=H) | bad
+        raises(TypeError, match, Transformer, 11, tgt, **kw)
 
 
 def test_the_attention_check_refuses_rank_2_masks_the_layers_take_lifted():
     torch.manual_seed(4)
     layer = DecoderLayer(D, H, FF, 0.0).eval()
     x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
-    with pytest.raises(ValueError, match=r"mask must have 4 dims.*\(4, 4\)"):
-        layer.self_attn.check_inputs(x, x, x, causal_mask(4))
+    raises(ValueError, r"mask must have 4 dims.*\(4, 4\)",
+           layer.self_attn.check_inputs, x, x, x, causal_mask(4))  # fmt: skip
     out = layer(x, memory, None, causal_mask(4)[None, None])
     # causal: changing the last position leaves the first three unchanged
     x2 = x.clone()
@@ -490,17 +460,14 @@ def test_the_attention_check_refuses_rank_2_masks_the_layers_take_lifted():
 def test_decode_checks_memory_and_src_mask():
     model = small()
     src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
-    memory, mask = model.encode(src)
-    with pytest.raises(TypeError, match="memory must be a floating-point"):
-        model.decode(tgt, memory.long(), mask)
-    with pytest.raises(
-        ValueError, match=r"src_mask must have 4 dims.*\(2, 5\)"
-    ):
-        model.decode(tgt, memory, mask[:, 0, 0])
-    with pytest.raises(ValueError, match=r"src_mask of shape \(2, 1, 1, 4\)"):
-        model.decode(tgt, memory, mask[..., :4])
-    with pytest.raises(TypeError, match="src_mask must be a bool"):
-        model.decode(tgt, memory, mask.float())
+    m, k = memory, mask = model.encode(src)
+    for error, match, bad in [
+        (TypeError, "memory must be a floating-point", (m.long(), k)),
+        (ValueError, r"src_mask must have 4 dims.*\(2, 5\)", (m, k[:, 0, 0])),
+        (ValueError, r"src_mask of shape \(2, 1, 1, 4\)", (m, k[..., :4])),
+        (TypeError, "src_mask must be a bool", (m, k.float())),
+    ]:
+        raises(error, match, model.decode, tgt, *bad)
     # decode hides padded target keys (masks.decoder_mask): changing the pad
     # embedding moves no other position's output; only the pad's own row
     padded = tgt.clone()
@@ -512,22 +479,16 @@ def test_decode_checks_memory_and_src_mask():
     others = torch.ones(4, dtype=torch.bool)
     others[1] = False
     torch.testing.assert_close(a[:, others], b[:, others])
-    assert not torch.allclose(
-        a[:, 1], b[:, 1]
-    )  # the change is visible where it may be
+    # the change is visible where it may be
+    assert not torch.allclose(a[:, 1], b[:, 1])
 
 
 def test_load_weights_reject_wrong_types():
-    with pytest.raises(
-        TypeError, match="theirs must be an nn.TransformerEncoderLayer"
-    ):
-        load_torch_encoder_layer_weights(
-            EncoderLayer(D, H, FF), nn.TransformerDecoderLayer(D, H, FF)
-        )
-    with pytest.raises(TypeError, match="ours must be a utils DecoderLayer"):
-        load_torch_decoder_layer_weights(
-            EncoderLayer(D, H, FF), nn.TransformerDecoderLayer(D, H, FF)
-        )
-    with pytest.raises(TypeError, match="model must be an nn.Module"):
-        shape_trace(lambda x: x, torch.zeros(1))
+    ours, theirs = EncoderLayer(D, H, FF), nn.TransformerDecoderLayer(D, H, FF)
+    raises(TypeError, "theirs must be an nn.TransformerEncoderLayer",
+           load_torch_encoder_layer_weights, ours, theirs)  # fmt: skip
+    raises(TypeError, "ours must be a utils DecoderLayer",
+           load_torch_decoder_layer_weights, ours, theirs)  # fmt: skip
+    raises(TypeError, "model must be an nn.Module", shape_trace, lambda x: x,
+           torch.zeros(1))  # fmt: skip
     raises(ValueError, "eps must be in", LayerNorm, D, eps=0.0)
