@@ -16,7 +16,8 @@ def test_contains_motif_matches_string_search():
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, 4, (200, 10), generator=g)
     expected = [("123" in "".join(map(str, r.tolist()))) for r in x]
-    assert toy_tasks.contains_motif(x, (1, 2, 3)).tolist() == expected
+    got = toy_tasks.contains_motif(x, (1, 2, 3))
+    assert torch.equal(got, torch.tensor(expected))
 
 
 def test_make_motif_data_labels_balance_and_determinism():
