@@ -25,7 +25,7 @@ from utils.layers import (
     xavier_init,
 )
 from utils.model import Transformer, parameter_count, shape_trace
-from tests.conftest import raises
+from tests.conftest import raises, raising
 
 D, H, FF = 16, 4, 32
 pytestmark = pytest.mark.usefixtures("seeded")
@@ -331,82 +331,90 @@ def test_shape_trace_order_and_shapes_and_restores_the_mode(training):
     assert torch.is_grad_enabled()  # no_grad stayed local
 
 
-# ---- bad input
-# -----------------------------------------------------------------------------
+# ---- bad input (issue 14: one set of checks, empty sequences, masks of
+# rank 4); M a fresh small model, S and T ids, T3 a batch of three, MEM and
+# MASK what M.encode(S) gives
+def cfg(**kw):
+    sizes = dict(d_model=D, num_heads=H, num_layers=1, d_ff=FF)
+    return Transformer(11, 13, **sizes | kw)
 
 
-def test_ids_out_of_range():
+G = torch.Generator().manual_seed(0)
+S = torch.randint(1, 11, (2, 5), generator=G)
+T, T3 = (torch.randint(1, 13, (b, 4), generator=G) for b in (2, 3))
+BAD = r"""
+ValueError | src | M(torch.full((2, 5), 11), T)
+ValueError | tgt | M(S, torch.full((2, 4), 13))
+ValueError | src | M(torch.full((2, 5), -1), T)
+TypeError | src | M(S.float(), T)
+ValueError | batch | M(S, T3)
+ValueError | memory must have shape \(3, | M.decode(T3, MEM, MASK)
+ValueError | memory | M.decode(T, MEM[..., :3], MASK)
+ValueError | num_heads | cfg(d_model=10, num_heads=4)
+ValueError | num_heads | cfg(num_heads=0)
+ValueError | d_model | cfg(d_model=0)
+ValueError | num_layers | cfg(num_layers=0)
+ValueError | d_ff | cfg(d_ff=-1)
+ValueError | pad_id | cfg(pad_id=99)
+ValueError | dropout | cfg(dropout=1.0)
+ValueError | share_embeddings | Transformer(11, 13, D, H,
+    share_embeddings=True)
+ValueError | num_heads | EncoderLayer(10, 4, FF)
+ValueError | d_ff | FeedForward(D, 0)
+ValueError | src must hold at least one position.*got 0 | M(S[:, :0], T)
+ValueError | tgt must hold at least one position.*got 0 | M(S, T[:, :0])
+ValueError | tgt must hold at least one position | M.decode(T[:, :0], MEM,
+    MASK)
+TypeError | tgt has dtype torch.uint8 | M(S, T.byte())
+TypeError | src must hold integer token ids.*torch.bool | M(S > 3, T)
+ValueError | src must have 2 dims \(batch, length\) | M(S[0], T)
+TypeError | src must be a torch.Tensor | M(S.tolist(), T)
+ValueError | tgt must be in \[0, 13\), found 13 | M(S, T.masked_fill(
+    T == T[0, 0], 13))
+TypeError | d_model must be an int, got float 16.0 | Transformer(11, 13,
+    d_model=16.0, num_heads=H)
+TypeError | dropout must be a real number | Transformer(11, 13, d_model=D,
+    num_heads=H, dropout="0.1")
+TypeError | pad_id must be an int | Transformer(11, 13, d_model=D,
+    num_heads=H, pad_id=None)
+TypeError | share_embeddings must be a bool | Transformer(11, 11, d_model=D,
+    num_heads=H, share_embeddings=1)
+TypeError | memory must be a floating-point | M.decode(T, MEM.long(), MASK)
+ValueError | src_mask must have 4 dims.*\(2, 5\) | M.decode(T, MEM,
+    MASK[:, 0, 0])
+ValueError | src_mask of shape \(2, 1, 1, 4\) | M.decode(T, MEM,
+    MASK[..., :4])
+TypeError | src_mask must be a bool | M.decode(T, MEM, MASK.float())
+ValueError | mask must have 4 dims.*\(4, 4\) | DecoderLayer(D, H, FF,
+    0.0).self_attn.check_inputs(*[torch.randn(2, 4, D)] * 3, causal_mask(4))
+TypeError | theirs must be an nn.TransformerEncoderLayer |
+    load_torch_encoder_layer_weights(EncoderLayer(D, H, FF),
+    nn.TransformerDecoderLayer(D, H, FF))
+TypeError | ours must be a utils DecoderLayer |
+    load_torch_decoder_layer_weights(EncoderLayer(D, H, FF),
+    nn.TransformerDecoderLayer(D, H, FF))
+TypeError | model must be an nn.Module | shape_trace(lambda x: x,
+    torch.zeros(1))
+ValueError | eps must be in | LayerNorm(D, eps=0.0)
+"""
+
+
+@pytest.mark.parametrize("call, error, match", raising(BAD))
+def test_bad_input_names_the_argument(call, error, match):
     model = small()
-    ok_src, ok_tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
-    raises(ValueError, "src", model, torch.full((2, 5), 11), ok_tgt)
-    raises(ValueError, "tgt", model, ok_src, torch.full((2, 4), 13))
-    raises(ValueError, "src", model, torch.full((2, 5), -1), ok_tgt)
-    raises(TypeError, "src", model, ok_src.float(), ok_tgt)
+    memory, mask = model.encode(S)
+    env = dict(M=model, MEM=memory, MASK=mask)
+    raises(error, match, eval, call, globals(), env)
 
 
-def test_mismatched_batch_sizes():
-    model, src = small(), torch.randint(1, 11, (2, 5))
-    tgt, three = torch.randint(1, 13, (2, 4)), torch.randint(1, 13, (3, 4))
-    raises(ValueError, "batch", model, src, three)
-    memory, mask = model.encode(src)
-    # memory has one row per target sequence: (B, S, d_model)
-    raises(ValueError, r"memory must have shape \(3,", model.decode, three,
-           memory, mask)  # fmt: skip
-    raises(ValueError, "memory", model.decode, tgt, memory[..., :3], mask)
-
-
-@pytest.mark.parametrize(
-    "kwargs, name",
-    [
-        (dict(d_model=10, num_heads=4), "num_heads"),
-        (dict(num_heads=0), "num_heads"),
-        (dict(d_model=0), "d_model"),
-        (dict(num_layers=0), "num_layers"),
-        (dict(d_ff=-1), "d_ff"),
-        (dict(pad_id=99), "pad_id"),
-        (dict(dropout=1.0), "dropout"),
-    ],
-)
-def test_bad_config(kwargs, name):
-    config = dict(d_model=D, num_heads=H, num_layers=1, d_ff=FF) | kwargs
-    raises(ValueError, name, Transformer, 11, 13, **config)
-
-
-def test_bad_shared_vocab_and_layers():
-    raises(ValueError, "share_embeddings", Transformer, 11, 13, D, H,
-           share_embeddings=True)  # fmt: skip
-    raises(ValueError, "num_heads", EncoderLayer, 10, 4, FF)
-    raises(ValueError, "d_ff", FeedForward, D, 0)
-
-
-# ---- issue 14: one set of checks, empty sequences, masks of rank 4
-
-
-def test_empty_sequences_are_value_errors():
-    model = small()
-    src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
-    empty = "must hold at least one position"
-    raises(ValueError, rf"src {empty}.*got 0", model, src[:, :0], tgt)
-    raises(ValueError, rf"tgt {empty}.*got 0", model, src, tgt[:, :0])
-    memory, mask = model.encode(src)
-    raises(ValueError, f"tgt {empty}", model.decode, tgt[:, :0], memory, mask)
+def test_empty_sequences_batch():
     # an empty batch is fine: nothing to compute, the right shape
-    assert model(src[:0], tgt[:0]).shape == (0, 4, 13)
+    assert small()(S[:0], T[:0]).shape == (0, 4, 13)
 
 
-def test_ids_kinds_and_sizes():
+def test_int32_ids_work_too():
     model = small()
-    src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
-    raises(TypeError, "tgt has dtype torch.uint8", model, src, tgt.byte())
-    raises(TypeError, "src must hold integer token ids.*torch.bool", model,
-           src > 3, tgt)  # fmt: skip
-    raises(ValueError, r"src must have 2 dims \(batch, length\)", model,
-           src[0], tgt)  # fmt: skip
-    raises(TypeError, "src must be a torch.Tensor", model, src.tolist(), tgt)
-    raises(ValueError, r"tgt must be in \[0, 13\), found 13", model, src,
-           tgt.masked_fill(tgt == tgt[0, 0], 13))  # fmt: skip
-    # int32 ids work too
-    torch.testing.assert_close(model(src.int(), tgt.int()), model(src, tgt))
+    torch.testing.assert_close(model(S.int(), T.int()), model(S, T))
 
 
 def test_ids_are_range_checked_once_per_forward(monkeypatch):
@@ -427,27 +435,17 @@ def test_ids_are_range_checked_once_per_forward(monkeypatch):
     assert sorted(calls) == ["src", "tgt"]
 
 
-def test_numpy_sizes_accepted_and_float_sizes_rejected():
+def test_numpy_sizes_accepted():
     i64 = np.int64
     sizes = dict(d_model=i64(D), num_heads=np.int32(H), num_layers=i64(1))
     model = Transformer(i64(11), i64(13), d_ff=i64(FF), pad_id=i64(0), **sizes)
     assert model.d_model == D and type(model.d_model) is int
-    for match, tgt, bad in [
-        ("d_model must be an int, got float 16.0", 13, dict(d_model=16.0)),
-        ("dropout must be a real number", 13, dict(dropout="0.1")),
-        ("pad_id must be an int", 13, dict(pad_id=None)),
-        ("share_embeddings must be a bool", 11, dict(share_embeddings=1)),
-    ]:
-        kw = dict(d_model=D, num_heads=H) | bad
-        raises(TypeError, match, Transformer, 11, tgt, **kw)
 
 
-def test_the_attention_check_refuses_rank_2_masks_the_layers_take_lifted():
-    torch.manual_seed(4)
+def test_the_layers_take_rank_2_masks_lifted():
+    torch.manual_seed(4)  # (the check refuses them: in BAD)
     layer = DecoderLayer(D, H, FF, 0.0).eval()
     x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
-    raises(ValueError, r"mask must have 4 dims.*\(4, 4\)",
-           layer.self_attn.check_inputs, x, x, x, causal_mask(4))  # fmt: skip
     out = layer(x, memory, None, causal_mask(4)[None, None])
     # causal: changing the last position leaves the first three unchanged
     x2 = x.clone()
@@ -457,17 +455,10 @@ def test_the_attention_check_refuses_rank_2_masks_the_layers_take_lifted():
     )
 
 
-def test_decode_checks_memory_and_src_mask():
+def test_decode_hides_padded_target_keys():
     model = small()
     src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
-    m, k = memory, mask = model.encode(src)
-    for error, match, bad in [
-        (TypeError, "memory must be a floating-point", (m.long(), k)),
-        (ValueError, r"src_mask must have 4 dims.*\(2, 5\)", (m, k[:, 0, 0])),
-        (ValueError, r"src_mask of shape \(2, 1, 1, 4\)", (m, k[..., :4])),
-        (TypeError, "src_mask must be a bool", (m, k.float())),
-    ]:
-        raises(error, match, model.decode, tgt, *bad)
+    memory, mask = model.encode(src)  # (the checks of both: in BAD)
     # decode hides padded target keys (masks.decoder_mask): changing the pad
     # embedding moves no other position's output; only the pad's own row
     padded = tgt.clone()
@@ -481,14 +472,3 @@ def test_decode_checks_memory_and_src_mask():
     torch.testing.assert_close(a[:, others], b[:, others])
     # the change is visible where it may be
     assert not torch.allclose(a[:, 1], b[:, 1])
-
-
-def test_load_weights_reject_wrong_types():
-    ours, theirs = EncoderLayer(D, H, FF), nn.TransformerDecoderLayer(D, H, FF)
-    raises(TypeError, "theirs must be an nn.TransformerEncoderLayer",
-           load_torch_encoder_layer_weights, ours, theirs)  # fmt: skip
-    raises(TypeError, "ours must be a utils DecoderLayer",
-           load_torch_decoder_layer_weights, ours, theirs)  # fmt: skip
-    raises(TypeError, "model must be an nn.Module", shape_trace, lambda x: x,
-           torch.zeros(1))  # fmt: skip
-    raises(ValueError, "eps must be in", LayerNorm, D, eps=0.0)
