@@ -105,21 +105,15 @@ def _pair(d_model, heads, seed=0):
     with torch.no_grad():  # non-zero biases so copying them is tested too
         theirs.in_proj_bias.normal_()
         theirs.out_proj.bias.normal_()
-    ours = load_torch_mha_weights(
-        MultiHeadAttention(d_model, heads), theirs
-    ).eval()
-    return ours, theirs
+    ours = load_torch_mha_weights(MultiHeadAttention(d_model, heads), theirs)
+    return ours.eval(), theirs
 
 
-MHA_CASES = [  # (batch, Lq, Lk, d_model, heads)
-    (1, 1, 1, 4, 1),
-    (2, 5, 5, 8, 2),
-    (3, 4, 7, 12, 3),
-    (2, 9, 6, 32, 8),
-]
+# (batch, Lq, Lk, d_model, heads)
+MHA = [(1, 1, 1, 4, 1), (2, 5, 5, 8, 2), (3, 4, 7, 12, 3), (2, 9, 6, 32, 8)]
 
 
-@pytest.mark.parametrize("case", MHA_CASES, ids=str)
+@pytest.mark.parametrize("case", MHA, ids=str)
 @pytest.mark.parametrize("kind", ["self", "cross"])
 @pytest.mark.parametrize(
     "masked", ["nomask", "padding", "key_padding", "attn_mask"]
@@ -133,30 +127,26 @@ def test_mha_equals_torch(case, kind, masked):
     x = torch.randn(b, lq, d)
     mem = x if kind == "self" else torch.randn(b, lk, d)
     kwargs, ours_kwargs = {}, {}
+    kwargs = dict(need_weights=True, average_attn_weights=False)
+    ours_kwargs = {}
     if masked in ("padding", "key_padding"):
-        lengths = torch.randint(
-            1, lk + 1, (b,), generator=torch.Generator().manual_seed(7)
-        )
-        keep = torch.arange(lk) < lengths[:, None]  # (B, Lk)
+        g = torch.Generator().manual_seed(7)
+        lengths = torch.randint(1, lk + 1, (b,), generator=g)
+        keep = torch.arange(lk) < lengths[:, None]  # (B, Lk), True = real
         if masked == "padding":
             ours_kwargs = {"mask": keep[:, None, None, :]}  # (B, 1, 1, Lk)
         else:
-            # (B, Lk), True = real token
             ours_kwargs = {"key_padding_mask": keep}
-        kwargs = {"key_padding_mask": ~keep}  # torch: True = ignore
+        kwargs["key_padding_mask"] = ~keep  # torch: True = ignore
     elif masked == "attn_mask":
         # look-ahead for self-attention, a random pattern for cross
-        keep = (
-            torch.ones(lq, lk, dtype=torch.bool).tril()
-            if kind == "self"
-            else _keep_mask(1, lq, lk, 6)[0, 0]
-        )
+        keep = torch.ones(lq, lk, dtype=torch.bool).tril()
+        if kind == "cross":
+            keep = _keep_mask(1, lq, lk, 6)[0, 0]
         ours_kwargs = {"mask": keep[None, None]}  # (1, 1, Lq, Lk)
-        kwargs = {"attn_mask": ~keep}
+        kwargs["attn_mask"] = ~keep
     out, w = ours(x, mem, mem, **ours_kwargs)
-    ref, ref_w = theirs(
-        x, mem, mem, need_weights=True, average_attn_weights=False, **kwargs
-    )
+    ref, ref_w = theirs(x, mem, mem, **kwargs)
     close(out, ref)
     close(w, ref_w)
     assert out.shape == (b, lq, d) and w.shape == (b, h, lq, lk)
