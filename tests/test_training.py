@@ -142,14 +142,11 @@ def test_perplexity_of_a_uniform_model_is_the_vocabulary_size():
 
 
 def test_train_lowers_the_loss_on_a_repeated_batch():
-    model = _model()
-    batch = _batch()
+    model, batch = _model(), _batch()
     opt = paper_adam(model.parameters(), lr=3e-3)
     before = evaluate_loss(model, [batch])
-    batches = itertools.repeat(batch)
-    losses = train(
-        model, opt, batches, teacher_forced_loss, 30, progress=False
-    )
+    loss_fn, batches = teacher_forced_loss, itertools.repeat(batch)
+    losses = train(model, opt, batches, loss_fn, 30, progress=False)
     assert len(losses) == 30 and model.training
     assert evaluate_loss(model, [batch]) < 0.5 * before
 
