@@ -19,16 +19,10 @@ show the same ones. `sync` adds an entry for every new unit (with an empty
 `zh`) and, when the English of a unit has changed, writes the new English as
 `en_now` beside the old `en`: the translator updates `zh`, then replaces `en`
 with `en_now`. `check` (and tests/test_translations.py) fails on every unit
-that is missing, empty, outdated, or left in English, and on every rejected
-form of a term (``TERMS``: one word per concept; ``CALQUES``) in the prose,
-captions, alt texts, code comments and figure labels; on d2l-zh's name missing
-at the first use (``ASIDES``); on English connectives left in the prose, chains
-of full-width colons and chapter openers not written 你需要 / 你将得到
-(``style_problems``). Code comments are translated in
-``locale/zh/code/comments.yml`` (tools/editions/code_comments.py): `check`
-lists the comments without a translation (failing on them but for the chapters
-in ``code_comments.EXEMPT``) and those whose wrap starts a line with
-punctuation.
+that is missing, empty, outdated or left in English (``problems``), on the
+words and phrasing the edition rejects (``term_problems``,
+``aside_problems``, ``comment_and_label_problems``, ``style_problems``) and
+on the code comments (tools/editions/code_comments.py).
 """
 
 from __future__ import annotations
@@ -80,6 +74,29 @@ def load(page: pathlib.Path) -> dict[str, dict[str, str]]:
     if not path.exists():
         return {}
     return yaml.safe_load(path.read_text()) or {}
+
+
+def zh_of(store: dict, key: str) -> str:
+    """The Chinese of unit ``key`` in ``store`` (empty: none yet)."""
+    return str(store.get(key, {}).get("zh") or "")
+
+
+def translated(page: pathlib.Path):
+    """(key, English, Chinese) of each unit of ``page``, in order."""
+    store = load(page)
+    for key, text in units(page).items():
+        yield key, text, zh_of(store, key)
+
+
+def zh_page(page: pathlib.Path) -> str:
+    """A Markdown page's Chinese text, its English while it has none."""
+    text = zh_of(load(page), "page")
+    return text if text.strip() else page.read_text()
+
+
+def first_words(text: str, n: int = 70) -> str:
+    """The start of ``text`` on one line, for messages."""
+    return " ".join(text.split())[:n]
 
 
 class _Literal(str):
@@ -151,9 +168,9 @@ ENGLISH_RUN = re.compile(r"(?:[A-Za-z][\w'’-]*[\s,;:.()]+){7}[A-Za-z]")
 def _english_left(zh: str) -> str | None:
     """The first English sentence-like run left in a translation, if any."""
     if not CJK.search(zh):
-        return " ".join(zh.split())[:70]
+        return first_words(zh)
     found = ENGLISH_RUN.search(QUOTED.sub(" ", NOT_PROSE.sub(" ", zh)))
-    return " ".join(found.group(0).split())[:70] if found else None
+    return first_words(found.group(0)) if found else None
 
 
 def problems(page: pathlib.Path) -> list[str]:
@@ -161,7 +178,7 @@ def problems(page: pathlib.Path) -> list[str]:
     English."""
     found, store = [], load(page)
     for key, text in units(page).items():
-        first = " ".join(text.split())[:70]
+        first = first_words(text)
         entry = store.get(key)
         if entry is None or not str(entry.get("zh", "")).strip():
             found.append(f"{page.name} [{key}] untranslated: {first!r}")
@@ -258,16 +275,13 @@ def term_problems(page: pathlib.Path) -> list[str]:
     """Every rejected form of a TERMS concept (or a CALQUES phrase) in
     ``page``'s Chinese, by unit; in a chapter, a first 词元 not written
     词元（token）; a solution heading not written 解答 N 及讲解."""
-    found, store, first = [], load(page), page.suffix == ".ipynb"
-    for key, text in units(page).items():
-        zh = str(store.get(key, {}).get("zh") or "")
+    found, first = [], page.suffix == ".ipynb"
+    for key, text, zh in translated(page):
         prose = chinese_prose(INDEX_ROW.sub(" ", zh))
         if first and FIRST_USE[0] in prose:
             at = prose.index(FIRST_USE[0])
             if prose.startswith(FIRST_USE[1], at):
-                prose = (
-                    prose[:at] + FIRST_USE[0] + prose[at + len(FIRST_USE[1]) :]
-                )
+                prose = prose.replace(FIRST_USE[1], FIRST_USE[0], 1)
             else:
                 found.append(
                     f"{page.name} [{key}] the chapter's first {FIRST_USE[0]} "
@@ -292,11 +306,11 @@ def aside_problems(chapters: list[pathlib.Path]) -> list[str]:
     for page in chapters:
         if page.suffix != ".ipynb":
             continue
-        store, here = load(page), set()
-        for key in units(page):
+        here = set()
+        for key, _, zh in translated(page):
             if "/" in key:  # a caption or an alt text
                 continue
-            prose = chinese_prose(str(store.get(key, {}).get("zh") or ""))
+            prose = chinese_prose(zh)
             for word, other, scope in ASIDES:
                 done = seen if scope == "course" else here
                 m = re.search(word, prose)
@@ -411,16 +425,21 @@ COLONS_LEFT: set[str] = set()
 
 def page_colons(page: pathlib.Path) -> tuple[int, int]:
     """(non-structural full-width colons, CJK characters) of a page."""
-    store, c, n = load(page), 0, 0
-    for key in units(page):
-        zh = chinese_prose(str(store.get(key, {}).get("zh") or ""))
-        prose = _STRUCTURAL_COLON.sub(" ", zh)
+    c, n = 0, 0
+    for _, _, zh in translated(page):
+        prose = _STRUCTURAL_COLON.sub(" ", chinese_prose(zh))
         c, n = c + prose.count("："), n + len(CJK.findall(prose))
     return c, n
 
 
 def colons_left(page: pathlib.Path) -> bool:
     return any(page.stem.startswith(s) for s in COLONS_LEFT)
+
+
+def colon_excess(page: pathlib.Path) -> tuple[int, int] | None:
+    """``page_colons`` of a page over COLONS_PER_1000 per 1,000, else None."""
+    c, n = page_colons(page)
+    return (c, n) if c * 1000 > COLONS_PER_1000 * n else None
 
 
 # The chapters open with what the reader needs and gets: the English bold
@@ -434,9 +453,8 @@ OPENERS = (
 def style_problems(page: pathlib.Path) -> list[str]:
     """English connectives, colon chains and chapter openers in ``page``'s
     Chinese, by unit."""
-    found, store = [], load(page)
-    for key, text in units(page).items():
-        zh = str(store.get(key, {}).get("zh") or "")
+    found = []
+    for key, text, zh in translated(page):
         where = f"{page.name} [{key}]"
         if words := connectives_left(zh):
             found.append(
@@ -452,8 +470,8 @@ def style_problems(page: pathlib.Path) -> list[str]:
         for english, chinese in OPENERS:
             if english in text and chinese not in zh:
                 found.append(f"{where} the opener is not written {chinese}")
-    c, n = page_colons(page)
-    if c * 1000 > COLONS_PER_1000 * n and not colons_left(page):
+    if (excess := colon_excess(page)) and not colons_left(page):
+        c, n = excess
         found.append(
             f"{page.name}: {c} full-width colons in {n} Chinese characters "
             f"(at most {COLONS_PER_1000} per 1,000): rephrase into sentences"
@@ -488,37 +506,36 @@ def pages() -> list[pathlib.Path]:
     return out
 
 
-if __name__ == "__main__":
-    if len(sys.argv) >= 2 and sys.argv[1] == "sync":
-        targets = [pathlib.Path(p) for p in sys.argv[2:]] or pages()
-        for p in targets:
+def main(argv: list[str]) -> int:
+    """``sync [pages]`` or ``check`` (the module's doc); 1 if check fails."""
+    if argv[:1] == ["sync"]:
+        for p in [pathlib.Path(p) for p in argv[1:]] or pages():
             a, c = sync(p.resolve())
-            print(
-                f"{p.name}: {a} new, {c} changed -> "
-                f"{store_path(p).relative_to(ROOT)}"
-            )
-    elif len(sys.argv) == 2 and sys.argv[1] == "check":
-        from tools.editions import code_comments
-
-        every = pages()
-        issues = [
-            m
-            for p in every
-            for m in problems(p) + term_problems(p) + style_problems(p)
-        ]
-        issues += aside_problems(every) + comment_and_label_problems()
-        failing, left = code_comments.problems(every)
-        issues += failing
-        print("\n".join(issues) or "every page is translated and current")
-        left += [
-            f"{p.name}: colons still to rephrase ({c} in {n} CJK characters)"
-            for p in every
-            if colons_left(p)
-            and (c := page_colons(p)[0]) * 1000
-            > COLONS_PER_1000 * (n := page_colons(p)[1])
-        ]
-        if left:  # comments not required yet, colons still to rephrase
-            print("\n".join(left))
-        raise SystemExit(1 if issues else 0)
-    else:
+            where = store_path(p).relative_to(ROOT)
+            print(f"{p.name}: {a} new, {c} changed -> {where}")
+        return 0
+    if argv != ["check"]:
         raise SystemExit(__doc__)
+    from tools.editions import code_comments
+
+    every = pages()
+    issues = [
+        m
+        for p in every
+        for m in problems(p) + term_problems(p) + style_problems(p)
+    ]
+    issues += aside_problems(every) + comment_and_label_problems()
+    failing, left = code_comments.problems(every)
+    issues += failing
+    print("\n".join(issues) or "every page is translated and current")
+    for p in filter(colons_left, every):
+        if excess := colon_excess(p):
+            said = "({} in {} CJK characters)".format(*excess)
+            left.append(f"{p.name}: colons still to rephrase {said}")
+    if left:  # comments not required yet, colons still to rephrase
+        print("\n".join(left))
+    return 1 if issues else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
