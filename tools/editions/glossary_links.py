@@ -21,36 +21,35 @@ import sys
 from tools import NOT_PROSE, ROOT
 
 GLOSSARY = ROOT / "book" / "glossary.md"
-
-
 # Terms that are also everyday words are linked only where the sentence marks
 # the term ("the *memory*", the encoder's output), never in the everyday sense
 # (computer memory).
 MARKED_ONLY = {"memory": re.compile(r"the [\"*]memory", re.IGNORECASE)}
-
-
 # Pages where a term's word only appears in its everyday sense ("the key to",
 # "values" as numbers): the term is not linked there at all.
 NOT_LINKED = {"05_masked_loss": {"key", "value", "query"}}
 
 
+def glossary_names(text: str) -> list[tuple[str, str]]:
+    """(name, the name its entry is filed under) for each name in the
+    ``:::{glossary}`` block of ``text`` (glossary.md, in either language)."""
+    block = text.split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
+    found, group = [], []
+    for line in block.splitlines():
+        if not line.strip() or line[0].isspace() or line.startswith(":"):
+            group = []  # a definition line ends the group of names
+        else:
+            group.append(line.strip())
+            found.append((line.strip(), group[0]))
+    return found
+
+
 def glossary_terms(path: pathlib.Path = GLOSSARY) -> dict[str, str]:
     """Every name in the glossary (lower case) -> the name its entry is filed
     under."""
-    text = path.read_text()
-    block = text.split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
     names: dict[str, str] = {}
-    group: list[str] = []
-    for line in block.splitlines():
-        if not line.strip() or line.startswith(":"):
-            group = []
-            continue
-        if line[0].isspace():
-            group = []  # a definition line ends the group of names
-            continue
-        group.append(line.strip())
-        for name in group:
-            names.setdefault(name.lower(), group[0])
+    for name, entry in glossary_names(path.read_text()):
+        names.setdefault(name.lower(), entry)
     return names
 
 
@@ -101,14 +100,12 @@ def link_cells(
             continue
         for ci, src in enumerate(out):
             lines = src.split("\n")
-            hit = _first_use(lines, name)
-            if hit:
+            if hit := _first_use(lines, name):
                 li, m = hit
-                line, text = lines[li], m.group(0)
-                same = text.lower() == entry.lower()
+                same = m[0].lower() == entry.lower()
                 target = "" if same else f" <{entry}>"
-                role = f"{{term}}`{text}{target}`"
-                lines[li] = line[: m.start()] + role + line[m.end() :]
+                before, after = lines[li][: m.start()], lines[li][m.end() :]
+                lines[li] = f"{before}{{term}}`{m[0]}{target}`{after}"
                 out[ci] = "\n".join(lines)
                 done.add(entry)
                 linked.append(entry)
