@@ -38,9 +38,8 @@ from tools.editions.notebooks import (
 
 def ruff() -> list[str]:
     """The command that runs ruff: the project's .venv's, else PATH's."""
-    exe = shutil.which(
-        "ruff", path=str(ROOT / ".venv" / "bin")
-    ) or shutil.which("ruff")
+    venv = str(ROOT / ".venv" / "bin")
+    exe = shutil.which("ruff", path=venv) or shutil.which("ruff")
     return [exe] if exe else [sys.executable, "-m", "ruff"]
 
 
