@@ -37,6 +37,7 @@ checks it against the source notebooks, and that every file is current).
 from __future__ import annotations
 
 import functools
+import itertools
 import pathlib
 import re
 import runpy
@@ -47,7 +48,7 @@ import nbformat
 
 from tools import ROOT
 from tools.editions import translations, zh_notebooks
-from tools.editions.notebooks import config, repo_url, toc_files, toc_notebooks
+from tools.editions.notebooks import config, notebook_args, repo_url, toc_files
 
 COLAB = ROOT / "colab"
 LANGUAGES = ("en", "zh")
@@ -75,39 +76,29 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$", re.MULTILINE)
 EXERCISE = re.compile(r"^(Exercise|练习)\s*\d+")
 FOLDED = ("hide-cell", "hide-input")
 
+# What the Colab notebooks say besides the book's text: (English, Chinese).
+_WORDS = {
+    "figure": ("Fig. {}", "图 {}"),
+    "setup": (
+        "Setup: the course's utils, seed and device",
+        "准备：课程的 utils、随机种子与设备",
+    ),
+    "solution": ("Solution to {}", "答案（{}）"),
+    "solution_n": ("Solution {}", "答案 {}"),
+    "draws": ("The code that draws Fig. {}", "绘制图 {} 的代码"),
+    "hidden": ("Hidden code", "隐藏的代码"),
+    "hidden_about": ("Hidden code: {}", "隐藏的代码：{}"),
+    "note": ("Note", "注意"),
+    "warning": ("Warning", "警告"),
+    "tip": ("Tip", "提示"),
+    "important": ("Important", "重要"),
+    "caution": ("Caution", "小心"),
+    "seealso": ("See also", "另见"),
+    "hint": ("Hint", "提示"),
+}
 WORDS = {
-    "en": {
-        "figure": "Fig. {}",
-        "setup": "Setup: the course's utils, seed and device",
-        "solution": "Solution to {}",
-        "solution_n": "Solution {}",
-        "draws": "The code that draws Fig. {}",
-        "hidden": "Hidden code",
-        "hidden_about": "Hidden code: {}",
-        "note": "Note",
-        "warning": "Warning",
-        "tip": "Tip",
-        "important": "Important",
-        "caution": "Caution",
-        "seealso": "See also",
-        "hint": "Hint",
-    },
-    "zh": {
-        "figure": "图 {}",
-        "setup": "准备：课程的 utils、随机种子与设备",
-        "solution": "答案（{}）",
-        "solution_n": "答案 {}",
-        "draws": "绘制图 {} 的代码",
-        "hidden": "隐藏的代码",
-        "hidden_about": "隐藏的代码：{}",
-        "note": "注意",
-        "warning": "警告",
-        "tip": "提示",
-        "important": "重要",
-        "caution": "小心",
-        "seealso": "另见",
-        "hint": "提示",
-    },
+    language: {key: pair[i] for key, pair in _WORDS.items()}
+    for i, language in enumerate(LANGUAGES)
 }
 
 SETUP_CELL = """\
@@ -178,11 +169,7 @@ def _markdown_of(page: pathlib.Path, language: str) -> str:
         nb = nbformat.read(source_path(page, language), as_version=4)
         cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
         return "\n\n".join(cells)
-    if language == "zh":
-        text = str(translations.load(page).get("page", {}).get("zh") or "")
-        if text.strip():
-            return text
-    return page.read_text()
+    return translations.zh_page(page) if language == "zh" else page.read_text()
 
 
 @functools.cache
@@ -191,13 +178,10 @@ def glossary_terms(language: str) -> dict[str, str]:
     its entry's anchor on the glossary page."""
     from sphinx.util.nodes import _make_id
 
-    text = _markdown_of(ROOT / "book" / "glossary.md", language)
-    block = text.split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
-    terms = {}
-    for line in block.splitlines():
-        if line.strip() and not line[0].isspace() and not line.startswith(":"):
-            terms[line.strip().lower()] = "term-" + _make_id(line.strip())
-    return terms
+    from tools.editions.glossary_links import GLOSSARY, glossary_names
+
+    names = glossary_names(_markdown_of(GLOSSARY, language))
+    return {name.lower(): "term-" + _make_id(name) for name, _ in names}
 
 
 @functools.cache
@@ -273,7 +257,8 @@ class Unrendered(ValueError):
 
 
 def render_role(name: str, content: str, ctx: dict) -> str:
-    language = ctx["language"]
+    """One MyST role as Markdown (see the module's doc)."""
+    language, role = ctx["language"], f"{{{name}}}`{content}`"
     text, target = content, content
     if m := re.fullmatch(r"(.*?)\s*<([^<>]+)>", content, re.DOTALL):
         text, target = m.group(1), m.group(2)
@@ -282,18 +267,16 @@ def render_role(name: str, content: str, ctx: dict) -> str:
 
         key, _, fmt = content.partition(":")
         if key not in ctx["glue"]:
-            raise Unrendered(
-                f"{{{name}}}`{content}`: nothing glued as {key!r}"
-            )
+            raise Unrendered(f"{role}: nothing glued as {key!r}")
         return format_plain_text(ctx["glue"][key], fmt or "s")
     if name == "term":
         anchor = glossary_terms(language).get(target.strip().lower())
         if anchor is None:
-            raise Unrendered(f"{{term}}`{content}`: not in the glossary")
+            raise Unrendered(f"{role}: not in the glossary")
         return f"[{text}]({page_url('book/glossary', language, anchor)})"
     if name == "numref":
         if target not in figure_numbers():
-            raise Unrendered(f"{{numref}}`{content}`: no such figure")
+            raise Unrendered(f"{role}: no such figure")
         docname, number = figure_numbers()[target]
         shown = WORDS[language]["figure"].format(number)
         if text != target:
@@ -301,7 +284,7 @@ def render_role(name: str, content: str, ctx: dict) -> str:
         return f"[{shown}]({page_url(docname, language, target)})"
     if name == "ref":
         if target not in labels(language):
-            raise Unrendered(f"{{ref}}`{content}`: no such label")
+            raise Unrendered(f"{role}: no such label")
         docname, title = labels(language)[target]
         shown = text if text != target else title
         return f"[{shown}]({page_url(docname, language, target)})"
@@ -309,21 +292,20 @@ def render_role(name: str, content: str, ctx: dict) -> str:
         parts = []
         for key in [k.strip() for k in target.split(",") if k.strip()]:
             if key not in bibliography():
-                raise Unrendered(f"{{{name}}}`{content}`: no such entry")
+                raise Unrendered(f"{role}: no such entry")
             who, year = bibliography()[key]
             url = page_url("book/bibliography", language, bib_anchor(key))
             said = f"{who} ({year})" if name == "cite:t" else f"{who}, {year}"
             parts.append(f"[{said}]({url})")
-        return (
-            "; ".join(parts) if name == "cite:t" else f"({'; '.join(parts)})"
-        )
+        joined = "; ".join(parts)
+        return joined if name == "cite:t" else f"({joined})"
     if name in ("math", "eq"):
         return f"${content}$"
     if name in ("sub", "sup"):
         return f"<{name}>{content}</{name}>"
     if name in ("abbr", "kbd"):
         return text
-    raise Unrendered(f"{{{name}}}`{content}`: no Markdown for this role")
+    raise Unrendered(f"{role}: no Markdown for this role")
 
 
 def render_roles(text: str, ctx: dict) -> str:
@@ -348,10 +330,10 @@ def render_directive(name, title, options, body, ctx) -> str:
     words = WORDS[ctx["language"]]
     classes = options.get("class", "").split()
     if name == "dropdown" or (name == "admonition" and "dropdown" in classes):
-        summary = _html_inline(render_roles(title, ctx))
-        return (
-            f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
+        summary = (
+            f"<summary>{_html_inline(render_roles(title, ctx))}</summary>"
         )
+        return f"<details>\n{summary}\n\n{body}\n\n</details>"
     if name in words or name == "admonition":
         heading = render_roles(title, ctx)
         if name != "admonition":
@@ -398,11 +380,9 @@ def render_markdown(text: str, ctx: dict) -> str:
         block = render_directive(name, title, options, inner, ctx)
         out += [indent + line if line else line for line in block.split("\n")]
         i = end + 1
-    text = render_roles("\n".join(out), ctx)
-    text = CHAPTER_LINK.sub(
-        lambda m: f"]({colab_url(m.group(1), ctx['language'])})", text
-    )
     language = ctx["language"]
+    text = render_roles("\n".join(out), ctx)
+    text = CHAPTER_LINK.sub(lambda m: f"]({colab_url(m[1], language)})", text)
 
     def page(m: re.Match) -> str:
         anchor = (m.group(2) or "#")[1:]
@@ -561,23 +541,19 @@ def raw_roles(nb) -> int:
 
 
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    argv = [a for a in argv if a != "--check"]
-    pages = [pathlib.Path(p).resolve() for p in argv] or toc_notebooks()
+    """Write the Colab notebooks (or, with --check, say which are stale)."""
+    pages, check = notebook_args(argv, "--check")
     stale = 0
-    for page in pages:
-        for language in LANGUAGES:
-            if check:
-                for problem in problems(page, language):
-                    stale += 1
-                    print(problem, file=sys.stderr)
-                continue
-            target = write(page, language)
-            before = raw_roles(nbformat.read(source_path(page, language), 4))
-            after = raw_roles(nbformat.read(target, 4))
-            print(
-                f"{zh_notebooks.shown(target)}: raw roles {before} -> {after}"
-            )
+    for page, language in itertools.product(pages, LANGUAGES):
+        if check:
+            for problem in problems(page, language):
+                stale += 1
+                print(problem, file=sys.stderr)
+            continue
+        target = write(page, language)
+        before = raw_roles(nbformat.read(source_path(page, language), 4))
+        after = raw_roles(nbformat.read(target, 4))
+        print(f"{zh_notebooks.shown(target)}: raw roles {before} -> {after}")
     return 1 if stale else 0
 
 
