@@ -43,6 +43,20 @@ CJK = re.compile(r"[\u3400-\u9fff]")
 LIVE_TEXTS = LOCALE / "live" / "widgets.yml"
 
 
+def places(nb):
+    """(key, where, field) of each unit of a notebook: its text is
+    ``where[field]`` (a cell's source, a figure's caption or alt text)."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            yield cell.id, cell, "source"
+        elif cell.cell_type == "code":
+            meta = cell.metadata.get("mystnb", {})
+            figure, image = meta.get("figure", {}), meta.get("image", {})
+            for field, where in (("caption", figure), ("alt", image)):
+                if where.get(field):
+                    yield f"{cell.id}/{field}", where, field
+
+
 def units(page: pathlib.Path) -> dict[str, str]:
     """The English units of one page, in order: key -> text."""
     if page.suffix == ".md":
@@ -50,19 +64,7 @@ def units(page: pathlib.Path) -> dict[str, str]:
     import nbformat
 
     nb = nbformat.read(page, as_version=4)
-    out: dict[str, str] = {}
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            out[cell.id] = cell.source
-        elif cell.cell_type == "code":
-            meta = cell.metadata.get("mystnb", {})
-            caption = meta.get("figure", {}).get("caption")
-            alt = meta.get("image", {}).get("alt")
-            if caption:
-                out[f"{cell.id}/caption"] = caption
-            if alt:
-                out[f"{cell.id}/alt"] = alt
-    return out
+    return {key: where[field] for key, where, field in places(nb)}
 
 
 def store_path(page: pathlib.Path) -> pathlib.Path:
@@ -134,9 +136,7 @@ def save(page: pathlib.Path, entries: dict[str, dict[str, str]]) -> None:
 
 def sync(page: pathlib.Path) -> tuple[int, int]:
     """Add missing units, mark changed ones with `en_now`, drop units that no
-    longer exist.
-
-    Returns (added, changed)."""
+    longer exist; returns (added, changed)."""
     old, added, changed = load(page), 0, 0
     new: dict[str, dict[str, str]] = {}
     for key, text in units(page).items():
@@ -203,12 +203,10 @@ TERMS, CALQUES = (
     [(e["concept"], e["write"], tuple(e["reject"])) for e in _TABLE[part]]
     for part in ("terms", "calques")
 )
-# A rejected form is allowed in parentheses right after the form to write
-# (but for 词元, whose English is written once, at the first use)
-# (束搜索（集束搜索）, 层归一化（d2l-zh 译作层规范化）: where another name is
-# given for the reader who knows it) and in the glossary's pinyin index,
-# which lists every name a reader may look up (| 集束搜索 | jíshù sōusuǒ |
-# {term}`beam search` |).
+# A rejected form is allowed in parentheses right after the form to write,
+# another name for the reader who knows it (束搜索（集束搜索）; not for 词元,
+# whose English is written once, at the first use), and in the glossary's
+# pinyin index: | 集束搜索 | jíshù sōusuǒ | {term}`beam search` |.
 INDEX_ROW = re.compile(
     r"^\| [^|`]+ \| [^|`\u3400-\u9fff]+ \| \{term\}`[^`]*` \|$", re.M
 )
@@ -342,22 +340,17 @@ def comment_and_label_problems() -> list[str]:
 
     from tools.editions import code_comments
 
-    found = []
+    texts = []  # (where, prose)
     for en, zh in code_comments.load().items():
         prose = _IDENTIFIER.sub(" ", NOT_PROSE.sub(" ", str(zh)))
-        hits = rejected_forms(prose, TERMS)
-        found += _said(f"comments.yml [{en[:40]!r}]", hits)
+        texts.append((f"comments.yml [{en[:40]!r}]", prose))
     for en, zh in live_texts().items():  # the live pages' widgets
         prose = re.sub(r"\{\w+\}", " ", NOT_PROSE.sub(" ", str(zh)))  # {slots}
-        hits = rejected_forms(prose, TERMS)
-        found += _said(f"widgets.yml [{en[:40]!r}]", hits)
-    names = ("LayerNorm", "BatchNorm")
+        texts.append((f"widgets.yml [{en[:40]!r}]", prose))
     for en, zh in labels.entries():  # by figure too
-        if zh == en and not any(n in en for n in names):
-            continue
-        prose = NOT_PROSE.sub(" ", zh)
-        found += _said(f"labels.yml [{en!r}]", rejected_forms(prose, TERMS))
-    return found
+        if zh != en or any(n in en for n in ("LayerNorm", "BatchNorm")):
+            texts.append((f"labels.yml [{en!r}]", NOT_PROSE.sub(" ", zh)))
+    return [m for at, t in texts for m in _said(at, rejected_forms(t, TERMS))]
 
 
 # English connectives left in Chinese prose: whole Latin words, outside code,
@@ -390,12 +383,11 @@ def connectives_left(zh: str) -> list[str]:
 
 
 # Full-width colons copied from English ("X：Y：Z"): at most COLONS_PER_1000
-# per 1,000 CJK characters in a paragraph of COLONS_MIN_CJK or more. Colons
-# that structure the text are not counted: in a heading or a directive line,
-# after a bold label (**你需要：**, - **形状**：) and at the end of a line (one
-# that introduces a list, maths or code). A paragraph under ~167 characters
-# would be flagged for one colon (one is often right: a definition); from 200
-# characters one colon passes and two are flagged until 333.
+# per 1,000 CJK characters in a paragraph of COLONS_MIN_CJK or more (one
+# colon is often right: a definition). Colons that structure the text are not
+# counted: in a heading or a directive line, after a bold label (**你需要：**,
+# - **形状**：) and at the end of a line (one that introduces a list, maths or
+# code).
 COLONS_PER_1000 = 6
 COLONS_MIN_CJK = 200
 _STRUCTURAL_COLON = re.compile(
@@ -498,12 +490,10 @@ def pages() -> list[pathlib.Path]:
     """The pages of the book (from _toc.yml), in order."""
     from tools.editions.notebooks import toc_files
 
-    out = []
-    for f in toc_files():
-        for ext in (".ipynb", ".md"):
-            if (ROOT / f"{f}{ext}").exists():
-                out.append(ROOT / f"{f}{ext}")
-    return out
+    pages = (
+        ROOT / f"{f}{ext}" for f in toc_files() for ext in (".ipynb", ".md")
+    )
+    return [page for page in pages if page.exists()]
 
 
 def main(argv: list[str]) -> int:
