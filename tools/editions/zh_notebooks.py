@@ -88,24 +88,14 @@ def translate(nb: nbformat.NotebookNode, store: dict) -> None:
     """Put the translations of ``store`` into ``nb`` (in place): markdown
     cells, captions, alt texts and the solution cells' labels. Code and
     outputs are left alone."""
-
-    def zh(key: str) -> str | None:
-        text = translations.zh_of(store, key)
-        return text if text.strip() else None
-
+    for key, where, field in translations.places(nb):
+        if (text := translations.zh_of(store, key)).strip():
+            where[field] = text
     for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            cell.source = zh(cell.id) or cell.source
-        elif cell.cell_type == "code":
-            meta = cell.metadata.get("mystnb", {})
-            figure, image = meta.get("figure", {}), meta.get("image", {})
-            if figure.get("caption") and (text := zh(f"{cell.id}/caption")):
-                figure["caption"] = text
-            if image.get("alt") and (text := zh(f"{cell.id}/alt")):
-                image["alt"] = text
-            for key in ("code_prompt_show", "code_prompt_hide"):
-                if meta.get(key) in ZH_PROMPTS:
-                    meta[key] = ZH_PROMPTS[meta[key]]
+        meta = cell.metadata.get("mystnb", {})
+        for key in ("code_prompt_show", "code_prompt_hide"):
+            if cell.cell_type == "code" and meta.get(key) in ZH_PROMPTS:
+                meta[key] = ZH_PROMPTS[meta[key]]
 
 
 def expected(page: pathlib.Path) -> nbformat.NotebookNode:
@@ -122,14 +112,17 @@ def expected(page: pathlib.Path) -> nbformat.NotebookNode:
     return nb
 
 
+def label_stamp() -> str:
+    """The hash of the figure label table."""
+    return hashlib.sha256(LABEL_TABLE.read_bytes()).hexdigest()[:16]
+
+
 def stamp(page: pathlib.Path) -> dict:
-    """What the Chinese notebook's metadata records (``course_zh``): its
-    source and the hash of the figure label table."""
-    table = LABEL_TABLE.read_bytes()
+    """What the Chinese notebook's metadata records (``course_zh``)."""
     return {
         "source": str(page.resolve().relative_to(ROOT)),
         "language": "zh",
-        "figure_labels": hashlib.sha256(table).hexdigest()[:16],
+        "figure_labels": label_stamp(),
     }
 
 
