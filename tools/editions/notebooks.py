@@ -15,6 +15,7 @@ import yaml
 from tools import ROOT
 
 SETUP_MARKER = "# Setup, the same in every chapter"
+TOC_ENTRY = re.compile(r"^\s*(?:-\s*)?(?:file|root):\s*(\S+)", re.MULTILINE)
 
 # Ruff checks it like every code cell (tests/test_lint.py): `proof` and
 # `utils` can only be imported once sys.path holds the course (E402), and
@@ -74,22 +75,13 @@ def setup_source() -> str:
 def toc_files() -> list[str]:
     """Every `file:`/`root:` entry of _toc.yml, relative to the repository
     root, no suffix."""
-    text = (ROOT / "_toc.yml").read_text()
-    return [
-        m.group(1)
-        for m in re.finditer(
-            r"^\s*(?:-\s*)?(?:file|root):\s*(\S+)", text, re.MULTILINE
-        )
-    ]
+    return TOC_ENTRY.findall((ROOT / "_toc.yml").read_text())
 
 
 def toc_notebooks() -> list[pathlib.Path]:
     """The notebooks listed in _toc.yml (the chapters readers see)."""
-    return [
-        ROOT / f"{f}.ipynb"
-        for f in toc_files()
-        if (ROOT / f"{f}.ipynb").exists()
-    ]
+    pages = (ROOT / f"{f}.ipynb" for f in toc_files())
+    return [page for page in pages if page.exists()]
 
 
 def notebook_args(argv: list[str], flag: str) -> tuple[list, bool]:
