@@ -72,22 +72,11 @@ def _prose_spans(line: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if b > a]
 
 
-def _is_prose_line(line: str, in_fence: bool) -> bool:
-    s = line.lstrip()
-    return not (
-        in_fence or s.startswith(("#", ":::", "```", "|---", "<", ":"))
-    )
-
-
 def link_cells(
     sources: list[str], terms: dict[str, str], skip: set[str] = frozenset()
 ) -> tuple[list[str], list[str]]:
     """Link the first prose use of each term across ``sources`` (markdown
-    cells, in order).
-
-    Returns the new sources and the list of terms that were linked by this
-    call.
-    """
+    cells, in order); returns the new sources and the terms linked."""
     linked_before = set()
     for src in sources:
         for m in re.finditer(r"\{term\}`(?:[^`<]*<)?([^`>]+)>?`", src):
@@ -118,10 +107,10 @@ def _first_use(lines: list[str], name: str):
     ``lines`` (where MARKED_ONLY asks it, a marked use), or None."""
     pattern, marked, in_fence = _pattern(name), MARKED_ONLY.get(name), False
     for li, line in enumerate(lines):
-        if line.lstrip().startswith("```"):
-            in_fence = not in_fence
-            continue
-        if not _is_prose_line(line, in_fence):
+        start = line.lstrip()
+        in_fence ^= start.startswith("```")
+        # not prose: code, a heading, a directive, a table, HTML
+        if in_fence or start.startswith(("```", "#", ":::", "|---", "<", ":")):
             continue
         spans = [x.span() for x in marked.finditer(line)] if marked else None
         for a, b in _prose_spans(line):
@@ -153,7 +142,5 @@ if __name__ == "__main__":
         raise SystemExit(__doc__)
     for p in paths:
         linked = link_notebook(p, write=True)
-        print(
-            f"{p}: linked {len(linked)} terms"
-            + (f": {', '.join(linked)}" if linked else "")
-        )
+        said = f": {', '.join(linked)}" if linked else ""
+        print(f"{p}: linked {len(linked)} terms{said}")
