@@ -418,10 +418,8 @@ def setup_cell(language: str) -> str:
 
 def _title(cell, heading: str, ctx: dict) -> str:
     """What a folded cell is, for its ``#@title`` line."""
-    words = WORDS[ctx["language"]]
-    meta = cell.metadata
-    name = _figure(cell).get("name")
-    if "solution" in meta.get("tags", []):
+    words, name = WORDS[ctx["language"]], _figure(cell).get("name")
+    if "solution" in cell.metadata.get("tags", []):
         if EXERCISE.match(heading):  # plain text: Colab shows it as it is
             return words["solution"].format(re.sub(r"[*_`$]", "", heading))
         ctx["solutions"] += 1
@@ -451,12 +449,9 @@ def caption_cell(cell, ctx: dict):
     """A Markdown cell with the figure's number and caption, shown below it."""
     figure = cell.metadata["mystnb"]["figure"]
     caption = render_markdown(figure["caption"], ctx)
-    name = figure.get("name")
-    if name in figure_numbers():
-        number = WORDS[ctx["language"]]["figure"].format(
-            figure_numbers()[name][1]
-        )
-        caption = f"**{number}** {caption}"
+    if (name := figure.get("name")) in figure_numbers():
+        number = WORDS[ctx["language"]]["figure"]
+        caption = f"**{number.format(figure_numbers()[name][1])}** {caption}"
     new = nbformat.v4.new_markdown_cell(f"<small>{caption}</small>")
     new.id = f"{cell.id}-caption"[-64:]
     return new
@@ -469,42 +464,33 @@ def convert(page: pathlib.Path, language: str) -> nbformat.NotebookNode:
             f"language must be one of {LANGUAGES}, got {language!r}"
         )
     source = source_path(page, language)
-    nb = nbformat.read(source, as_version=4)
+    nb, where = nbformat.read(source, as_version=4), zh_notebooks.shown(source)
     ctx = {"language": language, "glue": glued(nb), "solutions": 0}
     cells, heading, setup_done = [], "", False
     for cell in nb.cells:
+        cells.append(cell)
         if cell.cell_type == "markdown":
             try:
                 cell.source = render_markdown(cell.source, ctx)
             except Unrendered as e:
-                raise Unrendered(
-                    f"{zh_notebooks.shown(source)} {cell.id}: {e}"
-                )
+                raise Unrendered(f"{where} {cell.id}: {e}")
             headings = HEADING.findall(cell.source)
             heading = headings[-1][1] if headings else heading
-            cells.append(cell)
-            continue
-        if cell.cell_type != "code":
-            cells.append(cell)
-            continue
-        tags = cell.metadata.get("tags", [])
-        if not setup_done:
-            cell.source, setup_done = setup_cell(language), True
-            cell.metadata["cellView"] = "form"
-        elif any(t in tags for t in FOLDED):
-            title = _short(_title(cell, heading, ctx))
-            cell.source = f"#@title {title}\n{cell.source}"
-            cell.metadata["cellView"] = "form"
-        cells.append(cell)
-        if _figure(cell).get("caption"):
-            cells.append(caption_cell(cell, ctx))
+        elif cell.cell_type == "code":
+            tags = cell.metadata.get("tags", [])
+            if not setup_done:
+                cell.source, setup_done = setup_cell(language), True
+                cell.metadata["cellView"] = "form"
+            elif any(t in tags for t in FOLDED):
+                title = _short(_title(cell, heading, ctx))
+                cell.source = f"#@title {title}\n{cell.source}"
+                cell.metadata["cellView"] = "form"
+            if _figure(cell).get("caption"):
+                cells.append(caption_cell(cell, ctx))
     nb.cells = cells
     nb.metadata.pop("course_zh", None)
     nb.metadata["colab"] = {"provenance": [], "toc_visible": True}
-    nb.metadata["course_colab"] = {
-        "source": zh_notebooks.shown(source),
-        "language": language,
-    }
+    nb.metadata["course_colab"] = {"source": where, "language": language}
     return nb
 
 
