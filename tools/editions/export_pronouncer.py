@@ -67,12 +67,8 @@ def _embeddings(model) -> bool:
 
 def architecture(model) -> dict:
     """What the page needs to compute ``model`` (a ``utils.model.Transformer``
-    in eval mode), read from its modules.
-
-    Raises ValueError for anything the page does not compute (another
-    class, mixed norm placements or eps, another positional encoding), so a
-    model the page would get wrong is never exported.
-    """
+    in eval mode), read from its modules. Raises ValueError for anything the
+    page does not compute, so a model it would get wrong is never exported."""
     import math
 
     from torch import nn
