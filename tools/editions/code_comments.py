@@ -37,6 +37,8 @@ EXEMPT: list[str] = []
 PRAGMA = re.compile(r"^#\s*(noqa|type:|fmt:|pragma|@)")
 PAUSES = "，；：。、）"
 ENGLISH = re.compile(r"[A-Za-z]*[a-z]{3,}")
+# what wrap() never cuts: a CJK character, a run of other characters, spaces
+PIECE = re.compile(r"[\u2e80-\uffff]|[^\s\u2e80-\uffff]+|\s+")
 
 
 class TooWide(ValueError):
@@ -106,11 +108,8 @@ def wrap(text: str, room: int) -> list[str]:
     characters or at spaces, never inside an ASCII word."""
     out: list[str] = []
     for paragraph in text.split("\n"):
-        pieces = re.findall(
-            r"[\u2e80-\uffff]|[^\s\u2e80-\uffff]+|\s+", paragraph
-        )
         line = ""
-        for piece in pieces:
+        for piece in PIECE.findall(paragraph):
             if piece.isspace():
                 piece = " "
             if width(line + piece) > room and line.strip():
@@ -139,9 +138,7 @@ def translate(source: str, table: dict[str, str]) -> tuple[str, list[str]]:
                 missing.append(c.text)
             continue
         if c.trailing:
-            row = lines[c.first]
-            start = row.index("#", c.column)
-            new = row[:start] + "# " + zh
+            new = lines[c.first][: c.column] + "# " + zh
             if width(new) > MAX_COLUMNS:
                 raise TooWide(
                     f"comment {c.text!r}: {zh!r} makes the line "
@@ -175,11 +172,9 @@ def bad_breaks(source: str, table: dict[str, str]) -> list[str]:
         if not zh or c.trailing:
             continue
         room = MAX_COLUMNS - width(lines[c.first][: c.column]) - 2
-        for paragraph in zh.split("\n"):
-            wrapped = wrap(paragraph, room)
-            if any(w[:1] in PAUSES + "”』」！？" for w in wrapped[1:]):
-                found.append(zh)
-                break
+        wrapped = [wrap(paragraph, room) for paragraph in zh.split("\n")]
+        if any(w[:1] in PAUSES + "”』」！？" for p in wrapped for w in p[1:]):
+            found.append(zh)
     return found
 
 
