@@ -3,17 +3,12 @@ check pages exist.
 
 python -m tools.editions.build_book        (or: make book)
 
-English: the repository itself, built into _build/html/. Chinese: a source tree
-generated into _build/zh_src/ (the same _toc.yml, _ext and _static; the
-chapters are the committed Chinese notebooks zh/book/*.ipynb, made by
-tools/editions/zh_notebooks.py: prose, captions and alt text from
-locale/zh/<page>.yml, the same code, figures drawn in Chinese; Markdown pages
-replaced whole from their translation; the live pages' widget texts,
-locale/zh/live/widgets.yml, as _static/engine/zh.js), built into
-_build/html/zh/ with `repository.path_to_book: colab/zh`, so a Chinese
-chapter's Colab button opens its Chinese Colab notebook
-(colab/zh/book/NN_name.ipynb). A unit with no translation keeps its English
-here; tests/test_translations.py is what fails on it, naming the page and the
+English: the repository itself, built into _build/html/. Chinese: a source
+tree generated into _build/zh_src/ (``zh_source``: the same _toc.yml, _ext
+and _static; the chapters are the committed Chinese notebooks of
+tools/editions/zh_notebooks.py, Markdown pages their translation), built into
+_build/html/zh/. A unit with no translation keeps its English here;
+tests/test_translations.py is what fails on it, naming the page and the
 paragraph, and tests/test_zh_notebooks.py fails on a Chinese notebook that is
 stale. The two builds run side by side (two processes).
 """
