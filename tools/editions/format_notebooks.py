@@ -116,10 +116,8 @@ def format_notebook(path: pathlib.Path) -> tuple[int, str]:
             continue
         old = "".join(cell["source"])
         cell["source"] = done["source"]
-        if layout_only(old, "".join(done["source"])):
-            layout.append(cell.get("id"))
-        else:
-            more.append(cell.get("id"))
+        same = layout_only(old, "".join(done["source"]))
+        (layout if same else more).append(cell.get("id"))
     if layout or more:
         path.write_text(dumps(nb))
     if path in toc_notebooks():
