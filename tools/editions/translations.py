@@ -178,19 +178,14 @@ def problems(page: pathlib.Path) -> list[str]:
     English."""
     found, store = [], load(page)
     for key, text in units(page).items():
-        first = first_words(text)
+        where, first = f"{page.name} [{key}]", first_words(text)
         entry = store.get(key)
         if entry is None or not str(entry.get("zh", "")).strip():
-            found.append(f"{page.name} [{key}] untranslated: {first!r}")
+            found.append(f"{where} untranslated: {first!r}")
         elif entry.get("en") != text or "en_now" in entry:
-            found.append(
-                f"{page.name} [{key}] outdated (English changed): {first!r}"
-            )
+            found.append(f"{where} outdated (English changed): {first!r}")
         elif _needs_chinese(text) and (left := _english_left(entry["zh"])):
-            found.append(
-                f"{page.name} [{key}] still English: {first!r} "
-                f"(left: {left!r})"
-            )
+            found.append(f"{where} still English: {first!r} (left: {left!r})")
     return found
 
 
@@ -275,6 +270,7 @@ def term_problems(page: pathlib.Path) -> list[str]:
     词元（token）; a solution heading not written 解答 N 及讲解."""
     found, first = [], page.suffix == ".ipynb"
     for key, text, zh in translated(page):
+        where = f"{page.name} [{key}]"
         prose = chinese_prose(INDEX_ROW.sub(" ", zh))
         if first and FIRST_USE[0] in prose:
             at = prose.index(FIRST_USE[0])
@@ -282,17 +278,17 @@ def term_problems(page: pathlib.Path) -> list[str]:
                 prose = prose.replace(FIRST_USE[1], FIRST_USE[0], 1)
             else:
                 found.append(
-                    f"{page.name} [{key}] the chapter's first {FIRST_USE[0]} "
-                    f"is not written {FIRST_USE[1]}: "
+                    f"{where} the chapter's first {FIRST_USE[0]} is not "
+                    f"written {FIRST_USE[1]}: "
                     f"{prose[max(0, at - 15) : at + 15]!r}"
                 )
             first = False
-        found += _said(f"{page.name} [{key}]", rejected_forms(prose))
+        found += _said(where, rejected_forms(prose))
         for n in SOLUTION.findall(text):
-            if f":::{{admonition}} 解答 {n} 及讲解" not in zh:
+            heading = f"解答 {n} 及讲解"
+            if f":::{{admonition}} {heading}" not in zh:
                 found.append(
-                    f"{page.name} [{key}] the heading of solution {n} is not "
-                    f"解答 {n} 及讲解"
+                    f"{where} the heading of solution {n} is not {heading}"
                 )
     return found
 
