@@ -125,10 +125,8 @@ def _command(source: pathlib.Path) -> list[str]:
 
 def build() -> subprocess.CompletedProcess:
     """Build both editions; one result whose output holds both logs, each
-    labelled.
-
-    `result.editions` maps "en"/"zh" to each build's own result,
-    `result.seconds` the wall-clock time of the whole build."""
+    labelled, ``editions`` each build's own result ("en", "zh") and
+    ``seconds`` the wall-clock time of the whole build."""
     start = time.perf_counter()
     # A page dropped from _toc.yml must not linger in the output from an
     # earlier build.

@@ -31,11 +31,8 @@ def unsupported(what: str) -> ValueError:
 
 def layers(model, blocks, attentions) -> dict:
     """What the engine computes the same way for both models, read from
-    ``model``'s modules: ``blocks`` (its layers: a ReLU FeedForward each,
-    of one width), its Residual sublayers (one norm placement), LayerNorms
-    (weight, bias and one eps) and ``attentions`` (projections all with
-    biases or all without). Raises ValueError (``unsupported``) for any
-    other model."""
+    ``model``'s modules, ``blocks`` (its layers) and ``attentions``; a
+    ValueError (``unsupported``) for anything the engine does not compute."""
     from torch import nn
 
     from utils.layers import FeedForward, Residual
