@@ -71,29 +71,39 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$", re.MULTILINE)
 EXERCISE = re.compile(r"^(Exercise|练习)\s*\d+")
 FOLDED = ("hide-cell", "hide-input")
 
-# What the Colab notebooks say besides the book's text: (English, Chinese).
-_WORDS = {
-    "figure": ("Fig. {}", "图 {}"),
-    "setup": (
-        "Setup: the course's utils, seed and device",
-        "准备：课程的 utils、随机种子与设备",
-    ),
-    "solution": ("Solution to {}", "答案（{}）"),
-    "solution_n": ("Solution {}", "答案 {}"),
-    "draws": ("The code that draws Fig. {}", "绘制图 {} 的代码"),
-    "hidden": ("Hidden code", "隐藏的代码"),
-    "hidden_about": ("Hidden code: {}", "隐藏的代码：{}"),
-    "note": ("Note", "注意"),
-    "warning": ("Warning", "警告"),
-    "tip": ("Tip", "提示"),
-    "important": ("Important", "重要"),
-    "caution": ("Caution", "小心"),
-    "seealso": ("See also", "另见"),
-    "hint": ("Hint", "提示"),
-}
 WORDS = {
-    language: {key: pair[i] for key, pair in _WORDS.items()}
-    for i, language in enumerate(LANGUAGES)
+    "en": {
+        "figure": "Fig. {}",
+        "setup": "Setup: the course's utils, seed and device",
+        "solution": "Solution to {}",
+        "solution_n": "Solution {}",
+        "draws": "The code that draws Fig. {}",
+        "hidden": "Hidden code",
+        "hidden_about": "Hidden code: {}",
+        "note": "Note",
+        "warning": "Warning",
+        "tip": "Tip",
+        "important": "Important",
+        "caution": "Caution",
+        "seealso": "See also",
+        "hint": "Hint",
+    },
+    "zh": {
+        "figure": "图 {}",
+        "setup": "准备：课程的 utils、随机种子与设备",
+        "solution": "答案（{}）",
+        "solution_n": "答案 {}",
+        "draws": "绘制图 {} 的代码",
+        "hidden": "隐藏的代码",
+        "hidden_about": "隐藏的代码：{}",
+        "note": "注意",
+        "warning": "警告",
+        "tip": "提示",
+        "important": "重要",
+        "caution": "小心",
+        "seealso": "另见",
+        "hint": "提示",
+    },
 }
 
 SETUP_CELL = """\

@@ -7,8 +7,8 @@ Writes ``_static/gpt/weights.js`` (not committed), ``window.GPT_DATA =
 an exporter changes: tools/editions/live_export.py says how, and makes the
 weights (``tensors``, ``fp16``). A ``<script>`` tag loads it, from
 ``file://`` too, where ``fetch()`` fails. Besides the weights it holds
-(format ``FORMAT``, version ``VERSION``; the page refuses any other, and any
-export that lacks a field or a tensor it needs):
+(format ``FORMAT``, version ``VERSION``, which ``_static/gpt/gpt.js``
+checks):
 
 - ``architecture``: everything the forward pass depends on, read from the
   model itself (``architecture()``);
@@ -18,9 +18,6 @@ export that lacks a field or a tensor it needs):
   classes (``CLASSES``) as ranges of code points, found by Python's ``re``
   over every code point, so the page cuts text exactly as Python does,
   outside ASCII too.
-
-Bump ``VERSION`` whenever the layout or the meaning of a field changes, and
-teach ``_static/gpt/gpt.js`` (``FORMAT_VERSION``) the new one.
 """
 
 from __future__ import annotations

@@ -8,8 +8,7 @@ Writes ``_static/pronouncer/weights.js`` (not committed),
 tools/editions/live_export.py says how, and makes the weights (``tensors``,
 ``fp16``). A ``<script>`` tag loads it, from ``file://`` too, where
 ``fetch()`` fails. Besides the weights it holds (format ``FORMAT``, version
-``VERSION``; the page refuses any other, and any export that lacks a field
-or a tensor it needs):
+``VERSION``, which ``_static/pronouncer/pronouncer.js`` checks):
 
 - ``architecture``: everything the forward pass depends on, read from the
   model itself (``architecture()``; ``norm``, ``"post"``: LN(x + F(x));
@@ -21,9 +20,6 @@ or a tensor it needs):
   pronunciations without stress, ``"word": "P1 P2|Q1 Q2"``. Only the test
   words ship: they are the ones the model never saw, so comparing with them
   is honest, and the whole dictionary would triple the file.
-
-Bump ``VERSION`` whenever the layout or the meaning of a field changes, and
-teach ``_static/pronouncer/pronouncer.js`` (``FORMAT_VERSION``) the new one.
 """
 
 from __future__ import annotations

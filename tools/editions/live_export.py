@@ -7,7 +7,10 @@ An export is one JavaScript statement, ``<prefix>{json};``, after comment
 lines, the second of which is ``// source sha256 <hex>``: the SHA-256 of the
 checkpoint and of the sources the export is made by (the exporter, this
 module and what else it names). The build exports again only when that hash
-changes.
+changes. Each export holds its exporter's ``FORMAT`` and ``VERSION``; the
+page refuses any other, and any export that lacks a field or a tensor it
+needs. Bump an exporter's ``VERSION`` whenever the layout or the meaning of a
+field changes, and teach the page's script (``FORMAT_VERSION``) the new one.
 """
 
 from __future__ import annotations
