@@ -5,6 +5,8 @@ code path, fed only the new positions."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
@@ -12,27 +14,35 @@ from utils.attention import AttentionCache
 from utils.cache import KVCache
 from utils.complexity import count_flops
 from utils.model import Transformer
+from tests.conftest import raises
 
 PAD, BOS, EOS = 0, 1, 2
 
 
 def small_model(norm_first=False, seed=0, layers=2):
     torch.manual_seed(seed)
-    model = Transformer(
-        11,
-        13,
-        d_model=32,
-        num_heads=4,
-        num_layers=layers,
-        d_ff=64,
-        dropout=0.1,
-        norm_first=norm_first,
-    )
+    sizes = dict(d_model=32, num_heads=4, num_layers=layers, d_ff=64)
+    model = Transformer(11, 13, dropout=0.1, norm_first=norm_first, **sizes)
     return model.eval()
+
+
+def ids(high, shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(3, high, shape, generator=g)
 
 
 def step(model, cache, memory, src_mask, tokens):
     return model.decode(tokens, memory, src_mask, cache=cache)
+
+
+def steps(model, cache, memory, src_mask, tgt, times):
+    """Positions ``times`` of ``tgt`` one by one through ``cache`` (None: a
+    fresh cache each time), their states joined."""
+    out = []
+    for t in times:
+        now = model.start_cache() if cache is None else cache
+        out.append(step(model, now, memory, src_mask, tgt[:, t : t + 1]))
+    return torch.cat(out, 1)
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -47,11 +57,7 @@ def test_step_by_step_equals_full_recomputation(norm_first):
         memory, src_mask = model.encode(src)
         full = model.decode(tgt, memory, src_mask)  # (B, T, d)
         cache = model.start_cache()
-        steps = [
-            step(model, cache, memory, src_mask, tgt[:, t : t + 1])
-            for t in range(9)
-        ]
-    cached = torch.cat(steps, dim=1)
+        cached = steps(model, cache, memory, src_mask, tgt, range(9))
     assert cache.length == 9
     own, cross = cache.layers[0]
     assert own.keys.shape == (4, 4, 9, 8)  # (B, h, t, d_head)
@@ -71,11 +77,8 @@ def test_a_prefix_block_then_steps_and_padding_in_the_target():
         full = model.decode(tgt, memory, src_mask)
         cache = model.start_cache()
         head = step(model, cache, memory, src_mask, tgt[:, :5])
-        tail = [
-            step(model, cache, memory, src_mask, tgt[:, t : t + 1])
-            for t in (5, 6, 7)
-        ]
-    cached = torch.cat([head, *tail], dim=1)
+        tail = steps(model, cache, memory, src_mask, tgt, (5, 6, 7))
+    cached = torch.cat([head, tail], dim=1)
     real = tgt != PAD  # states at PAD positions are never used
     assert (cached - full)[real].abs().max() < 1e-5
 
@@ -83,28 +86,17 @@ def test_a_prefix_block_then_steps_and_padding_in_the_target():
 def test_the_cache_is_wrong_if_the_position_offset_is_ignored():
     # a check that can fail: restart the cache at every step (position 0,
     # no history) and the states no longer match
-    model = small_model(seed=4)
-    src = torch.randint(
-        3, 11, (2, 5), generator=torch.Generator().manual_seed(5)
-    )
+    model, src = small_model(seed=4), ids(11, (2, 5), 5)
     tgt = torch.tensor([[BOS, 4, 5, 6], [BOS, 7, 8, 9]])
     with torch.no_grad():
         memory, src_mask = model.encode(src)
         full = model.decode(tgt, memory, src_mask)
-        fresh = [
-            step(
-                model, model.start_cache(), memory, src_mask, tgt[:, t : t + 1]
-            )
-            for t in range(4)
-        ]
-    assert (torch.cat(fresh, 1) - full)[:, 1:].abs().max() > 1e-2
+        fresh = steps(model, None, memory, src_mask, tgt, range(4))
+    assert (fresh - full)[:, 1:].abs().max() > 1e-2
 
 
 def test_reorder_follows_beam_parents():
-    model = small_model(seed=6)
-    src = torch.randint(
-        3, 11, (1, 5), generator=torch.Generator().manual_seed(7)
-    )
+    model, src = small_model(seed=6), ids(11, (1, 5), 7)
     with torch.no_grad():
         memory, src_mask = model.encode(src.expand(3, -1))
         cache = model.start_cache()
@@ -113,45 +105,31 @@ def test_reorder_follows_beam_parents():
         cache.reorder(torch.tensor([2, 2, 0]))
         nxt = torch.tensor([[7], [8], [9]])
         got = step(model, cache, memory, src_mask, nxt)[:, -1]
-        want = model.decode(
-            torch.tensor([[BOS, 6, 7], [BOS, 6, 8], [BOS, 4, 9]]),
-            memory,
-            src_mask,
-        )[:, -1]
+        beams = torch.tensor([[BOS, 6, 7], [BOS, 6, 8], [BOS, 4, 9]])
+        want = model.decode(beams, memory, src_mask)[:, -1]
     assert (got - want).abs().max() < 1e-5
 
 
 def test_flops_per_step_grow_linearly_with_cache_and_faster_without():
     model, T = small_model(seed=8, layers=1), 10
-    src = torch.randint(
-        3, 11, (1, 6), generator=torch.Generator().manual_seed(9)
-    )
-    tgt = torch.randint(
-        3, 13, (1, T), generator=torch.Generator().manual_seed(10)
-    )
+    src, tgt = ids(11, (1, 6), 9), ids(13, (1, T), 10)
     with torch.no_grad():
         memory, src_mask = model.encode(src)
         cache = model.start_cache()
         cached, full = [], []
         for t in range(T):
+            new, upto = tgt[:, t : t + 1], tgt[:, : t + 1]
             cached.append(
-                count_flops(
-                    lambda: step(
-                        model, cache, memory, src_mask, tgt[:, t : t + 1]
-                    )
-                )
+                count_flops(lambda: step(model, cache, memory, src_mask, new))
             )
             full.append(
-                count_flops(
-                    lambda: model.decode(tgt[:, : t + 1], memory, src_mask)
-                )
+                count_flops(lambda: model.decode(upto, memory, src_mask))
             )
     # the first step projects the memory for the cross-attention, later
     # steps reuse it: then constant + linear in t, second difference zero
     d1 = [b - a for a, b in zip(cached[1:], cached[2:])]
     assert len(set(d1)) == 1 and d1[0] > 0
-    # full recomputation: quadratic in t, the second difference is a positive
-    # constant
+    # full recomputation: quadratic in t, the second difference a constant > 0
     f1 = [b - a for a, b in zip(full, full[1:])]
     f2 = [b - a for a, b in zip(f1, f1[1:])]
     assert len(set(f2)) == 1 and f2[0] > 0
@@ -172,14 +150,8 @@ def test_padding_inside_the_cached_prefix_is_masked():
     with torch.no_grad():
         memory, src_mask = model.encode(src)
         full = model.decode(tgt, memory, src_mask)
-        cache = model.start_cache()
-        cached = torch.cat(
-            [
-                step(model, cache, memory, src_mask, tgt[:, t : t + 1])
-                for t in range(6)
-            ],
-            dim=1,
-        )
+        cached = steps(model, model.start_cache(), memory, src_mask, tgt,
+                       range(6))  # fmt: skip
         unmasked = model.decode(
             tgt, memory, src_mask, cache=_no_padding_mask(model)
         )
@@ -200,45 +172,31 @@ def _no_padding_mask(model) -> KVCache:
 
 
 def test_cached_and_uncached_decoding_fail_alike_past_max_len():
-    model = Transformer(
-        11, 13, d_model=16, num_heads=2, num_layers=1, d_ff=32, max_len=8
-    )
-    model.eval()
-    src = torch.tensor([[3, 4, 5]])
-    memory, src_mask = model.encode(src)
+    sizes = dict(d_model=16, num_heads=2, num_layers=1, d_ff=32, max_len=8)
+    model = Transformer(11, 13, **sizes).eval()
+    memory, src_mask = model.encode(torch.tensor([[3, 4, 5]]))
+    decode = functools.partial(model.decode, memory=memory, src_mask=src_mask)
     tgt = torch.full((1, 9), 4)
-    with pytest.raises(
-        ValueError, match="sequence length 9 exceeds max_len=8"
-    ):
-        model.decode(tgt, memory, src_mask)
+    too_long = "sequence length 9 exceeds max_len=8"
+    raises(ValueError, too_long, decode, tgt)
     cache = model.start_cache()
-    model.decode(tgt[:, :8], memory, src_mask, cache=cache)
-    with pytest.raises(
-        ValueError, match="sequence length 9 exceeds max_len=8"
-    ):
-        model.decode(tgt[:, 8:], memory, src_mask, cache=cache)
+    decode(tgt[:, :8], cache=cache)
+    raises(ValueError, too_long, decode, tgt[:, 8:], cache=cache)
 
 
 def test_bad_input():
     model = small_model()
     with torch.no_grad():
-        memory, src_mask = model.encode(torch.tensor([[3, 4]]))
-        cache = model.start_cache()
-        with pytest.raises(ValueError, match="tgt"):
-            model.decode(torch.tensor([BOS]), memory, src_mask, cache=cache)
-        model.decode(torch.tensor([[BOS]]), memory, src_mask, cache=cache)
-        with pytest.raises(ValueError, match="batch"):
-            cache.extend(torch.tensor([[BOS], [BOS]]), PAD)
-        with pytest.raises(TypeError, match="cache"):
-            model.decode(
-                torch.tensor([[BOS]]), memory, src_mask, cache=KVCache
-            )
-    with pytest.raises(TypeError, match="cache"):
-        model.decoder.layers[0].self_attn.check_inputs(
-            memory, memory, memory, cache=(None, None)
-        )
-    with pytest.raises(TypeError, match="static"):
-        AttentionCache(static=1)
+        mem, mask = model.encode(torch.tensor([[3, 4]]))
+        cache, bos = model.start_cache(), torch.tensor([[BOS]])
+        decode = functools.partial(model.decode, memory=mem, src_mask=mask)
+        raises(ValueError, "tgt", decode, bos[0], cache=cache)
+        decode(bos, cache=cache)
+        raises(ValueError, "batch", cache.extend, bos.repeat(2, 1), PAD)
+        raises(TypeError, "cache", decode, bos, cache=KVCache)
+    check = model.decoder.layers[0].self_attn.check_inputs
+    raises(TypeError, "cache", check, mem, mem, mem, cache=(None, None))
+    raises(TypeError, "static", AttentionCache, static=1)
 
 
 def test_num_bytes_counts_both_attentions():

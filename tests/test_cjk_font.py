@@ -15,6 +15,7 @@ import pytest
 from matplotlib import font_manager
 
 from proof import labels, runtime
+from tests.conftest import raises
 
 
 class _Font:
@@ -54,22 +55,16 @@ def machine(monkeypatch, tmp_path):
     labels.cjk_font.cache_clear()
 
 
-def test_in_colab_with_apt_it_installs_and_registers(
-    machine, monkeypatch, capsys
-):
+@pytest.fixture
+def colab(monkeypatch):
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("c"))
+
+
+def test_in_colab_with_apt_it_installs_and_registers(machine, colab, capsys):
     assert labels.cjk_font() is None
     assert runtime.ensure_cjk_font() is True
-    assert machine.commands == [
-        [
-            machine.apt,
-            "install",
-            "-y",
-            "-qq",
-            "--no-install-recommends",
-            "fonts-noto-cjk",
-        ]
-    ]
+    install = "install -y -qq --no-install-recommends fonts-noto-cjk".split()
+    assert machine.commands == [[machine.apt, *install]]
     assert labels.cjk_font() == "Noto Sans CJK SC"
     printed = capsys.readouterr().out
     assert "Installed fonts-noto-cjk" in printed
@@ -93,17 +88,14 @@ def test_stale_package_lists_are_updated_before_a_second_try(
     assert [c[1] for c in machine.commands] == ["install", "update", "install"]
 
 
-def test_a_font_already_known_installs_nothing(machine, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("c"))
+def test_a_font_already_known_installs_nothing(machine, colab, capsys):
     font_manager.fontManager.ttflist.append(_Font("Noto Sans CJK JP"))
     assert runtime.ensure_cjk_font() is True
     assert machine.commands == []
     assert capsys.readouterr().out == ""
 
 
-def test_a_font_file_matplotlib_missed_is_registered_not_installed(
-    machine,
-):
+def test_a_font_file_matplotlib_missed_is_registered_not_installed(machine):
     folder = pathlib.Path(runtime.CJK_FILES).parent
     (folder / "NotoSansCJK-Regular.ttc").write_bytes(b"")
     assert runtime.ensure_cjk_font(install=True) is True
@@ -112,9 +104,8 @@ def test_a_font_file_matplotlib_missed_is_registered_not_installed(
 
 
 def test_no_font_and_no_apt_says_so_once_and_returns_false(
-    machine, monkeypatch, capsys
+    machine, colab, capsys
 ):
-    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("c"))
     machine.apt = None
     assert runtime.ensure_cjk_font() is False
     assert machine.commands == []
@@ -131,5 +122,4 @@ def test_outside_colab_nothing_is_installed(machine, capsys):
 
 
 def test_install_must_be_a_bool(machine):
-    with pytest.raises(TypeError, match="install"):
-        runtime.ensure_cjk_font(install="yes")
+    raises(TypeError, "install", runtime.ensure_cjk_font, install="yes")

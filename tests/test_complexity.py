@@ -30,13 +30,15 @@ from utils.masks import band_mask
 from tests.conftest import raises, raising
 
 
+close = torch.testing.assert_close
+
+
 def _qkv(*shape, seed=0):
     g = torch.Generator().manual_seed(seed)
     return torch.randn(3, *shape, generator=g).unbind(0)
 
 
-# ------------------------------------------------------------------ band mask
-# / windows
+# ---------------------------------------------------------- band mask, windows
 @pytest.mark.parametrize("causal", [False, True])
 def test_band_mask_matches_a_loop(causal):
     n, w = 9, 2
@@ -49,19 +51,15 @@ def test_band_mask_matches_a_loop(causal):
 
 @pytest.mark.parametrize("window", [0, 1, 4, 12, 40])
 @pytest.mark.parametrize("causal", [False, True])
-def test_windowed_equals_banded_and_full_attention_with_band_mask(
-    window, causal
-):
+def test_windowed_equals_banded_and_band_masked_attention(window, causal):
     q, k, v = _qkv(2, 3, 13, 8)
     keep = band_mask(13, window, causal=causal)
     reference = scaled_dot_product_attention(q, k, v, keep)[0]
     windowed = windowed_attention(q, k, v, window, causal=causal)
     banded = banded_attention(q, k, v, window, causal=causal)
-    torch.testing.assert_close(banded, reference)
-    torch.testing.assert_close(windowed, reference)
-    torch.testing.assert_close(
-        windowed, F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
-    )
+    close(banded, reference)
+    close(windowed, reference)
+    close(windowed, F.scaled_dot_product_attention(q, k, v, attn_mask=keep))
 
 
 def test_windowed_attention_with_different_value_size_and_2d_inputs():
@@ -70,9 +68,7 @@ def test_windowed_attention_with_different_value_size_and_2d_inputs():
     v = torch.randn(11, 6, generator=g)
     out = windowed_attention(q, k, v, 2)
     assert out.shape == (11, 6)
-    torch.testing.assert_close(
-        out, scaled_dot_product_attention(q, k, v, band_mask(11, 2))[0]
-    )
+    close(out, scaled_dot_product_attention(q, k, v, band_mask(11, 2))[0])
 
 
 def test_windowed_attention_costs_4nrd_and_banded_4n2d():
@@ -84,8 +80,7 @@ def test_windowed_attention_costs_4nrd_and_banded_4n2d():
     assert count_flops(banded_attention, x, x, x, w) == 4 * n * n * d
 
 
-# ------------------------------------------------------------------ online
-# softmax
+# -------------------------------------------------------------- online softmax
 @pytest.mark.parametrize("block", [1, 3, 7, 16, 23, 100])
 @pytest.mark.parametrize(
     "mask_kind", ["none", "causal", "padding", "random_with_empty_row"]
@@ -105,13 +100,9 @@ def test_online_softmax_attention_equals_full_attention(block, mask_kind):
         mask[0, 1, 5] = False  # a query that sees nothing: zero output, no NaN
     out = online_softmax_attention(q, k, v, block, mask)
     assert not torch.isnan(out).any()
-    torch.testing.assert_close(
-        out, scaled_dot_product_attention(q, k, v, mask)[0]
-    )
+    close(out, scaled_dot_product_attention(q, k, v, mask)[0])
     if mask_kind in ("none", "causal"):
-        torch.testing.assert_close(
-            out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        )
+        close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
 
 
 def test_online_softmax_attention_cross_attention_lengths_and_large_scores():
@@ -120,7 +111,7 @@ def test_online_softmax_attention_cross_attention_lengths_and_large_scores():
     # scores in the thousands: exp would overflow without the running max
     q, k = q * 30, k * 30
     out = online_softmax_attention(q, k, v, 4)
-    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v))
+    close(out, F.scaled_dot_product_attention(q, k, v))
 
 
 def test_online_softmax_attention_uses_less_memory_than_full():
@@ -139,8 +130,7 @@ def test_online_softmax_attention_uses_less_memory_than_full():
     assert 3.9 < full2 / full < 4.1  # quadratic in n
 
 
-# ------------------------------------------------------------------ measuring
-# helpers
+# --------------------------------------------------------- measuring helpers
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (3, 5, 7), (64, 32, 16)])
 def test_count_flops_of_a_matmul_is_2mnk(m, n, k):
     g = torch.Generator().manual_seed(7)
@@ -153,10 +143,8 @@ def test_count_flops_of_layers_matches_formulas():
     n, d, ksize = 12, 6, 3
     x = torch.zeros(1, n, d)
     assert count_flops(nn.RNN(d, d, batch_first=True), x) == 4 * n * d * d
-    assert (
-        count_flops(nn.Conv1d(d, d, ksize, padding=1), x.transpose(1, 2))
-        == 2 * ksize * n * d * d
-    )
+    conv = nn.Conv1d(d, d, ksize, padding=1)
+    assert count_flops(conv, x.transpose(1, 2)) == 2 * ksize * n * d * d
     assert count_flops(torch.tanh, x) == 0  # elementwise work is not counted
 
 
@@ -245,8 +233,7 @@ ValueError | distinct | fit_power_law([2, 2], [1, 3])
 
 @pytest.mark.parametrize("call, exc, name", raising(BAD))
 def test_bad_input_names_the_argument(call, exc, name):
-    with pytest.raises(exc, match=name):
-        eval(call)
+    raises(exc, name, eval, call, globals())
 
 
 def test_time_fn_repeats_a_fast_call_until_min_time():

@@ -17,7 +17,7 @@ from utils.decoding import (
     sequence_log_prob,
 )
 from utils.model import Transformer
-from tests.conftest import raises
+from tests.conftest import raises, raising
 
 PAD, BOS, EOS, A, B, C, D = range(7)
 
@@ -43,6 +43,10 @@ MYOPIC = {
     D: {EOS: 1.0},
 }
 SRC = torch.zeros(1, 2, dtype=torch.long)
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
 
 
 def all_scores(model, max_len=4):
@@ -71,10 +75,7 @@ def test_greedy_is_myopic_and_beam_finds_the_better_sequence():
 
 
 def test_beam_size_one_equals_greedy_on_a_transformer():
-    torch.manual_seed(0)
-    model = Transformer(
-        9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0
-    )
+    model = tiny(seed=0, dropout=0.0, num_layers=1)
     src = torch.randint(3, 9, (5, 6))
     greedy = greedy_decode(model, src, 7, BOS, EOS)
     scores = sequence_log_prob(model, src, greedy, EOS)
@@ -82,31 +83,24 @@ def test_beam_size_one_equals_greedy_on_a_transformer():
     for i, ((seq, score),) in enumerate(beams):
         row = greedy[i][: len(seq)]
         assert seq.tolist() == row.tolist()
-        assert math.isclose(
-            score, scores[i].item(), rel_tol=1e-4, abs_tol=1e-5
-        )
+        got = scores[i].item()
+        assert math.isclose(score, got, rel_tol=1e-4, abs_tol=1e-5)
 
 
 def test_beams_are_sorted_and_scores_are_the_sequence_log_probs():
-    torch.manual_seed(1)
-    model = Transformer(
-        9, 9, d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0
-    )
+    model = tiny(seed=1, dropout=0.0, num_layers=1)
     src = torch.randint(3, 9, (3, 5))
-    for i, beams in enumerate(
-        beam_search(model, src, 6, BOS, EOS, beam_size=4, num_return=4)
-    ):
+    found = beam_search(model, src, 6, BOS, EOS, beam_size=4, num_return=4)
+    for i, beams in enumerate(found):
         assert len(beams) == 4
         ended = [bool(seq[-1] == EOS) for seq, _ in beams]
-        assert ended == sorted(ended, reverse=True), (
-            "finished hypotheses come first"
-        )
+        # finished hypotheses come first
+        assert ended == sorted(ended, reverse=True)
         for group in (True, False):
             scores = [s for (_, s), e in zip(beams, ended) if e == group]
             assert scores == sorted(scores, reverse=True)
-        assert len({tuple(seq.tolist()) for seq, _ in beams}) == 4, (
-            "beams must be distinct"
-        )
+        # the beams are distinct
+        assert len({tuple(seq.tolist()) for seq, _ in beams}) == 4
         for seq, s in beams:
             if seq[-1] == EOS:
                 again = sequence_log_prob(
@@ -127,9 +121,8 @@ def test_wide_beam_finds_the_exact_best_of_a_small_model():
     )
     [[(seq, score)]] = beam_search(model, SRC, 3, BOS, EOS, beam_size=50)
     best = max(all_scores(model, max_len=3).items(), key=lambda kv: kv[1])
-    assert seq.tolist() == list(best[0]) and math.isclose(
-        score, best[1], rel_tol=1e-5
-    )
+    assert seq.tolist() == list(best[0])
+    assert math.isclose(score, best[1], rel_tol=1e-5)
 
 
 def test_length_normalisation_changes_the_winner():
@@ -144,59 +137,65 @@ def test_length_normalisation_changes_the_winner():
             D: {EOS: 1.0},
         }
     )
-    [[(raw_best, raw_score), *_]] = beam_search(
-        model, SRC, 6, BOS, EOS, beam_size=4, num_return=3
-    )
+    kw = dict(beam_size=4, num_return=3)
+    [[(raw_best, raw_score), *_]] = beam_search(model, SRC, 6, BOS, EOS, **kw)
     [[(norm_best, norm_score), *_]] = beam_search(
-        model, SRC, 6, BOS, EOS, beam_size=4, num_return=3, alpha=1.0
+        model, SRC, 6, BOS, EOS, alpha=1.0, **kw
     )
     assert raw_best.tolist() == [BOS, EOS]
     assert math.isclose(raw_score, math.log(0.4), rel_tol=1e-5)
     # per-token means: EOS -0.92; A B C EOS -0.27 (the best)
     assert norm_best.tolist() == [BOS, A, B, C, EOS]
-    assert math.isclose(
-        norm_score, math.log(0.6 * 0.8 * 0.8 * 0.9) / 4, rel_tol=1e-5
-    )
+    want = math.log(0.6 * 0.8 * 0.8 * 0.9) / 4
+    assert math.isclose(norm_score, want, rel_tol=1e-5)
 
 
 def test_greedy_pads_after_eos_and_respects_max_len():
     model = bigram({BOS: {A: 0.9, EOS: 0.1}, A: {A: 0.9, EOS: 0.1}})
-    out = greedy_decode(
-        model, torch.zeros(2, 1, dtype=torch.long), 3, BOS, EOS
-    )
+    out = greedy_decode(model, SRC.view(2, 1), 3, BOS, EOS)
     assert out.shape == (2, 4) and (out[:, 1:] == A).all()
     stop = bigram({BOS: {EOS: 1.0}})
     assert greedy_decode(stop, SRC, 5, BOS, EOS).tolist() == [[BOS, EOS]]
 
 
-def test_bad_arguments_raise():
-    model = bigram(MYOPIC)
-    with pytest.raises(ValueError, match="num_return"):
-        beam_search(model, SRC, 5, BOS, EOS, beam_size=2, num_return=3)
-    with pytest.raises(ValueError, match="beam_size"):
-        beam_search(model, SRC, 5, BOS, EOS, beam_size=0)
-    with pytest.raises(ValueError, match="alpha"):
-        beam_search(model, SRC, 5, BOS, EOS, alpha=-1.0)
-    raises(ValueError, "max_len", greedy_decode, model, SRC, 0, BOS, EOS)
-    with pytest.raises(ValueError, match="src"):
-        greedy_decode(model, torch.zeros(3, dtype=torch.long), 4, BOS, EOS)
-    with pytest.raises(TypeError, match="encode"):
-        greedy_decode(torch.nn.Linear(2, 2), SRC, 4, BOS, EOS)
-    raises(ValueError, "square", BigramModel, torch.zeros(3, 4))
+M = bigram(MYOPIC)
+BAD = r"""
+ValueError | num_return | beam_search(M, SRC, 5, BOS, EOS, beam_size=2,
+    num_return=3)
+ValueError | beam_size | beam_search(M, SRC, 5, BOS, EOS, beam_size=0)
+ValueError | alpha | beam_search(M, SRC, 5, BOS, EOS, alpha=-1.0)
+ValueError | max_len | greedy_decode(M, SRC, 0, BOS, EOS)
+ValueError | src | greedy_decode(M, torch.zeros(3, dtype=torch.long), 4, BOS,
+    EOS)
+TypeError | encode | greedy_decode(torch.nn.Linear(2, 2), SRC, 4, BOS, EOS)
+ValueError | square | BigramModel(torch.zeros(3, 4))
+ValueError | pad_id must differ from bos_id | beam_search(M, SRC, 5, BOS, EOS,
+    pad_id=BOS)
+ValueError | pad_id must differ from eos_id | greedy_decode(M, SRC, 5, BOS,
+    EOS, pad_id=EOS)
+ValueError | eos_id=9 is outside | greedy_decode(M, SRC, 5, BOS, 9)
+ValueError | bos_id | beam_search(M, SRC, 5, -1, EOS)
+TypeError | alpha | beam_search(M, SRC, 5, BOS, EOS, alpha="0.6")
+TypeError | src | greedy_decode(M, SRC.float(), 5, BOS, EOS)
+TypeError | max_len | greedy_decode(M, SRC, 5.0, BOS, EOS)
+ValueError | ys | sequence_log_prob(M, SRC, torch.tensor([[BOS, 11]]), EOS)
+"""
 
 
-def tiny(seed=0, dropout=0.1):
+@pytest.mark.parametrize("call, exc, name", raising(BAD))
+def test_bad_arguments_raise(call, exc, name):
+    raises(exc, name, eval, call, globals())
+
+
+def tiny(seed=0, dropout=0.1, num_layers=2):
     torch.manual_seed(seed)
-    return Transformer(
-        9, 9, d_model=16, num_heads=2, num_layers=2, d_ff=32, dropout=dropout
-    )
+    sizes = dict(d_model=16, num_heads=2, num_layers=num_layers, d_ff=32)
+    return Transformer(9, 9, dropout=dropout, **sizes)
 
 
 def test_helpers_restore_train_mode_and_leave_grad_mode_alone():
     model = tiny().train()  # starts in train mode, dropout active
-    src = torch.randint(
-        3, 9, (2, 5), generator=torch.Generator().manual_seed(1)
-    )
+    src = torch.randint(3, 9, (2, 5), generator=gen(1))
     ys = greedy_decode(model, src, 6, BOS, EOS)
     assert model.training and all(m.training for m in model.modules())
     beam_search(model, src, 6, BOS, EOS, beam_size=2)
@@ -215,42 +214,27 @@ def test_helpers_restore_train_mode_and_leave_grad_mode_alone():
 def test_decoding_in_train_mode_is_deterministic():
     # dropout would make two calls differ if the helper did not switch to eval
     model = tiny(dropout=0.5).train()
-    src = torch.randint(
-        3, 9, (6, 5), generator=torch.Generator().manual_seed(2)
-    )
-    a = greedy_decode(model, src, 8, BOS, EOS)
-    b = greedy_decode(model, src, 8, BOS, EOS)
+    src = torch.randint(3, 9, (6, 5), generator=gen(2))
+    a, b = (greedy_decode(model, src, 8, BOS, EOS) for _ in "ab")
     assert torch.equal(a, b)
 
 
 def test_cache_and_recomputation_decode_the_same():
     model = tiny(seed=3)
-    src = torch.randint(
-        3, 9, (5, 6), generator=torch.Generator().manual_seed(4)
-    )
+    src = torch.randint(3, 9, (5, 6), generator=gen(4))
     src[2, 4:] = PAD
     g1 = greedy_decode(model, src, 9, BOS, EOS, use_cache=True)
     g2 = greedy_decode(model, src, 9, BOS, EOS, use_cache=False)
     assert torch.equal(g1, g2)
     b1 = beam_search(model, src, 9, BOS, EOS, beam_size=3, num_return=3)
-    b2 = beam_search(
-        model, src, 9, BOS, EOS, beam_size=3, num_return=3, use_cache=False
-    )
+    b2 = beam_search(model, src, 9, BOS, EOS, 3, 3, use_cache=False)
     for r1, r2 in zip(b1, b2):
         assert [s.tolist() for s, _ in r1] == [s.tolist() for s, _ in r2]
         for (_, x), (_, y) in zip(r1, r2):
             assert math.isclose(x, y, rel_tol=1e-5, abs_tol=1e-5)
-    s1 = sample_decode(
-        model, src, 9, BOS, EOS, generator=torch.Generator().manual_seed(5)
-    )
+    s1 = sample_decode(model, src, 9, BOS, EOS, generator=gen(5))
     s2 = sample_decode(
-        model,
-        src,
-        9,
-        BOS,
-        EOS,
-        generator=torch.Generator().manual_seed(5),
-        use_cache=False,
+        model, src, 9, BOS, EOS, generator=gen(5), use_cache=False
     )
     assert torch.equal(s1, s2)
 
@@ -260,22 +244,14 @@ def test_sampling_follows_the_model_distribution():
     # 0.6 with standard deviation sqrt(0.24 / 4000) = 0.008; 0.04 is 5 of them
     model = bigram({BOS: {A: 0.6, B: 0.4}, A: {EOS: 1.0}, B: {EOS: 1.0}})
     src = torch.zeros(4000, 1, dtype=torch.long)
-    out = sample_decode(
-        model, src, 3, BOS, EOS, generator=torch.Generator().manual_seed(6)
-    )
+    out = sample_decode(model, src, 3, BOS, EOS, generator=gen(6))
     assert abs((out[:, 1] == A).float().mean().item() - 0.6) < 0.04
     assert ((out[:, 1] == A) | (out[:, 1] == B)).all()
     assert (out[:, 2] == EOS).all()
     greedy = sample_decode(model, src[:3], 3, BOS, EOS, temperature=0)
     assert (greedy[:, 1] == A).all()
     only_a = sample_decode(
-        model,
-        src[:200],
-        3,
-        BOS,
-        EOS,
-        top_k=1,
-        generator=torch.Generator().manual_seed(7),
+        model, src[:200], 3, BOS, EOS, top_k=1, generator=gen(7)
     )
     assert (only_a[:, 1] == A).all()
 
@@ -284,27 +260,8 @@ def test_fewer_hypotheses_than_num_return_warns():
     # vocabulary PAD, BOS, EOS and one step: only BOS BOS and BOS EOS exist
     model = BigramModel(torch.full((3, 3), math.log(1 / 3)))
     with pytest.warns(RuntimeWarning, match="num_return=3"):
-        [beams] = beam_search(
-            model, SRC, 1, BOS, EOS, beam_size=3, num_return=3
-        )
+        [beams] = beam_search(model, SRC, 1, BOS, EOS, 3, num_return=3)
     assert len(beams) == 2
-
-
-def test_bad_ids_and_alpha():
-    model = bigram(MYOPIC)
-    with pytest.raises(ValueError, match="pad_id must differ from bos_id"):
-        beam_search(model, SRC, 5, BOS, EOS, pad_id=BOS)
-    with pytest.raises(ValueError, match="pad_id must differ from eos_id"):
-        greedy_decode(model, SRC, 5, BOS, EOS, pad_id=EOS)
-    with pytest.raises(ValueError, match="eos_id=9 is outside"):
-        greedy_decode(model, SRC, 5, BOS, 9)
-    raises(ValueError, "bos_id", beam_search, model, SRC, 5, -1, EOS)
-    with pytest.raises(TypeError, match="alpha"):
-        beam_search(model, SRC, 5, BOS, EOS, alpha="0.6")
-    raises(TypeError, "src", greedy_decode, model, SRC.float(), 5, BOS, EOS)
-    raises(TypeError, "max_len", greedy_decode, model, SRC, 5.0, BOS, EOS)
-    with pytest.raises(ValueError, match="ys"):
-        sequence_log_prob(model, SRC, torch.tensor([[BOS, 11]]), EOS)
 
 
 def test_a_score_stops_at_the_first_eos_whatever_follows():

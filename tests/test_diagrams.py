@@ -12,7 +12,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from proof import diagrams as D  # noqa: E402
-from tests.conftest import raises
+from proof.diagrams.rows import teacher_forcing  # noqa: E402
+from tests.conftest import raises, raising
 
 
 @pytest.fixture
@@ -34,23 +35,11 @@ def test_canvas_units_are_inches():
     plt.close(fig)
 
 
-def test_canvas_refuses_figures_the_site_would_shrink():
-    raises(ValueError, "width must be <= 7.2", D.canvas, 9, 3)
-
-
 def test_box_anchors(ax):
     b = D.box(ax, (2, 1), "FFN", w=1.0, h=0.4, kind="ffn")
     assert b.left == (1.5, 1) and b.right == (2.5, 1)
     assert b.top == (2, 1.2) and b.bottom == (2, 0.8)
     assert "FFN" in _texts(ax)
-
-
-def test_box_rejects_unknown_kind_and_small_text(ax):
-    with pytest.raises(ValueError, match="kind must be one of"):
-        D.box(ax, (1, 1), "x", kind="purple")
-    with pytest.raises(ValueError, match="fontsize must be >= 9"):
-        D.box(ax, (1, 1), "x", fontsize=6)
-    raises(TypeError, "xy must be an", D.box, ax, 1.0, "x")
 
 
 def test_tensor_writes_every_entry_and_widens_cells(ax):
@@ -68,27 +57,16 @@ def test_tensor_draws_booleans_as_filled_cells(ax):
     assert _texts(ax) == []
 
 
-def test_tensor_argument_checks(ax):
-    raises(TypeError, "values or shape", D.tensor, ax, (1, 1))
-    with pytest.raises(ValueError, match="1-D or 2-D"):
-        D.tensor(ax, (1, 1), torch.zeros(2, 2, 2))
-    with pytest.raises(ValueError, match="colors must be 2 x 3"):
-        D.tensor(ax, (1, 1), shape=(2, 3), colors=[["red"] * 3])
-
-
 def test_arrow_label_and_bracket(ax):
     a, b = D.box(ax, (1, 1), "a"), D.box(ax, (4, 1), "b")
     D.arrow(ax, a.right, b.left, text=D.shape_text(torch.zeros(2, 7)))
     D.bracket(ax, (0.2, 0.5), (0.2, 2.5), "N x")
     assert "(2, 7)" in _texts(ax) and "N x" in _texts(ax)
-    with pytest.raises(ValueError, match="side must be"):
-        D.bracket(ax, (0, 0), (0, 1), "x", side="middle")
 
 
 def test_shape_text_names_dimensions():
     assert D.shape_text(torch.Size([2, 5, 16])) == "(2, 5, 16)"
     assert D.shape_text((2, 5), ["B", "T"]) == "(B=2, T=5)"
-    raises(ValueError, "rank 2", D.shape_text, (2, 5), ["B"])
 
 
 def test_tensor_writes_no_negative_zero(ax):
@@ -96,41 +74,20 @@ def test_tensor_writes_no_negative_zero(ax):
     assert _texts(ax) == ["0.00", "-0.50"]
 
 
-def _architecture_shapes():
-    return {
-        "src_ids": (2, 6),
-        "tgt_ids": (2, 5),
-        "src_embed": (2, 6, 16),
-        "tgt_embed": (2, 5, 16),
-        "src_pos": (2, 6, 16),
-        "tgt_pos": torch.Size([2, 5, 16]),
-        "encoder": (2, 6, 16),
-        "decoder": torch.zeros(2, 5, 16),
-        "generator": (2, 5, 13),
-    }
+SHAPES = dict(src_ids=(2, 6), tgt_ids=(2, 5), src_embed=(2, 6, 16),
+              tgt_embed=(2, 5, 16), src_pos=(2, 6, 16),
+              tgt_pos=torch.Size([2, 5, 16]), encoder=(2, 6, 16),
+              decoder=torch.zeros(2, 5, 16), generator=(2, 5, 13))  # fmt: skip
 
 
 def test_architecture_writes_the_shapes_it_is_given():
-    fig, ax = D.transformer_architecture(_architecture_shapes(), 2)
+    fig, ax = D.transformer_architecture(SHAPES, 2)
     texts = _texts(ax)
     assert "memory (2, 6, 16)" in texts and "logits (2, 5, 13)" in texts
     assert "src ids (2, 6)" in texts and "2 x" in texts
     assert texts.count("Add & LayerNorm") == 5  # 2 encoder + 3 decoder
     assert "cross-attention" in texts and "masked self-attention" in texts
     plt.close(fig)
-
-
-def test_architecture_checks_its_arguments():
-    shapes = _architecture_shapes()
-    del shapes["generator"]
-    with pytest.raises(ValueError, match="shapes lacks \\['generator'\\]"):
-        D.transformer_architecture(shapes, 2)
-    with pytest.raises(TypeError, match="shapes must be a mapping"):
-        D.transformer_architecture([(2, 6)], 2)
-    with pytest.raises(ValueError, match="num_layers must be an int >= 1"):
-        D.transformer_architecture(_architecture_shapes(), 0)
-    with pytest.raises(ValueError, match="norm must be 'Post-Norm'"):
-        D.transformer_architecture(_architecture_shapes(), 2, norm="Pre")
 
 
 def test_architecture_as_the_course_map_tags_each_part():
@@ -143,37 +100,51 @@ def test_architecture_as_the_course_map_tags_each_part():
     assert "src ids" in texts
     plt.close(fig)
     # without chapters: no tags, the drawing as chapter 7 shows it
-    fig, ax = D.transformer_architecture(_architecture_shapes(), 2)
+    fig, ax = D.transformer_architecture(SHAPES, 2)
     assert "softmax + loss" not in _texts(ax)
     plt.close(fig)
 
 
-def test_architecture_checks_its_chapters():
-    shapes = _architecture_shapes()
-    with pytest.raises(TypeError, match="chapters must be a mapping"):
-        D.transformer_architecture(shapes, 2, chapters=["loss"])
-    with pytest.raises(ValueError, match="unknown parts \\['decoder'\\]"):
-        D.transformer_architecture(shapes, 2, chapters={"decoder": 7})
-    with pytest.raises(TypeError, match="chapters\\['loss'\\] must be"):
-        D.transformer_architecture(shapes, 2, chapters={"loss": 5.0})
-
-
 def test_teacher_forcing_marks_wrong_predictions():
-    from proof.diagrams.rows import teacher_forcing
-
-    fig = teacher_forcing(
-        "T", ["<bos>", "A", "B"], ["A", "X", "<eos>"], ["A", "B", "<eos>"]
-    )
-    ax = fig.axes[0]
+    tokens = ["<bos>", "A", "B"], ["A", "X", "<eos>"], ["A", "B", "<eos>"]
+    ax = (fig := teacher_forcing("T", *tokens)).axes[0]
     texts = _texts(ax)
     # every token drawn once per row, angle brackets dropped
     assert texts.count("A") == 3 and "X" in texts and "bos" in texts
-    red = [
-        p
-        for p in ax.patches
-        if p.get_facecolor()[:3] == matplotlib.colors.to_rgb(D.COLORS["mask"])
-    ]
-    assert len(red) == 1  # the one wrong prediction
-    with pytest.raises(ValueError, match="same length"):
-        teacher_forcing("T", ["<bos>"], ["A", "B"], ["A"])
+    red = matplotlib.colors.to_rgb(D.COLORS["mask"])
+    # the one wrong prediction
+    assert [p.get_facecolor()[:3] for p in ax.patches].count(red) == 1
     plt.close(fig)
+
+
+BAD = r"""
+ValueError | width must be <= 7.2 | D.canvas(9, 3)
+ValueError | kind must be one of | D.box(ax, (1, 1), "x", kind="purple")
+ValueError | fontsize must be >= 9 | D.box(ax, (1, 1), "x", fontsize=6)
+TypeError | xy must be an | D.box(ax, 1.0, "x")
+TypeError | values or shape | D.tensor(ax, (1, 1))
+ValueError | 1-D or 2-D | D.tensor(ax, (1, 1), torch.zeros(2, 2, 2))
+ValueError | colors must be 2 x 3 | D.tensor(ax, (1, 1), shape=(2, 3),
+    colors=[["red"] * 3])
+ValueError | side must be | D.bracket(ax, (0, 0), (0, 1), "x", side="middle")
+ValueError | rank 2 | D.shape_text((2, 5), ["B"])
+ValueError | shapes lacks \['generator'\] | D.transformer_architecture(
+    {k: v for k, v in SHAPES.items() if k != "generator"}, 2)
+TypeError | shapes must be a mapping | D.transformer_architecture([(2, 6)], 2)
+ValueError | num_layers must be an int >= 1 | D.transformer_architecture(
+    SHAPES, 0)
+ValueError | norm must be 'Post-Norm' | D.transformer_architecture(SHAPES, 2,
+    norm="Pre")
+TypeError | chapters must be a mapping | D.transformer_architecture(SHAPES, 2,
+    chapters=["loss"])
+ValueError | unknown parts \['decoder'\] | D.transformer_architecture(SHAPES,
+    2, chapters={"decoder": 7})
+TypeError | chapters\['loss'\] must be | D.transformer_architecture(SHAPES, 2,
+    chapters={"loss": 5.0})
+ValueError | same length | teacher_forcing("T", ["<bos>"], ["A", "B"], ["A"])
+"""
+
+
+@pytest.mark.parametrize("call, exc, name", raising(BAD))
+def test_bad_input_names_the_argument(call, exc, name, ax):
+    raises(exc, name, eval, call, globals(), {"ax": ax})

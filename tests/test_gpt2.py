@@ -25,6 +25,7 @@ from utils import shakespeare as sh
 from utils.gpt import GPT, GPTConfig, num_parameters
 from utils.layers import FeedForward
 from utils.gpt2 import GPT2BPE, GPT2Config, byte_chars, load_gpt2, write_bpe
+from tests.conftest import raises
 
 SIZES = dict(n_layer=2, n_head=4, n_embd=64, vocab_size=97, n_positions=32)
 # float32 on both sides, the same sums in other orders (HF: PyTorch's fused
@@ -55,6 +56,12 @@ def ids(b: int, t: int, seed: int = 1) -> torch.Tensor:
     return torch.randint(SIZES["vocab_size"], (b, t), generator=g)
 
 
+def unprefixed(theirs) -> dict:
+    """Their state dict without the ``transformer.`` prefix."""
+    sd = theirs.state_dict()
+    return {k.removeprefix("transformer."): v for k, v in sd.items()}
+
+
 def logits_differ(theirs, state_dict) -> float:
     x = ids(3, SIZES["n_positions"])
     with torch.no_grad():
@@ -81,12 +88,9 @@ def test_gpt2_small_and_the_course_gpt(theirs):
     assert num_parameters(ours.config) == theirs.num_parameters()
     # the course's GPT as before: ReLU, and a config that stores the same
     # seven sizes (the stored chapter 11 model's file holds them)
-    assert GPTConfig().activation == "relu" and "activation" not in vars(
-        GPTConfig()
-    )
-    assert {f.name for f in dataclasses.fields(GPT2Config)} == set(
-        vars(GPTConfig())
-    )
+    stored = vars(GPTConfig())
+    assert GPTConfig().activation == "relu" and "activation" not in stored
+    assert {f.name for f in dataclasses.fields(GPT2Config)} == set(stored)
     gpt = GPT(GPTConfig(vocab_size=50))
     assert {b.ffn.activation for b in gpt.stack.layers} == {"relu"}
 
@@ -99,8 +103,7 @@ def test_an_unknown_activation_is_named():
     class Swish(GPTConfig):
         activation: ClassVar[str] = "swish"
 
-    with pytest.raises(ValueError, match="activation"):
-        Swish()
+    raises(ValueError, "activation", Swish)
 
 
 def test_same_logits(theirs):
@@ -116,12 +119,8 @@ def test_the_hub_file_loads_too(theirs):
     """The hub's file: no ``transformer.`` prefix, no ``lm_head`` (tied),
     the causal mask as buffers (``attn.bias``; older files also
     ``attn.masked_bias``), which the course's GPT builds itself."""
-    n = SIZES["n_positions"]
-    sd = {
-        k.removeprefix("transformer."): v
-        for k, v in theirs.state_dict().items()
-        if k != "lm_head.weight"
-    }
+    n, sd = SIZES["n_positions"], unprefixed(theirs)
+    del sd["lm_head.weight"]
     for i in range(SIZES["n_layer"]):
         sd[f"h.{i}.attn.bias"] = torch.tril(torch.ones(1, 1, n, n))
         sd[f"h.{i}.attn.masked_bias"] = torch.tensor(-1e4)
@@ -190,10 +189,7 @@ def _drop(key):
     ],
 )
 def test_what_it_does_not_understand_is_refused(theirs, spoil, error, words):
-    sd = {
-        k.removeprefix("transformer."): v
-        for k, v in theirs.state_dict().items()
-    }
+    sd = unprefixed(theirs)
     with pytest.raises(error) as info:
         load_gpt2(spoil(sd), num_heads=4)
     for word in words:

@@ -17,9 +17,10 @@ from utils.loss import (
     stable_softmax,
     token_cross_entropy,
 )
-from tests.conftest import raises
+from tests.conftest import raises, raising
 
 SHAPES = [(1, 1, 2), (2, 3, 4), (3, 7, 11), (5, 2, 50), (4, 9, 3)]
+MCE, close = masked_cross_entropy, torch.testing.assert_close
 
 
 pytestmark = pytest.mark.usefixtures("seeded")
@@ -50,10 +51,8 @@ def _reference(logits, targets, mask, eps=0.0, reduction="mean"):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_equals_pytorch_ignore_index(seed, shape, eps):
     logits, targets, mask = _batch(seed, shape, torch.float64)
-    torch.testing.assert_close(
-        masked_cross_entropy(logits, targets, mask, label_smoothing=eps),
-        _reference(logits, targets, mask, eps),
-    )
+    close(MCE(logits, targets, mask, label_smoothing=eps),
+          _reference(logits, targets, mask, eps))  # fmt: skip
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.2])
@@ -64,9 +63,7 @@ def test_gradient_equals_pytorch(eps):
     masked_cross_entropy(a, targets, mask, label_smoothing=eps).backward()
     _reference(b, targets, mask, eps).backward()
     torch.testing.assert_close(a.grad, b.grad)
-    assert (a.grad[~mask] == 0).all(), (
-        "padded positions must get exactly zero gradient"
-    )
+    assert (a.grad[~mask] == 0).all(), "padding: exactly zero gradient"
     assert (a.grad[mask].abs().sum(-1) > 0).all()
 
 
@@ -76,9 +73,7 @@ def test_padding_targets_may_hold_any_id():
     for junk in (-100, -1, 5, 10**6):
         assert (~mask).any()
         odd = targets.masked_fill(~mask, junk)
-        torch.testing.assert_close(
-            masked_cross_entropy(logits, odd, mask), expected
-        )
+        close(MCE(logits, odd, mask), expected)
 
 
 def test_padding_logits_are_never_read():
@@ -86,10 +81,7 @@ def test_padding_logits_are_never_read():
     mask[0, -1] = False
     poisoned = logits.clone()
     poisoned[~mask] = float("inf")
-    torch.testing.assert_close(
-        masked_cross_entropy(poisoned, targets, mask),
-        masked_cross_entropy(logits, targets, mask),
-    )
+    close(MCE(poisoned, targets, mask), MCE(logits, targets, mask))
 
 
 @pytest.mark.parametrize("poison", [float("inf"), float("-inf"), float("nan")])
@@ -102,10 +94,8 @@ def test_non_finite_padded_logits_leave_value_and_gradient_finite(poison):
     loss = masked_cross_entropy(poisoned, targets, mask)
     loss.backward()
     assert torch.isfinite(loss) and torch.isfinite(poisoned.grad).all()
-    torch.testing.assert_close(
-        loss, masked_cross_entropy(logits, targets, mask)
-    )
-    torch.testing.assert_close(poisoned.grad, clean.grad)
+    close(loss, MCE(logits, targets, mask))
+    close(poisoned.grad, clean.grad)
     assert (poisoned.grad[~mask] == 0).all()
     # ignore_index alone reads the padded rows: its gradient is NaN there
     ref = poisoned.detach().clone().requires_grad_()
@@ -114,8 +104,7 @@ def test_non_finite_padded_logits_leave_value_and_gradient_finite(poison):
 
 
 def test_all_masked_returns_zero_with_zero_grad():
-    # Documented choice: PyTorch gives NaN here; utils gives 0.0, attached to
-    # the graph.
+    # Documented choice: PyTorch gives NaN; utils 0.0, attached to the graph
     logits = torch.randn(2, 3, 4, requires_grad=True)
     targets = torch.randint(0, 4, (2, 3))
     none = torch.zeros(2, 3, dtype=torch.bool)
@@ -130,107 +119,74 @@ def test_all_masked_returns_zero_with_zero_grad():
 def test_token_losses_equal_reduction_none():
     logits, targets, mask = _batch(6, (4, 5, 7), torch.float64)
     for eps in (0.0, 0.3):
-        torch.testing.assert_close(
-            token_cross_entropy(logits, targets, mask, eps),
-            _reference(logits, targets, mask, eps, reduction="none"),
-        )
+        want = _reference(logits, targets, mask, eps, reduction="none")
+        close(token_cross_entropy(logits, targets, mask, eps), want)
 
 
 def test_sequence_average_by_hand():
     logits, targets, mask = _batch(7, (4, 6, 5), torch.float64)
     per_token = _reference(logits, targets, mask, reduction="none")
     by_hand = sum(per_token[i][mask[i]].mean() for i in range(4)) / 4
-    torch.testing.assert_close(
-        sequence_cross_entropy(logits, targets, mask), by_hand
-    )
+    by_sequence = sequence_cross_entropy(logits, targets, mask)
+    close(by_sequence, by_hand)
     # with unequal lengths, the two averages differ
     assert mask.sum(1).unique().numel() > 1
-    assert not torch.isclose(
-        sequence_cross_entropy(logits, targets, mask),
-        masked_cross_entropy(logits, targets, mask),
-    )
+    assert not torch.isclose(by_sequence, MCE(logits, targets, mask))
 
 
 def test_stable_softmax_equals_torch_and_survives_large_logits():
     x = torch.randn(3, 8) * 5
-    torch.testing.assert_close(stable_softmax(x), torch.softmax(x, dim=-1))
-    torch.testing.assert_close(
-        stable_softmax(x, dim=0), torch.softmax(x, dim=0)
-    )
+    close(stable_softmax(x), torch.softmax(x, dim=-1))
+    close(stable_softmax(x, dim=0), torch.softmax(x, dim=0))
     big = torch.tensor([1000.0, 999.0, 990.0])
     naive = big.exp() / big.exp().sum()
     assert torch.isnan(naive).all()
-    torch.testing.assert_close(stable_softmax(big), torch.softmax(big, dim=0))
-    raises(TypeError, "x must", stable_softmax, torch.tensor([1, 2]))
+    close(stable_softmax(big), torch.softmax(big, dim=0))
 
 
 def test_perplexity():
+    targets, mask = torch.zeros(1, 3, dtype=torch.long), torch.ones(1, 3) > 0
     for v in (2, 4, 1000):
-        uniform = torch.zeros(1, 3, v)
-        loss = masked_cross_entropy(
-            uniform,
-            torch.zeros(1, 3, dtype=torch.long),
-            torch.ones(1, 3, dtype=torch.bool),
-        )
-        torch.testing.assert_close(perplexity(loss), torch.tensor(float(v)))
+        loss = MCE(torch.zeros(1, 3, v), targets, mask)  # uniform
+        close(perplexity(loss), torch.tensor(float(v)))
     assert math.isclose(perplexity(0.0).item(), 1.0)
-    raises(ValueError, "mean_token_loss", perplexity, float("nan"))
-    raises(ValueError, "mean_token_loss", perplexity, -1.0)
-    raises(ValueError, "mean_token_loss", perplexity, torch.ones(2))
-    with pytest.raises(ValueError, match="mean_token_loss must be finite"):
-        perplexity(float("inf"))
-    raises(
-        TypeError, "mean_token_loss must be a real number", perplexity, "2.3"
-    )
-    with pytest.raises(
-        TypeError, match="mean_token_loss must be a floating-point"
-    ):
-        perplexity(torch.tensor(2))
-    assert math.isclose(
-        perplexity(np.float32(math.log(7))).item(), 7.0, rel_tol=1e-6
-    )
+    seven = perplexity(np.float32(math.log(7))).item()
+    assert math.isclose(seven, 7.0, rel_tol=1e-6)
 
 
-def test_bad_input_names_the_argument():
-    logits, targets, mask = _batch(8, (2, 3, 4))
-    with pytest.raises(ValueError, match="logits"):
-        masked_cross_entropy(logits[0], targets, mask)  # 2-D logits
-    with pytest.raises(TypeError, match="logits must be a floating-point"):
-        masked_cross_entropy(logits.long(), targets, mask)  # integer logits
-    with pytest.raises(ValueError, match="targets"):
-        masked_cross_entropy(logits, targets[:, :2], mask)  # wrong length
-    with pytest.raises(TypeError, match="targets"):
-        masked_cross_entropy(logits, targets.float(), mask)  # float ids
-    with pytest.raises(TypeError, match="mask must be a bool"):
-        masked_cross_entropy(logits, targets, mask.float())  # float mask
-    with pytest.raises(
-        TypeError, match=r"targets has dtype torch.uint8.*\.long\(\)"
-    ):
-        masked_cross_entropy(
-            logits, targets.to(torch.uint8), mask
-        )  # uint8 targets
-    with pytest.raises(TypeError, match="targets must be a torch.Tensor"):
-        masked_cross_entropy(logits, targets.tolist(), mask)
-    with pytest.raises(ValueError, match="mask"):
-        masked_cross_entropy(logits, targets, mask[:, :2])  # wrong shape
-    with pytest.raises(
-        ValueError, match=r"targets at real positions .* found 4"
-    ):
-        masked_cross_entropy(
-            logits, targets.masked_fill(mask, 4), mask
-        )  # id == vocab
-    with pytest.raises(
-        ValueError, match=r"targets at real positions .* found -100"
-    ):
-        masked_cross_entropy(
-            logits, targets.masked_fill(mask, -100), mask
-        )  # -100 is not padding here
-    for eps in (-0.1, 1.0, float("nan")):
-        with pytest.raises(ValueError, match="label_smoothing"):
-            masked_cross_entropy(logits, targets, mask, label_smoothing=eps)
-    with pytest.raises(
-        TypeError, match="label_smoothing must be a real number"
-    ):
-        masked_cross_entropy(logits, targets, mask, label_smoothing="0.1")
-    with pytest.raises(ValueError, match="logits must have shape"):
-        masked_cross_entropy(logits[None], targets, mask)
+L, T, M = _batch(8, (2, 3, 4))  # logits, targets, mask for the table below
+# found 4: the id == the vocabulary's size; -100 is not padding here
+BAD = r"""
+ValueError | logits | MCE(L[0], T, M)
+TypeError | logits must be a floating-point | MCE(L.long(), T, M)
+ValueError | targets | MCE(L, T[:, :2], M)
+TypeError | targets | MCE(L, T.float(), M)
+TypeError | mask must be a bool | MCE(L, T, M.float())
+TypeError | targets has dtype torch.uint8.*\.long\(\) | MCE(L,
+    T.to(torch.uint8), M)
+TypeError | targets must be a torch.Tensor | MCE(L, T.tolist(), M)
+ValueError | mask | MCE(L, T, M[:, :2])
+ValueError | targets at real positions .* found 4 | MCE(L, T.masked_fill(M, 4),
+    M)
+ValueError | targets at real positions .* found -100 | MCE(L,
+    T.masked_fill(M, -100), M)
+ValueError | label_smoothing | MCE(L, T, M, label_smoothing=-0.1)
+ValueError | label_smoothing | MCE(L, T, M, label_smoothing=1.0)
+ValueError | label_smoothing | MCE(L, T, M, label_smoothing=float("nan"))
+TypeError | label_smoothing must be a real number | MCE(L, T, M,
+    label_smoothing="0.1")
+ValueError | logits must have shape | MCE(L[None], T, M)
+ValueError | mean_token_loss | perplexity(float("nan"))
+ValueError | mean_token_loss | perplexity(-1.0)
+ValueError | mean_token_loss | perplexity(torch.ones(2))
+ValueError | mean_token_loss must be finite | perplexity(float("inf"))
+TypeError | mean_token_loss must be a real number | perplexity("2.3")
+TypeError | mean_token_loss must be a floating-point | perplexity(
+    torch.tensor(2))
+TypeError | x must | stable_softmax(torch.tensor([1, 2]))
+"""
+
+
+@pytest.mark.parametrize("call, exc, name", raising(BAD))
+def test_bad_input_names_the_argument(call, exc, name):
+    raises(exc, name, eval, call, globals())

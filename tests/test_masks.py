@@ -16,15 +16,15 @@ from utils.attention import (
     load_torch_mha_weights,
     scaled_dot_product_attention,
 )
-from tests.conftest import raising
+from tests.conftest import raises, raising
 
 pytestmark = pytest.mark.usefixtures("seeded")
+close = torch.testing.assert_close
 # 0 = <pad>
 IDS = torch.tensor([[5, 7, 9, 0, 0], [8, 6, 0, 0, 0], [1, 2, 3, 4, 5]])
 
 
-# ---------------------------------------------------------------- builders vs
-# loops
+# ------------------------------------------------------- builders vs loops
 def test_padding_mask_matches_a_loop_and_has_shape_b11s():
     m = masks.padding_mask(IDS)
     assert m.shape == (3, 1, 1, 5) and m.dtype == torch.bool
@@ -61,7 +61,7 @@ def test_lengths_to_mask_matches_a_loop_and_padding_mask():
     assert m.shape == (3, 5)
     assert m.tolist() == [[s < n for s in range(5)] for n in (3, 2, 5)]
     # same as the padding mask of right-padded ids with those lengths
-    torch.testing.assert_close(m, masks.padding_mask(IDS)[:, 0, 0, :])
+    close(m, masks.padding_mask(IDS)[:, 0, 0, :])
     short = masks.lengths_to_mask([1, 0], max_len=3)
     assert short.tolist() == [[True, False, False], [False] * 3]
 
@@ -82,13 +82,10 @@ def test_broadcast_shapes_reach_the_score_shape():
 def test_prefix_lm_mask_against_loop_and_its_limits():
     t, p = 6, 2
     m = masks.prefix_lm_mask(t, p)
-    assert m.tolist() == [
-        [j < p or j <= i for j in range(t)] for i in range(t)
-    ]
+    want = [[j < p or j <= i for j in range(t)] for i in range(t)]
+    assert m.tolist() == want
     for short in (0, 1):
-        torch.testing.assert_close(
-            masks.prefix_lm_mask(t, short), masks.causal_mask(t)
-        )
+        close(masks.prefix_lm_mask(t, short), masks.causal_mask(t))
     assert masks.prefix_lm_mask(t, t).all()
 
 
@@ -97,16 +94,12 @@ def test_attention_pattern_zoo():
     pad = masks.lengths_to_mask(lengths)[:, None, None, :]
     bi = masks.attention_pattern("bidirectional", lengths)
     assert bi.shape == (2, 1, 6, 6)
-    torch.testing.assert_close(bi, pad.expand(2, 1, 6, 6))
-    torch.testing.assert_close(
-        masks.lengths_to_mask(lengths)[:, None, None, :].expand(2, 1, 6, 6), bi
-    )
+    close(bi, pad.expand(2, 1, 6, 6))
     ids = torch.tensor([[1, 1, 1, 1, 0, 0], [1] * 6])
-    torch.testing.assert_close(
-        masks.attention_pattern("causal", lengths), masks.decoder_mask(ids)
-    )
+    causal = masks.attention_pattern("causal", lengths)
+    close(causal, masks.decoder_mask(ids))
     pre = masks.attention_pattern("prefix", lengths, prefix_len=3)
-    torch.testing.assert_close(pre, pad & masks.prefix_lm_mask(6, 3))
+    close(pre, pad & masks.prefix_lm_mask(6, 3))
 
 
 def _grid(rows: str) -> list[list[bool]]:
@@ -122,9 +115,7 @@ def test_band_mask_hand_written_cases():
     assert masks.band_mask(3, 0).tolist() == _grid("YNN NYN NNY")
     # a window as wide as the sequence is the full mask / the causal mask
     assert masks.band_mask(5, 4).all()
-    torch.testing.assert_close(
-        masks.band_mask(5, 4, causal=True), masks.causal_mask(5)
-    )
+    close(masks.band_mask(5, 4, causal=True), masks.causal_mask(5))
 
 
 def test_band_mask_counts_match_the_docstring():
@@ -166,14 +157,9 @@ def test_sdpa_three_ways_agree():
     q, k, v = _qkv()
     keep = masks.decoder_mask(IDS)  # no row fully masked: token 0 is real
     ours, _ = scaled_dot_product_attention(q, k, v, keep)
-    sdpa_bool = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=masks.to_sdpa_mask(keep)
-    )
-    sdpa_float = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=masks.to_additive_mask(keep, torch.float64)
-    )
-    torch.testing.assert_close(ours, sdpa_bool)
-    torch.testing.assert_close(ours, sdpa_float)
+    additive = masks.to_additive_mask(keep, torch.float64)
+    for mask in (masks.to_sdpa_mask(keep), additive):
+        close(ours, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
     # and masking changes the answer, so the comparison can fail
     assert not torch.allclose(ours, F.scaled_dot_product_attention(q, k, v))
 
@@ -182,9 +168,8 @@ def test_sdpa_three_ways_agree():
 def mha_pair():
     torch.manual_seed(0)
     theirs = nn.MultiheadAttention(8, 2, batch_first=True).double().eval()
-    ours = load_torch_mha_weights(
-        MultiHeadAttention(8, 2).double().eval(), theirs
-    )
+    ours = MultiHeadAttention(8, 2).double().eval()
+    ours = load_torch_mha_weights(ours, theirs)
     x = torch.randn(3, 5, 8, dtype=torch.float64)
     return ours, theirs, x
 
@@ -206,7 +191,7 @@ def test_multihead_attention_conventions_agree(mha_pair):
         c, _ = theirs(x, x, x, attn_mask=additive)
         unmasked, _ = theirs(x, x, x)
     for got in (a, b, c):
-        torch.testing.assert_close(got, expected)
+        close(got, expected)
     assert not torch.allclose(unmasked, expected)
 
 
@@ -222,7 +207,7 @@ def test_passing_the_course_mask_unconverted_to_mha_is_wrong(mha_pair):
         right, _ = theirs(x, x, x, key_padding_mask=kpm)
         # attends to the pads only
         wrong, _ = theirs(x, x, x, key_padding_mask=keep)
-    torch.testing.assert_close(right, expected)
+    close(right, expected)
     assert torch.isfinite(wrong).all() and not torch.allclose(wrong, expected)
 
 
@@ -233,9 +218,8 @@ def test_fully_masked_row_is_zero_not_nan():
     out, w = scaled_dot_product_attention(q, k, v, keep)
     assert torch.isfinite(out).all()
     assert (out[..., 2, :] == 0).all() and (w[..., 2, :] == 0).all()
-    manual = torch.softmax(
-        (q @ k.transpose(-2, -1)).masked_fill(~keep, float("-inf")), -1
-    )
+    scores = (q @ k.transpose(-2, -1)).masked_fill(~keep, float("-inf"))
+    manual = torch.softmax(scores, -1)
     assert torch.isnan(manual[..., 2, :]).all()  # the trap the fix avoids
 
 
@@ -293,8 +277,7 @@ TypeError | num_heads | masks.to_mha_attn_mask(
 
 @pytest.mark.parametrize("call, exc, name", raising(BAD))
 def test_bad_input_names_the_argument(call, exc, name):
-    with pytest.raises(exc, match=name):
-        eval(call)
+    raises(exc, name, eval, call, globals())
 
 
 def test_builders_accept_numpy_ints():

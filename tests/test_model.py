@@ -25,7 +25,7 @@ from utils.layers import (
     xavier_init,
 )
 from utils.model import Transformer, parameter_count, shape_trace
-from tests.conftest import raises
+from tests.conftest import raises, raising
 
 D, H, FF = 16, 4, 32
 pytestmark = pytest.mark.usefixtures("seeded")
@@ -254,10 +254,9 @@ def test_ffn_is_a_1x1_convolution():
     ffn = FeedForward(D, FF)
     c1, c2 = nn.Conv1d(D, FF, 1), nn.Conv1d(FF, D, 1)
     with torch.no_grad():
-        c1.weight.copy_(ffn.w_1.weight[:, :, None])
-        c1.bias.copy_(ffn.w_1.bias)
-        c2.weight.copy_(ffn.w_2.weight[:, :, None])
-        c2.bias.copy_(ffn.w_2.bias)
+        for conv, linear in ((c1, ffn.w_1), (c2, ffn.w_2)):
+            conv.weight.copy_(linear.weight[:, :, None])
+            conv.bias.copy_(linear.bias)
     x = torch.randn(2, 5, D)
     conv = c2(torch.relu(c1(x.transpose(1, 2)))).transpose(1, 2)
     torch.testing.assert_close(ffn(x), conv, atol=1e-6, rtol=1e-5)
@@ -274,12 +273,8 @@ def test_parameter_count_formula(share, norm_first):
 
 def test_base_parameter_count_and_nn_transformer():
     """The paper's base body (6+6 layers, 512, 2048) is nn.Transformer minus
-    its two final LayerNorms.
-
-    Built on the meta device: shapes without storage, so counting 44M
-    parameters takes no memory and a fraction of a second. (The formula is
-    checked against our own model, built for real, on small configurations
-    above.)"""
+    its two final LayerNorms; on the meta device 44M parameters take no
+    memory (the formula is checked on real small models above)."""
     with torch.device("meta"):
         body = nn.Transformer(512, 8, 6, 6, 2048, batch_first=True)
     assert next(body.parameters()).is_meta
@@ -336,99 +331,90 @@ def test_shape_trace_order_and_shapes_and_restores_the_mode(training):
     assert torch.is_grad_enabled()  # no_grad stayed local
 
 
-# ---- bad input
-# -----------------------------------------------------------------------------
+# ---- bad input (issue 14: one set of checks, empty sequences, masks of
+# rank 4); M a fresh small model, S and T ids, T3 a batch of three, MEM and
+# MASK what M.encode(S) gives
+def cfg(**kw):
+    sizes = dict(d_model=D, num_heads=H, num_layers=1, d_ff=FF)
+    return Transformer(11, 13, **sizes | kw)
 
 
-def test_ids_out_of_range():
+G = torch.Generator().manual_seed(0)
+S = torch.randint(1, 11, (2, 5), generator=G)
+T, T3 = (torch.randint(1, 13, (b, 4), generator=G) for b in (2, 3))
+BAD = r"""
+ValueError | src | M(torch.full((2, 5), 11), T)
+ValueError | tgt | M(S, torch.full((2, 4), 13))
+ValueError | src | M(torch.full((2, 5), -1), T)
+TypeError | src | M(S.float(), T)
+ValueError | batch | M(S, T3)
+ValueError | memory must have shape \(3, | M.decode(T3, MEM, MASK)
+ValueError | memory | M.decode(T, MEM[..., :3], MASK)
+ValueError | num_heads | cfg(d_model=10, num_heads=4)
+ValueError | num_heads | cfg(num_heads=0)
+ValueError | d_model | cfg(d_model=0)
+ValueError | num_layers | cfg(num_layers=0)
+ValueError | d_ff | cfg(d_ff=-1)
+ValueError | pad_id | cfg(pad_id=99)
+ValueError | dropout | cfg(dropout=1.0)
+ValueError | share_embeddings | Transformer(11, 13, D, H,
+    share_embeddings=True)
+ValueError | num_heads | EncoderLayer(10, 4, FF)
+ValueError | d_ff | FeedForward(D, 0)
+ValueError | src must hold at least one position.*got 0 | M(S[:, :0], T)
+ValueError | tgt must hold at least one position.*got 0 | M(S, T[:, :0])
+ValueError | tgt must hold at least one position | M.decode(T[:, :0], MEM,
+    MASK)
+TypeError | tgt has dtype torch.uint8 | M(S, T.byte())
+TypeError | src must hold integer token ids.*torch.bool | M(S > 3, T)
+ValueError | src must have 2 dims \(batch, length\) | M(S[0], T)
+TypeError | src must be a torch.Tensor | M(S.tolist(), T)
+ValueError | tgt must be in \[0, 13\), found 13 | M(S, T.masked_fill(
+    T == T[0, 0], 13))
+TypeError | d_model must be an int, got float 16.0 | Transformer(11, 13,
+    d_model=16.0, num_heads=H)
+TypeError | dropout must be a real number | Transformer(11, 13, d_model=D,
+    num_heads=H, dropout="0.1")
+TypeError | pad_id must be an int | Transformer(11, 13, d_model=D,
+    num_heads=H, pad_id=None)
+TypeError | share_embeddings must be a bool | Transformer(11, 11, d_model=D,
+    num_heads=H, share_embeddings=1)
+TypeError | memory must be a floating-point | M.decode(T, MEM.long(), MASK)
+ValueError | src_mask must have 4 dims.*\(2, 5\) | M.decode(T, MEM,
+    MASK[:, 0, 0])
+ValueError | src_mask of shape \(2, 1, 1, 4\) | M.decode(T, MEM,
+    MASK[..., :4])
+TypeError | src_mask must be a bool | M.decode(T, MEM, MASK.float())
+ValueError | mask must have 4 dims.*\(4, 4\) | DecoderLayer(D, H, FF,
+    0.0).self_attn.check_inputs(*[torch.randn(2, 4, D)] * 3, causal_mask(4))
+TypeError | theirs must be an nn.TransformerEncoderLayer |
+    load_torch_encoder_layer_weights(EncoderLayer(D, H, FF),
+    nn.TransformerDecoderLayer(D, H, FF))
+TypeError | ours must be a utils DecoderLayer |
+    load_torch_decoder_layer_weights(EncoderLayer(D, H, FF),
+    nn.TransformerDecoderLayer(D, H, FF))
+TypeError | model must be an nn.Module | shape_trace(lambda x: x,
+    torch.zeros(1))
+ValueError | eps must be in | LayerNorm(D, eps=0.0)
+"""
+
+
+@pytest.mark.parametrize("call, error, match", raising(BAD))
+def test_bad_input_names_the_argument(call, error, match):
     model = small()
-    ok_src, ok_tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
-    raises(ValueError, "src", model, torch.full((2, 5), 11), ok_tgt)
-    raises(ValueError, "tgt", model, ok_src, torch.full((2, 4), 13))
-    raises(ValueError, "src", model, torch.full((2, 5), -1), ok_tgt)
-    raises(TypeError, "src", model, ok_src.float(), ok_tgt)
+    memory, mask = model.encode(S)
+    env = dict(M=model, MEM=memory, MASK=mask)
+    raises(error, match, eval, call, globals(), env)
 
 
-def test_mismatched_batch_sizes():
-    model = small()
-    with pytest.raises(ValueError, match="batch"):
-        model(torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (3, 4)))
-    memory, mask = model.encode(torch.randint(1, 11, (2, 5)))
-    # memory has one row per target sequence: (B, S, d_model)
-    with pytest.raises(ValueError, match=r"memory must have shape \(3,"):
-        model.decode(torch.randint(1, 13, (3, 4)), memory, mask)
-    with pytest.raises(ValueError, match="memory"):
-        model.decode(torch.randint(1, 13, (2, 4)), memory[..., :3], mask)
-
-
-@pytest.mark.parametrize(
-    "kwargs, name",
-    [
-        (dict(d_model=10, num_heads=4), "num_heads"),
-        (dict(num_heads=0), "num_heads"),
-        (dict(d_model=0), "d_model"),
-        (dict(num_layers=0), "num_layers"),
-        (dict(d_ff=-1), "d_ff"),
-        (dict(pad_id=99), "pad_id"),
-        (dict(dropout=1.0), "dropout"),
-    ],
-)
-def test_bad_config(kwargs, name):
-    config = dict(d_model=D, num_heads=H, num_layers=1, d_ff=FF) | kwargs
-    raises(ValueError, name, Transformer, 11, 13, **config)
-
-
-def test_bad_shared_vocab_and_layers():
-    with pytest.raises(ValueError, match="share_embeddings"):
-        Transformer(11, 13, d_model=D, num_heads=H, share_embeddings=True)
-    raises(ValueError, "num_heads", EncoderLayer, 10, 4, FF)
-    raises(ValueError, "d_ff", FeedForward, D, 0)
-
-
-# ---- issue 14: one set of checks, empty sequences, masks of rank 4
-
-
-def test_empty_sequences_are_value_errors():
-    model = small()
-    src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
-    with pytest.raises(
-        ValueError, match=r"src must hold at least one position.*got 0"
-    ):
-        model(src[:, :0], tgt)
-    with pytest.raises(
-        ValueError, match=r"tgt must hold at least one position.*got 0"
-    ):
-        model(src, tgt[:, :0])
-    memory, mask = model.encode(src)
-    with pytest.raises(
-        ValueError, match="tgt must hold at least one position"
-    ):
-        model.decode(tgt[:, :0], memory, mask)
+def test_empty_sequences_batch():
     # an empty batch is fine: nothing to compute, the right shape
-    assert model(src[:0], tgt[:0]).shape == (0, 4, 13)
+    assert small()(S[:0], T[:0]).shape == (0, 4, 13)
 
 
-def test_ids_kinds_and_sizes():
+def test_int32_ids_work_too():
     model = small()
-    src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
-    with pytest.raises(TypeError, match=r"tgt has dtype torch.uint8"):
-        model(src, tgt.to(torch.uint8))
-    with pytest.raises(
-        TypeError, match=r"src must hold integer token ids.*torch.bool"
-    ):
-        model(src > 3, tgt)
-    with pytest.raises(
-        ValueError, match=r"src must have 2 dims \(batch, length\)"
-    ):
-        model(src[0], tgt)
-    raises(TypeError, "src must be a torch.Tensor", model, src.tolist(), tgt)
-    with pytest.raises(
-        ValueError, match=r"tgt must be in \[0, 13\), found 13"
-    ):
-        model(src, tgt.masked_fill(tgt == tgt[0, 0], 13))
-    torch.testing.assert_close(
-        model(src.int(), tgt.int()), model(src, tgt)
-    )  # int32 ids work too
+    torch.testing.assert_close(model(S.int(), T.int()), model(S, T))
 
 
 def test_ids_are_range_checked_once_per_forward(monkeypatch):
@@ -449,35 +435,17 @@ def test_ids_are_range_checked_once_per_forward(monkeypatch):
     assert sorted(calls) == ["src", "tgt"]
 
 
-def test_numpy_sizes_accepted_and_float_sizes_rejected():
-    model = Transformer(
-        np.int64(11),
-        np.int64(13),
-        d_model=np.int64(D),
-        num_heads=np.int32(H),
-        num_layers=np.int64(1),
-        d_ff=np.int64(FF),
-        pad_id=np.int64(0),
-    )
+def test_numpy_sizes_accepted():
+    i64 = np.int64
+    sizes = dict(d_model=i64(D), num_heads=np.int32(H), num_layers=i64(1))
+    model = Transformer(i64(11), i64(13), d_ff=i64(FF), pad_id=i64(0), **sizes)
     assert model.d_model == D and type(model.d_model) is int
-    with pytest.raises(
-        TypeError, match="d_model must be an int, got float 16.0"
-    ):
-        Transformer(11, 13, d_model=16.0, num_heads=H)
-    with pytest.raises(TypeError, match="dropout must be a real number"):
-        Transformer(11, 13, d_model=D, num_heads=H, dropout="0.1")
-    with pytest.raises(TypeError, match="pad_id must be an int"):
-        Transformer(11, 13, d_model=D, num_heads=H, pad_id=None)
-    with pytest.raises(TypeError, match="share_embeddings must be a bool"):
-        Transformer(11, 11, d_model=D, num_heads=H, share_embeddings=1)
 
 
-def test_the_attention_check_refuses_rank_2_masks_the_layers_take_lifted():
-    torch.manual_seed(4)
+def test_the_layers_take_rank_2_masks_lifted():
+    torch.manual_seed(4)  # (the check refuses them: in BAD)
     layer = DecoderLayer(D, H, FF, 0.0).eval()
     x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
-    with pytest.raises(ValueError, match=r"mask must have 4 dims.*\(4, 4\)"):
-        layer.self_attn.check_inputs(x, x, x, causal_mask(4))
     out = layer(x, memory, None, causal_mask(4)[None, None])
     # causal: changing the last position leaves the first three unchanged
     x2 = x.clone()
@@ -487,20 +455,10 @@ def test_the_attention_check_refuses_rank_2_masks_the_layers_take_lifted():
     )
 
 
-def test_decode_checks_memory_and_src_mask():
+def test_decode_hides_padded_target_keys():
     model = small()
     src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
-    memory, mask = model.encode(src)
-    with pytest.raises(TypeError, match="memory must be a floating-point"):
-        model.decode(tgt, memory.long(), mask)
-    with pytest.raises(
-        ValueError, match=r"src_mask must have 4 dims.*\(2, 5\)"
-    ):
-        model.decode(tgt, memory, mask[:, 0, 0])
-    with pytest.raises(ValueError, match=r"src_mask of shape \(2, 1, 1, 4\)"):
-        model.decode(tgt, memory, mask[..., :4])
-    with pytest.raises(TypeError, match="src_mask must be a bool"):
-        model.decode(tgt, memory, mask.float())
+    memory, mask = model.encode(src)  # (the checks of both: in BAD)
     # decode hides padded target keys (masks.decoder_mask): changing the pad
     # embedding moves no other position's output; only the pad's own row
     padded = tgt.clone()
@@ -512,22 +470,5 @@ def test_decode_checks_memory_and_src_mask():
     others = torch.ones(4, dtype=torch.bool)
     others[1] = False
     torch.testing.assert_close(a[:, others], b[:, others])
-    assert not torch.allclose(
-        a[:, 1], b[:, 1]
-    )  # the change is visible where it may be
-
-
-def test_load_weights_reject_wrong_types():
-    with pytest.raises(
-        TypeError, match="theirs must be an nn.TransformerEncoderLayer"
-    ):
-        load_torch_encoder_layer_weights(
-            EncoderLayer(D, H, FF), nn.TransformerDecoderLayer(D, H, FF)
-        )
-    with pytest.raises(TypeError, match="ours must be a utils DecoderLayer"):
-        load_torch_decoder_layer_weights(
-            EncoderLayer(D, H, FF), nn.TransformerDecoderLayer(D, H, FF)
-        )
-    with pytest.raises(TypeError, match="model must be an nn.Module"):
-        shape_trace(lambda x: x, torch.zeros(1))
-    raises(ValueError, "eps must be in", LayerNorm, D, eps=0.0)
+    # the change is visible where it may be
+    assert not torch.allclose(a[:, 1], b[:, 1])

@@ -13,7 +13,7 @@ import pytest
 
 from utils import kneser_ney, ngram
 from utils import shakespeare as sh
-from tests.conftest import raises
+from tests.conftest import raises, raising
 
 # a b a b a c b over the alphabet {a, b, c} = {0, 1, 2}
 TINY = [0, 1, 0, 1, 0, 2, 1]
@@ -112,16 +112,9 @@ def test_grams_listed_one_per_row():
     # after (0, 1), 2 and 0 were seen once each, but "1 0" follows two
     # different symbols and "1 2" one: the continuation counts break the tie
     assert probs[0, 0] > probs[0, 2] > probs[0, 3]
-    assert (
-        ngram.KneserNey.from_grams([[2], [2], [1]], 3)
-        .probs(np.zeros((1, 0), int))[0]
-        .argmax()
-        == 2
-    )
+    unigrams = ngram.KneserNey.from_grams([[2], [2], [1]], 3)
+    assert unigrams.probs(np.zeros((1, 0), int))[0].argmax() == 2
     raises(ValueError, "contexts", rows.probs, [[0]])
-    raises(ValueError, "grams", ngram.KneserNey.from_grams, [0, 1], 3)
-    raises(TypeError, "grams", ngram.KneserNey.from_grams, [[0.5, 1.0]], 3)
-    raises(ValueError, "grams", ngram.KneserNey.from_grams, [[0, 5]], 3)
 
 
 @pytest.fixture(scope="module")
@@ -228,24 +221,32 @@ def test_word_bigram_pays_for_every_character():
     assert out["bits_per_char"] == pytest.approx(out["bits"] / len(held_out))
 
 
-def test_bad_arguments():
-    raises(ValueError, "order", ngram.KneserNey, TINY, order=0, base=3)
-    raises(TypeError, "order", ngram.KneserNey, TINY, order=2.0, base=3)
-    with pytest.raises(ValueError, match="256 symbols seen: codes overflow"):
-        ngram.KneserNey(np.arange(256), order=8, base=256)
+def test_the_codes_hold_the_symbols_seen_only():
     assert ngram.KneserNey(TINY, order=8, base=256).radix == 4  # 3 seen
-    with pytest.raises(TypeError, match="modified"):
-        ngram.KneserNey(TINY, order=2, base=3, modified="yes")
-    with pytest.raises(TypeError, match="text"):
-        ngram.token_bits(ngram.KneserNey(TINY, 2, 3), TINY, TINY)
-    with pytest.raises(ValueError, match="empty"):
-        ngram.token_bits(ngram.KneserNey(TINY, 2, 3), [], "")
-    raises(ValueError, "seq", ngram.KneserNey, TINY, order=2, base=2)
-    raises(TypeError, "seq", ngram.KneserNey, [0.5, 1.0], order=2, base=3)
-    with pytest.raises(ValueError, match="seq must be 1-D"):
-        ngram.KneserNey([[0, 1]], order=2, base=3)
-    raises(TypeError, "text", ngram.char_model, b"abc", 2)
-    raises(ValueError, "text", ngram.text_bits, ngram.char_model("abc", 2), "")
+
+
+BAD = """
+ValueError | grams | ngram.KneserNey.from_grams([0, 1], 3)
+TypeError | grams | ngram.KneserNey.from_grams([[0.5, 1.0]], 3)
+ValueError | grams | ngram.KneserNey.from_grams([[0, 5]], 3)
+ValueError | order | ngram.KneserNey(TINY, order=0, base=3)
+TypeError | order | ngram.KneserNey(TINY, order=2.0, base=3)
+ValueError | 256 symbols seen: codes overflow | ngram.KneserNey(np.arange(256),
+    order=8, base=256)
+TypeError | modified | ngram.KneserNey(TINY, order=2, base=3, modified="yes")
+TypeError | text | ngram.token_bits(ngram.KneserNey(TINY, 2, 3), TINY, TINY)
+ValueError | empty | ngram.token_bits(ngram.KneserNey(TINY, 2, 3), [], "")
+ValueError | seq | ngram.KneserNey(TINY, order=2, base=2)
+TypeError | seq | ngram.KneserNey([0.5, 1.0], order=2, base=3)
+ValueError | seq must be 1-D | ngram.KneserNey([[0, 1]], order=2, base=3)
+TypeError | text | ngram.char_model(b"abc", 2)
+ValueError | text | ngram.text_bits(ngram.char_model("abc", 2), "")
+"""
+
+
+@pytest.mark.parametrize("call, error, match", raising(BAD))
+def test_bad_arguments(call, error, match):
+    raises(error, match, eval, call, globals())
 
 
 def _stored() -> dict:
@@ -278,10 +279,8 @@ def test_stored_rows_recomputed():
     model = ngram.WordBigram(
         texts["train"], word["min_count"], word["spell_order"]
     )
-    got = model.bits(texts["valid"])
-    assert got["bits_per_char"] == pytest.approx(
-        word["valid"]["bits_per_char"], abs=2e-5
-    )
+    got, want = model.bits(texts["valid"]), word["valid"]["bits_per_char"]
+    assert got["bits_per_char"] == pytest.approx(want, abs=2e-5)
     assert got["unknown"] == word["valid"]["unknown"]
     assert len(model.words) == word["vocab"]
 
@@ -297,11 +296,8 @@ def test_modified_beats_one_discount_on_the_held_out_plays(texts):
     one = ngram.char_model(texts["train"], 5)
     three = ngram.char_model(texts["train"], 5, modified=True)
     for split in ("valid", "test"):
-        held_out = texts[split]
-        gain = ngram.text_bits(one, held_out) - ngram.text_bits(
-            three, held_out
-        )
-        assert gain > 0.01, split
+        bits = [ngram.text_bits(model, texts[split]) for model in (one, three)]
+        assert bits[0] - bits[1] > 0.01, split
 
 
 def test_stored_modified_rows(texts):
@@ -322,9 +318,8 @@ def test_stored_modified_rows(texts):
             assert d1 < d2 < d3, row["order"]
     row = mkn["rows"][4]
     five = ngram.char_model(texts["train"], 5, modified=True)
-    assert row["discounts"] == [
-        [round(d, 4) for d in lv.discounts] for lv in five.levels
-    ]
+    rounded = [[round(d, 4) for d in lv.discounts] for lv in five.levels]
+    assert row["discounts"] == rounded
     for split in ("valid", "test"):
         bits = ngram.text_bits(five, texts[split])
         assert bits == pytest.approx(row[split], abs=2e-5), split

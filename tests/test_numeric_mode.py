@@ -23,8 +23,10 @@ import torch
 
 from tools import ROOT, fingerprint
 from tools.numerics import numeric_mode
+from tests.conftest import raises
 
 STORED = ROOT / "tests" / "portable_fingerprint.json"
+TEXT = dict(capture_output=True, text=True)  # subprocess.run's output as str
 
 
 def _parse(returncode: int, stdout: str, stderr: str) -> dict:
@@ -33,23 +35,14 @@ def _parse(returncode: int, stdout: str, stderr: str) -> dict:
 
 
 def _fingerprint(env: dict[str, str], qemu_cpu: str | None = None) -> dict:
-    run = subprocess.run(
-        fingerprint.command(qemu_cpu),
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
+    cmd = fingerprint.command(qemu_cpu)
+    run = subprocess.run(cmd, cwd=ROOT, env=env, timeout=1800, **TEXT)
     return _parse(run.returncode, run.stdout, run.stderr)
 
 
 def _differences(got: dict, expected: dict) -> list[str]:
-    return sorted(
-        k
-        for k in expected.keys() | got.keys()
-        if got.get(k) != expected.get(k)
-    )
+    keys = expected.keys() | got.keys()
+    return sorted(k for k in keys if got.get(k) != expected.get(k))
 
 
 @pytest.mark.exact
@@ -82,9 +75,8 @@ def test_native_code_paths_compute_other_bits():
     differently, and it sees it, down to the training runs."""
     native = numeric_mode.environment("robust")
     native.pop("COURSE_SEED")
-    native.update(
-        OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MKL_CBWR="COMPATIBLE"
-    )
+    native.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    native.update(MKL_CBWR="COMPATIBLE")
     baseline = _fingerprint({**native, "ATEN_CPU_CAPABILITY": "default"})
     avx2 = _fingerprint({**native, "ATEN_CPU_CAPABILITY": "avx2"})
     differ = set(_differences(baseline, avx2))
@@ -121,15 +113,11 @@ def test_the_same_bits_on_an_emulated_intel_and_amd_cpu(emulated, cpu):
 
 
 def test_robust_mode_undoes_the_portable_one():
-    env = numeric_mode.environment(
-        "robust", base={"PATH": "/bin", **numeric_mode.PORTABLE}
-    )
+    base = {"PATH": "/bin", **numeric_mode.PORTABLE}
+    env = numeric_mode.environment("robust", base=base)
     # the harness still checks figures in the robust mode
-    assert env == {
-        "PATH": "/bin",
-        "COURSE_SEED": "1",
-        "COURSE_CHECK_FIGURES": "1",
-    }
+    want = {"PATH": "/bin", "COURSE_SEED": "1", "COURSE_CHECK_FIGURES": "1"}
+    assert env == want
 
 
 def test_both_modes_check_figures_a_plain_environment_does_not():
@@ -140,8 +128,7 @@ def test_both_modes_check_figures_a_plain_environment_does_not():
 
 
 def test_an_unknown_mode_is_refused():
-    with pytest.raises(ValueError, match="mode must be one of"):
-        numeric_mode.environment("fast")
+    raises(ValueError, "mode must be one of", numeric_mode.environment, "fast")
 
 
 @pytest.mark.parametrize(
@@ -173,27 +160,10 @@ def _pytest(tmp_path, platform: str | None) -> subprocess.CompletedProcess:
     env.pop("COURSE_PLATFORM", None)
     if platform is not None:
         env["COURSE_PLATFORM"] = platform
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "tools.numerics.claims_mode",
-            "--noconftest",
-            "-p",
-            "no:cacheprovider",
-            "--nbval",
-            "--nbval-current-env",
-            "-rs",
-            str(tmp_path),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    flags = "-p tools.numerics.claims_mode --noconftest -p no:cacheprovider"
+    flags += " --nbval --nbval-current-env -rs"
+    cmd = [sys.executable, "-m", "pytest", *flags.split(), str(tmp_path)]
+    return subprocess.run(cmd, cwd=tmp_path, env=env, timeout=600, **TEXT)
 
 
 def test_another_platform_runs_every_assert_and_says_so(tmp_path):
@@ -208,9 +178,7 @@ def test_another_platform_runs_every_assert_and_says_so(tmp_path):
     )
     mac = _pytest(tmp_path, "Darwin/arm64")
     assert mac.returncode == 0, mac.stdout[-3000:]
-    notices = [
-        line for line in mac.stdout.splitlines() if "claims mode:" in line
-    ]
+    notices = [x for x in mac.stdout.splitlines() if "claims mode:" in x]
     assert len(notices) == 2 and "Darwin on arm64" in notices[0]
     assert "1 passed, 1 skipped" in mac.stdout
     assert "exact comparison: Darwin on arm64" in mac.stdout  # the reason

@@ -24,10 +24,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 def _model(dropout=0.3):
     torch.manual_seed(0)
-    return Transformer(
-        len(source_vocab()), len(target_vocab()), d_model=16, num_heads=2,
-        num_layers=1, d_ff=32, dropout=dropout,
-    )  # fmt: skip
+    sizes = dict(d_model=16, num_heads=2, num_layers=1, d_ff=32)
+    vocabs = len(source_vocab()), len(target_vocab())
+    return Transformer(*vocabs, dropout=dropout, **sizes)
 
 
 def _pairs():
@@ -74,10 +73,8 @@ def test_a_step_in_parts_is_the_mean_of_the_parts_gradients():
     pairs, src, tgt = _pairs()
     halves = [encode_batch(h, src, tgt) for h in split_parts(pairs, 2)]
     model = _model(dropout=0.0)  # no dropout: plain averaging
-    parallel = DataParallel(2, seed=0)
-    loss = parallel.backward(
-        model, teacher_forced_loss, dict(enumerate(halves))
-    )
+    parallel, batch = DataParallel(2, seed=0), dict(enumerate(halves))
+    loss = parallel.backward(model, teacher_forced_loss, batch)
     got = [p.grad.clone() for p in model.parameters()]
     parts, losses = [], []
     for half in halves:

@@ -6,6 +6,7 @@ chapter 10's stored runs re-run."""
 
 from __future__ import annotations
 
+import functools
 import json
 import pathlib
 
@@ -77,8 +78,8 @@ def test_bert_other_rates_and_bad_rates():
     )
     assert (inputs[chosen] == pt.MASK).all()
     assert chosen.sum() > 0.4 * ((IDS >= 3).sum())
-    with pytest.raises(ValueError, match="p_mask \\+ p_random"):
-        pt.bert_mask(IDS[:2], p_mask=0.95, p_random=0.1)
+    raises(ValueError, "p_mask \\+ p_random", pt.bert_mask, IDS[:2],
+           p_mask=0.95, p_random=0.1)  # fmt: skip
 
 
 def test_mlm_loss_ignores_unchosen_positions():
@@ -106,10 +107,7 @@ def test_prefix_mask_hand_written():
     # [BOS] c a t, prefix [BOS] c a (3), and "a" padded
     ids = pt.encode(["cat", "a"], bos=True)[:, :-1]
     mask = pt.attention_mask("plm", ids, torch.tensor([3, 3]))
-    expected = torch.tensor(
-        [[1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 1]],
-        dtype=torch.bool,
-    )
+    expected = torch.tensor([[1, 1, 1, 0]] * 3 + [[1, 1, 1, 1]]).bool()
     assert torch.equal(mask[0, 0], expected)
     assert torch.equal(mask[0, 0], prefix_lm_mask(4, 3))
     real = torch.tensor([1, 1, 1, 0]).bool()  # [BOS] a [EOS] [PAD]
@@ -212,20 +210,22 @@ def _tiny(steps: int, n_train: int):
     return cfg, splits, vocabs
 
 
-def test_train_pronouncer_init_is_checked():
+def _trainer(steps: int, n_train: int):
+    """train_pronouncer on _tiny's config and words, quietly; the config."""
     from utils.pronouncer import train_pronouncer
 
-    cfg, splits, vocabs = _tiny(steps=2, n_train=40)
+    cfg, splits, vocabs = _tiny(steps, n_train)
+    kw = dict(vocabs=vocabs, progress=False)
+    return functools.partial(train_pronouncer, cfg, splits, **kw), cfg
+
+
+def test_train_pronouncer_init_is_checked():
+    train, _ = _trainer(steps=2, n_train=40)
     bad = {"encoder.nothing": torch.zeros(1)}
-    with pytest.raises(ValueError, match="encoder.nothing"):
-        train_pronouncer(cfg, splits, vocabs=vocabs, progress=False, init=bad)
+    raises(ValueError, "encoder.nothing", train, init=bad)
     wrong = {"src_embed.lut.weight": torch.zeros(30, 32)}
-    with pytest.raises(ValueError, match="shape"):
-        train_pronouncer(
-            cfg, splits, vocabs=vocabs, progress=False, init=wrong
-        )
-    with pytest.raises(TypeError, match="init"):
-        train_pronouncer(cfg, splits, vocabs=vocabs, progress=False, init=[1])
+    raises(ValueError, "shape", train, init=wrong)
+    raises(TypeError, "init", train, init=[1])
 
 
 def test_sampling_and_completion():
@@ -291,9 +291,8 @@ def test_count_models_by_hand():
     five = ngram.LetterCounts("mlm", train, 5)  # two letters each side
     assert pt.decode(five.logits(other)[0, 0].argmax(-1, keepdim=True)) == "a"
     raises(ValueError, "order", ngram.LetterCounts, "clm", train, 8)
-    raises(
-        ValueError, "order", ngram.LetterCounts, "mlm", train, 6
-    )  # 2 + 2 is its widest
+    # 2 + 2 is the widest masked one
+    raises(ValueError, "order", ngram.LetterCounts, "mlm", train, 6)
     raises(ValueError, "kind", ngram.LetterCounts, "gpt", train, 2)
     raises(ValueError, "words", ngram.LetterCounts, "clm", ["Abc"], 2)
 
@@ -365,28 +364,15 @@ def test_stored_runs_first_steps_replay():
     lines = sw.OUT.read_text().splitlines()
     rows = {r["run"]: r for r in map(json.loads, lines)}
     d = sw.data()
-    _, losses = pt.train_lm(
-        "clm",
-        d["train"],
-        sw.PRE_STEPS["clm"],
-        sw.PRE_BATCH,
-        1,
-        sw.PRE_LR,
-        sw.LM,
-        stop_after=sw.REPLAY,
-    )
+    recipe = (sw.PRE_STEPS["clm"], sw.PRE_BATCH, 1, sw.PRE_LR, sw.LM)  # seed 1
+    _, losses = pt.train_lm("clm", d["train"], *recipe, stop_after=sw.REPLAY)
     assert [round(x, 5) for x in losses] == rows["pre_clm_s1"]["losses"]
     entries = sw.label_order(d["split"]["train"], 1)[:500]
-    splits, vocabs = pr.pronouncer_data(
-        {"train": entries, "valid": d["split"]["valid"]}, stress=False
-    )
-    _, history = train_pronouncer(
-        sw.tune_config(sw.TUNE_STEPS, 1),
-        splits,
-        progress=False,
-        vocabs=vocabs,
-        stop_after=sw.REPLAY,
-    )
+    data = {"train": entries, "valid": d["split"]["valid"]}
+    splits, vocabs = pr.pronouncer_data(data, stress=False)
+    cfg = sw.tune_config(sw.TUNE_STEPS, 1)
+    kw = dict(progress=False, vocabs=vocabs, stop_after=sw.REPLAY)
+    _, history = train_pronouncer(cfg, splits, **kw)
     got = [round(x, 5) for x in history["train_loss"]]
     assert got == rows[f"tune_500_scratch_{sw.TUNE_STEPS}_s1"]["losses"]
 
@@ -474,18 +460,13 @@ def test_seq2seq_state_moves_both_stacks_to_the_pronouncer():
 
 
 def test_init_lr_slows_or_freezes_the_started_weights():
-    from utils.pronouncer import train_pronouncer
-
-    cfg, splits, vocabs = _tiny(steps=20, n_train=200)
+    train, cfg = _trainer(steps=20, n_train=200)
     torch.manual_seed(3)
     lm = pt.TinyLM(pt.LMConfig.like(cfg))
     start = ft.encoder_state(lm)
     moved = {}
     for init_lr in (1.0, 0.1, 0.0):
-        model, history = train_pronouncer(
-            cfg, splits, vocabs=vocabs, progress=False, init=start,
-            init_lr=init_lr,
-        )  # fmt: skip
+        model, history = train(init=start, init_lr=init_lr)
         w = model.state_dict()
         moved[init_lr] = max(
             (w[k] - v).abs().max().item() for k, v in start.items()
@@ -493,21 +474,14 @@ def test_init_lr_slows_or_freezes_the_started_weights():
         assert all(p.requires_grad for p in model.parameters())
         assert history["lr"][-1] > 0
     assert moved[0.0] == 0.0 < moved[0.1] < moved[1.0]
-    with pytest.raises(ValueError, match="init_lr"):
-        train_pronouncer(cfg, splits, vocabs=vocabs, progress=False,
-                         init=start, init_lr=1.5)  # fmt: skip
-    with pytest.raises(ValueError, match="needs init"):
-        train_pronouncer(cfg, splits, vocabs=vocabs, progress=False,
-                         init_lr=0.5)  # fmt: skip
+    raises(ValueError, "init_lr", train, init=start, init_lr=1.5)
+    raises(ValueError, "needs init", train, init_lr=0.5)
 
 
 def test_noam_scales_each_group():
     from utils.training import noam_scheduler
 
-    a, b = (
-        torch.nn.Parameter(torch.zeros(1)),
-        torch.nn.Parameter(torch.zeros(1)),
-    )
+    a, b = (torch.nn.Parameter(torch.zeros(1)) for _ in "ab")
     opt = torch.optim.Adam([{"params": [a]}, {"params": [b]}], lr=1.0)
     noam_scheduler(opt, 64, 10, scales=(1.0, 0.25))
     lr_a, lr_b = (g["lr"] for g in opt.param_groups)

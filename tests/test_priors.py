@@ -9,15 +9,15 @@ from torch import nn
 
 from utils import priors, toy_tasks
 from utils.masks import band_mask
+from tests.conftest import raises, raising
 
 
 def test_contains_motif_matches_string_search():
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, 4, (200, 10), generator=g)
-    expected = torch.tensor(
-        ["123" in "".join(map(str, r.tolist())) for r in x]
-    )
-    assert torch.equal(toy_tasks.contains_motif(x, (1, 2, 3)), expected)
+    expected = [("123" in "".join(map(str, r.tolist()))) for r in x]
+    got = toy_tasks.contains_motif(x, (1, 2, 3))
+    assert torch.equal(got, torch.tensor(expected))
 
 
 def test_make_motif_data_labels_balance_and_determinism():
@@ -41,34 +41,6 @@ def test_make_motif_data_leaves_global_seed_alone():
     assert torch.equal(torch.rand(3), a)
 
 
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        dict(n=1),
-        dict(n=10, length=3),
-        dict(n=10, motif=(0, 9)),
-        dict(n=10, motif=()),
-        dict(n=10, vocab_size=1),
-        dict(n=10, negatives="sorted"),
-        dict(n=10, motif=(1, 1, 1)),
-    ],
-)
-def test_make_motif_data_bad_input(kwargs):
-    with pytest.raises(ValueError):
-        toy_tasks.make_motif_data(**kwargs)
-
-
-def test_contains_motif_bad_input():
-    with pytest.raises(TypeError, match="x must hold integer token ids"):
-        toy_tasks.contains_motif(torch.zeros(3, 5))
-    with pytest.raises(ValueError, match="x must have 2 dims"):
-        toy_tasks.contains_motif(torch.zeros(5, dtype=torch.long))
-    with pytest.raises(ValueError, match="at most the sequences' length"):
-        toy_tasks.contains_motif(
-            torch.zeros(3, 2, dtype=torch.long), (0, 1, 2)
-        )
-
-
 def test_cnn_equals_conv1d_by_hand():
     torch.manual_seed(0)
     m = priors.MotifCNN(vocab_size=4, embed_dim=3, channels=5, kernel_size=3)
@@ -84,13 +56,10 @@ def test_cnn_output_is_shift_invariant_with_max_pool():
     torch.manual_seed(0)
     m = priors.MotifCNN(kernel_size=3)
     x = torch.randint(0, 4, (4, 12))
-    x[:, :3] = 3
-    x[:, -3:] = (
-        3  # same padding symbols at both ends, so shifting keeps the windows
-    )
-    torch.testing.assert_close(
-        m(x), m(torch.roll(x, 1, dims=1)), atol=1e-6, rtol=0
-    )  # roll moves only 3s
+    # the same padding symbols at both ends: shifting keeps the windows
+    x[:, :3] = x[:, -3:] = 3
+    rolled = torch.roll(x, 1, dims=1)  # moves only 3s
+    torch.testing.assert_close(m(x), m(rolled), atol=1e-6, rtol=0)
 
 
 def test_transformer_without_positions_is_permutation_invariant():
@@ -127,30 +96,13 @@ def test_similar_parameter_counts_and_count_parameters():
     assert abs(cnn - tf) / tf < 0.05
 
 
-def test_model_bad_input():
-    with pytest.raises(ValueError, match="divisible"):
-        priors.TinyTransformer(d_model=10, num_heads=3)
-    with pytest.raises(ValueError, match="max_len"):
-        priors.TinyTransformer(max_len=4)(torch.zeros(1, 5, dtype=torch.long))
-    with pytest.raises(ValueError, match="kernel_size"):
-        priors.MotifCNN(kernel_size=4)(torch.zeros(1, 3, dtype=torch.long))
-    with pytest.raises(TypeError, match="x must hold integer token ids"):
-        priors.MotifCNN()(torch.zeros(2, 8))
-    with pytest.raises(ValueError, match=r"x must be in \[0, 4\), found 4"):
-        priors.TinyTransformer()(torch.full((1, 5), 4))
-
-
 def test_train_and_evaluate_is_deterministic_and_learns():
     x, y = toy_tasks.make_motif_data(256, length=10, motif=(0, 1, 2), seed=0)
     xt, yt = toy_tasks.make_motif_data(200, length=10, motif=(0, 1, 2), seed=1)
     make = lambda: priors.MotifCNN(4, 8, 8, 3)  # noqa: E731
     threads = torch.get_num_threads()
-    a = priors.train_and_evaluate(
-        make, x, y, xt, yt, steps=60, lr=1e-2, batch_size=64, seed=0
-    )
-    b = priors.train_and_evaluate(
-        make, x, y, xt, yt, steps=60, lr=1e-2, batch_size=64, seed=0
-    )
+    kw = dict(steps=60, lr=1e-2, batch_size=64, seed=0)
+    a, b = (priors.train_and_evaluate(make, x, y, xt, yt, **kw) for _ in "ab")
     assert a == b
     assert a > 0.8  # chance is 0.5
     assert torch.get_num_threads() == threads  # restored
@@ -170,17 +122,6 @@ def test_accuracy_by_hand():
     assert priors.accuracy(wrapped, x, y) == 0.75
 
 
-def test_train_bad_input():
-    x, y = toy_tasks.make_motif_data(8, seed=0)
-    m = priors.MotifCNN()
-    with pytest.raises(ValueError, match="y must have one label"):
-        priors.train_classifier(m, x, y[:3])
-    with pytest.raises(ValueError, match="steps"):
-        priors.train_classifier(m, x, y, steps=0)
-    with pytest.raises(ValueError, match="lr"):
-        priors.train_classifier(m, x, y, lr=0.0)
-
-
 def test_default_motif_matches_the_docstring_and_the_chapter():
     assert toy_tasks.DEFAULT_MOTIF == (0, 1, 2)
     assert "default ``0 1 2``" in toy_tasks.__doc__
@@ -190,7 +131,8 @@ def test_default_motif_matches_the_docstring_and_the_chapter():
 
 
 def test_shuffled_negatives_hold_the_motif_symbols_in_another_order():
-    x, y = toy_tasks.make_motif_data(400, length=9, motif=(0, 1, 2), seed=3)
+    kw = dict(length=9, motif=(0, 1, 2), seed=3)
+    x, y = toy_tasks.make_motif_data(400, **kw)
     neg = x[y == 0]
     for s in (0, 1, 2):
         assert (neg == s).any(dim=1).all()
@@ -199,22 +141,18 @@ def test_shuffled_negatives_hold_the_motif_symbols_in_another_order():
     runs = neg.unfold(1, 3, 1).sort(dim=-1).values  # (N, L-2, 3) sorted runs
     assert (runs == torch.tensor([0, 1, 2])).all(-1).any(-1).all()
     # the naive negatives often miss one of the symbols
-    xr, yr = toy_tasks.make_motif_data(
-        400, length=9, motif=(0, 1, 2), seed=3, negatives="random"
-    )
+    xr, yr = toy_tasks.make_motif_data(400, negatives="random", **kw)
     negr = xr[yr == 0]
-    assert (
-        not torch.stack([(negr == s).any(1) for s in (0, 1, 2)]).all(0).all()
-    )
+    assert not torch.stack([(negr == s).any(1) for s in (0, 1, 2)]).all()
 
 
 def test_symbol_counts_equal_bincount():
     g = torch.Generator().manual_seed(1)
     x = torch.randint(0, 5, (6, 11), generator=g)
     expected = torch.stack([torch.bincount(r, minlength=5) for r in x]).float()
-    assert torch.equal(toy_tasks.symbol_counts(x, 5), expected)
-    with pytest.raises(ValueError, match=r"x must be in \[0, 4\), found 4"):
-        toy_tasks.symbol_counts(x, 4)
+    counts = toy_tasks.symbol_counts
+    assert torch.equal(counts(x, 5), expected)
+    raises(ValueError, r"x must be in \[0, 4\), found 4", counts, x, 4)
 
 
 def test_count_classifier_is_logistic_regression_on_counts():
@@ -231,15 +169,10 @@ def test_count_baseline_chance_on_shuffled_task_above_on_naive_task():
     make = lambda: priors.CountClassifier(4)  # noqa: E731
     acc = {}
     for neg in ("shuffled", "random"):
-        x, y = toy_tasks.make_motif_data(
-            2048, motif=(0, 1, 2), seed=1, negatives=neg
-        )
-        xt, yt = toy_tasks.make_motif_data(
-            1000, motif=(0, 1, 2), seed=2, negatives=neg
-        )
-        acc[neg] = priors.train_and_evaluate(
-            make, x, y, xt, yt, steps=300, lr=5e-2
-        )
+        kw = dict(motif=(0, 1, 2), negatives=neg)
+        x, y = toy_tasks.make_motif_data(2048, seed=1, **kw)
+        xt, yt = toy_tasks.make_motif_data(1000, seed=2, **kw)
+        acc[neg] = priors.train_and_evaluate(make, x, y, xt, yt, 300, 5e-2)
     assert abs(acc["shuffled"] - 0.5) < 0.05, acc
     assert acc["random"] > 0.57, acc
 
@@ -262,18 +195,12 @@ def test_accuracy_runs_in_eval_mode_without_gradients():
 
     class Probe(nn.Module):
         def forward(self, ids):
-            seen["training"], seen["grad"] = (
-                self.training,
-                torch.is_grad_enabled(),
-            )
+            seen.update(training=self.training, grad=torch.is_grad_enabled())
             return torch.zeros(ids.size(0), 2)
 
     probe = Probe().train()
-    priors.accuracy(
-        probe,
-        torch.zeros(2, 3, dtype=torch.long),
-        torch.zeros(2, dtype=torch.long),
-    )
+    x = torch.zeros(2, 3, dtype=torch.long)
+    priors.accuracy(probe, x, x[:, 0])
     assert seen == {"training": False, "grad": False} and probe.training
 
 
@@ -303,22 +230,48 @@ def test_make_ends_data_hides_the_label_from_windows_and_counts():
     assert (freq[0] - freq[1]).abs().max() < 0.01
     # and counts alone stay near chance
     xt, yt = toy_tasks.make_ends_data(2000, length=16, seed=1)
+    make = lambda: priors.CountClassifier(4)  # noqa: E731
     acc = priors.train_and_evaluate(
-        lambda: priors.CountClassifier(4),
-        x[:4096],
-        y[:4096],
-        xt,
-        yt,
-        steps=300,
-        lr=5e-2,
+        make, x[:4096], y[:4096], xt, yt, 300, 5e-2
     )
     assert abs(acc - 0.5) < 0.05, acc
 
 
-@pytest.mark.parametrize(
-    "kwargs",
-    [dict(n=1), dict(n=10, length=1), dict(n=10, vocab_size=1)],
-)
-def test_make_ends_data_bad_input(kwargs):
-    with pytest.raises(ValueError):
-        toy_tasks.make_ends_data(**kwargs)
+BAD = r"""
+ValueError | n must | toy_tasks.make_motif_data(n=1)
+ValueError | length must | toy_tasks.make_motif_data(n=10, length=3)
+ValueError | motif must | toy_tasks.make_motif_data(n=10, motif=(0, 9))
+ValueError | motif's length | toy_tasks.make_motif_data(n=10, motif=())
+ValueError | vocab_size must | toy_tasks.make_motif_data(n=10, vocab_size=1)
+ValueError | negatives must | toy_tasks.make_motif_data(n=10,
+    negatives="sorted")
+ValueError | two symbols | toy_tasks.make_motif_data(n=10, motif=(1, 1, 1))
+ValueError | n must | toy_tasks.make_ends_data(n=1)
+ValueError | length must | toy_tasks.make_ends_data(n=10, length=1)
+ValueError | vocab_size must | toy_tasks.make_ends_data(n=10, vocab_size=1)
+TypeError | x must hold integer token ids | toy_tasks.contains_motif(
+    torch.zeros(3, 5))
+ValueError | x must have 2 dims | toy_tasks.contains_motif(torch.zeros(5,
+    dtype=torch.long))
+ValueError | at most the sequences' length | toy_tasks.contains_motif(
+    torch.zeros(3, 2, dtype=torch.long), (0, 1, 2))
+ValueError | divisible | priors.TinyTransformer(d_model=10, num_heads=3)
+ValueError | max_len | priors.TinyTransformer(max_len=4)(torch.zeros(1, 5,
+    dtype=torch.long))
+ValueError | kernel_size | priors.MotifCNN(kernel_size=4)(torch.zeros(1, 3,
+    dtype=torch.long))
+TypeError | x must hold integer token ids | priors.MotifCNN()(
+    torch.zeros(2, 8))
+ValueError | x must be in \[0, 4\), found 4 | priors.TinyTransformer()(
+    torch.full((1, 5), 4))
+ValueError | y must have one label | priors.train_classifier(priors.MotifCNN(),
+    XY8[0], XY8[1][:3])
+ValueError | steps | priors.train_classifier(priors.MotifCNN(), *XY8, steps=0)
+ValueError | lr | priors.train_classifier(priors.MotifCNN(), *XY8, lr=0.0)
+"""
+XY8 = toy_tasks.make_motif_data(8, seed=0)
+
+
+@pytest.mark.parametrize("call, exc, name", raising(BAD))
+def test_bad_input_names_the_argument(call, exc, name):
+    raises(exc, name, eval, call, globals())

@@ -9,6 +9,7 @@ prints its seed and sizes so it reproduces exactly.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 
@@ -43,9 +44,7 @@ def _randn(g: torch.Generator, *shape, dtype=torch.float32) -> torch.Tensor:
     return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
 
 
-def _broadcastable(
-    r: random.Random, shape: tuple[int, ...]
-) -> tuple[int, ...]:
+def _broadcastable(r: random.Random, shape: tuple[int, ...]) -> tuple:
     """A random shape that broadcasts to ``shape``: some dims set to 1, and
     some leading dims dropped."""
     out = tuple(1 if r.random() < 0.4 else n for n in shape)
@@ -71,9 +70,7 @@ def test_sdpa_equals_torch_on_random_shapes_dtypes_and_masks(seed):
         mask = torch.rand(_broadcastable(r, full), generator=g) < 0.6
         if mask.dim() >= 2 and r.random() < 0.5:  # a fully masked row
             mask[..., r.randrange(mask.size(-2)), :] = False
-    case = (
-        f"seed={seed} dtype={dtype} q={shapes[0]} k={shapes[1]} v={shapes[2]}"
-    )
+    case = f"seed={seed} dtype={dtype} q, k, v={shapes}"
     case += f" mask={None if mask is None else tuple(mask.shape)}"
 
     out, w = scaled_dot_product_attention(q, k, v, mask)
@@ -87,22 +84,14 @@ def test_sdpa_equals_torch_on_random_shapes_dtypes_and_masks(seed):
     k64 = k.double().expand(*full[:-2], lk, dk)
     v64 = v.double().expand(*full[:-2], lk, dv)
     ref = F.scaled_dot_product_attention(q64, k64, v64, attn_mask=mask)
-    keep = (
-        torch.ones(full, dtype=torch.bool)
-        if mask is None
-        else mask.expand(full)
-    )
+    keep = torch.ones(full).bool() if mask is None else mask.expand(full)
     has_key = keep.any(-1)  # (..., Lq)
-    tol = TOL[dtype]
-    torch.testing.assert_close(
-        out.double()[has_key], ref[has_key], **tol, msg=case
-    )
+    close = functools.partial(torch.testing.assert_close, **TOL[dtype])
+    close(out.double()[has_key], ref[has_key], msg=case)
     assert (out[~has_key] == 0).all() and (w[~has_key] == 0).all(), case
     assert (w[~keep] == 0).all(), case
-    ones = torch.ones_like(w.double().sum(-1)[has_key])
-    torch.testing.assert_close(
-        w.double().sum(-1)[has_key], ones, **tol, msg=case
-    )
+    sums = w.double().sum(-1)[has_key]
+    close(sums, torch.ones_like(sums), msg=case)
 
 
 @pytest.mark.parametrize("seed", range(CASES))
@@ -141,21 +130,12 @@ def test_mha_equals_nn_multihead_attention_with_copied_weights(seed):
     if how in ("pairs", "both"):
         ours_kw["mask"] = pairs[None, None]
         their_kw["attn_mask"] = ~pairs
-    case = (
-        f"seed={seed} {dtype} B={b} Lq={lq} Lk={lk} d={d_model} h={heads} "
-        f"{how}"
-    )
-
+    case = f"seed={seed} {dtype} B={b} Lq={lq} Lk={lk} d={d_model} h={heads}"
+    case += f" {how}"
+    their_kw |= dict(need_weights=True, average_attn_weights=False)
     with torch.no_grad():
         out, w = ours(x, mem, mem, **ours_kw)
-        ref, ref_w = theirs(
-            x,
-            mem,
-            mem,
-            need_weights=True,
-            average_attn_weights=False,
-            **their_kw,
-        )
+        ref, ref_w = theirs(x, mem, mem, **their_kw)
     torch.testing.assert_close(out, ref, **TOL[dtype], msg=case)
     torch.testing.assert_close(w, ref_w, **TOL[dtype], msg=case)
 
@@ -188,13 +168,11 @@ def test_mask_builders_on_random_lengths(seed):
     case = f"seed={seed} lengths={lengths.tolist()} T={t} pad={pad}"
 
     by_lengths = masks.lengths_to_mask(lengths, max_len=t)
-    assert by_lengths.tolist() == [
-        [j < n for j in range(t)] for n in lengths.tolist()
-    ], case
+    want = [[j < n for j in range(t)] for n in lengths.tolist()]
+    assert by_lengths.tolist() == want, case
     pm = masks.padding_mask(ids, pad_id=pad)
-    assert pm.shape == (b, 1, 1, t) and torch.equal(pm[:, 0, 0], by_lengths), (
-        case
-    )
+    assert pm.shape == (b, 1, 1, t), case
+    assert torch.equal(pm[:, 0, 0], by_lengths), case
     # PyTorch's causal mask is a float mask: -inf above the diagonal
     torch_causal = nn.Transformer.generate_square_subsequent_mask(t)
     assert torch.equal(masks.causal_mask(t), torch_causal == 0), case
@@ -228,12 +206,8 @@ def test_masked_cross_entropy_equals_ignore_index(seed):
     loss = masked_cross_entropy(a, junk, mask, label_smoothing=eps)
     loss.backward()
     c = logits.clone().requires_grad_()
-    ref = F.cross_entropy(
-        c.transpose(1, 2),
-        targets.masked_fill(~mask, -100),
-        ignore_index=-100,
-        label_smoothing=eps,
-    )
+    ignored = targets.masked_fill(~mask, -100)
+    ref = F.cross_entropy(c.transpose(1, 2), ignored, label_smoothing=eps)
     ref.backward()
     torch.testing.assert_close(loss, ref, **TOL[dtype], msg=case)
     torch.testing.assert_close(a.grad, c.grad, **TOL[dtype], msg=case)
@@ -242,17 +216,14 @@ def test_masked_cross_entropy_equals_ignore_index(seed):
 
 # ---------------------------------------------------------------- bad input
 # (name of the argument the message must name, error type, corruption)
+B3 = [0, 1, 0]  # k and v of 3 rows against q's 2
 SDPA_CORRUPTIONS = [
     ("q", TypeError, lambda q, k, v, m: (q.long(), k, v, m)),
     ("k", TypeError, lambda q, k, v, m: (q, k.tolist(), v, m)),
     ("dtype", TypeError, lambda q, k, v, m: (q, k, v.double(), m)),
     ("q and k", ValueError, lambda q, k, v, m: (q, k[..., :3], v, m)),
     ("k and v", ValueError, lambda q, k, v, m: (q, k, v[:, :4], m)),
-    (
-        "batch dims",
-        ValueError,
-        lambda q, k, v, m: (q, k[[0, 1, 0]], v[[0, 1, 0]], m),
-    ),
+    ("batch dims", ValueError, lambda q, k, v, m: (q, k[B3], v[B3], m)),
     ("q", ValueError, lambda q, k, v, m: (q[0, 0], k, v, m)),
     ("mask", TypeError, lambda q, k, v, m: (q, k, v, m.float())),
     ("mask", TypeError, lambda q, k, v, m: (q, k, v, m.tolist())),
@@ -271,27 +242,16 @@ def test_bad_attention_inputs_raise_errors_naming_the_argument(seed):
     raises(exc, re.escape(name), scaled_dot_product_attention, *args)
 
 
+KPM = "key_padding_mask"
 MHA_CORRUPTIONS = [
     ("mask", ValueError, lambda x, keys: dict(mask=keys)),  # rank 2: ambiguous
     ("mask", ValueError, lambda x, keys: dict(mask=keys[:, None])),  # rank 3
     ("mask", TypeError, lambda x, keys: dict(mask=keys[:, None, None].long())),
-    (
-        "key_padding_mask",
-        ValueError,
-        lambda x, keys: dict(key_padding_mask=keys[:, :2]),
-    ),
-    (
-        "key_padding_mask",
-        TypeError,
-        lambda x, keys: dict(key_padding_mask=keys.float()),
-    ),
+    (KPM, ValueError, lambda x, keys: {KPM: keys[:, :2]}),
+    (KPM, TypeError, lambda x, keys: {KPM: keys.float()}),
     ("q", ValueError, lambda x, keys: dict(q=x[..., :4])),
     ("q", TypeError, lambda x, keys: dict(q=x.long())),
-    (
-        "dtype",
-        TypeError,
-        lambda x, keys: dict(q=x.double(), k=x.double(), v=x.double()),
-    ),
+    ("dtype", TypeError, lambda x, keys: dict.fromkeys("qkv", x.double())),
     ("k must have shape (3,", ValueError, lambda x, keys: dict(k=x[:2])),
 ]
 
@@ -332,13 +292,7 @@ def test_bad_loss_inputs_raise_errors_naming_the_argument(seed):
     name, exc, corrupt = r.choice(LOSS_CORRUPTIONS)
     args = corrupt(logits, targets, mask)
     raises(exc, re.escape(name), masked_cross_entropy, *args)
-    bad_eps = r.choice(
-        [
-            ("0.1", TypeError),
-            (True, TypeError),
-            (1.0, ValueError),
-            (-0.2, ValueError),
-        ]
-    )
-    with pytest.raises(bad_eps[1], match="label_smoothing"):
-        masked_cross_entropy(logits, targets, mask, label_smoothing=bad_eps[0])
+    eps = r.choice(["0.1", True, 1.0, -0.2])  # a wrong kind or value
+    exc = ValueError if isinstance(eps, float) else TypeError
+    raises(exc, "label_smoothing", masked_cross_entropy, logits, targets, mask,
+           label_smoothing=eps)  # fmt: skip

@@ -79,56 +79,42 @@ def test_extra_notebooks_stay_out_of_the_navigation():
 def test_config_is_strict_and_points_at_main():
     cfg = config()
     assert cfg["repository"]["branch"] == "main"
-    assert cfg["execute"]["execute_notebooks"] == "off", (
-        "outputs are stored and proven by nbval"
-    )
-    assert cfg["launch_buttons"]["colab_url"].startswith(
-        "https://colab.research.google.com"
-    )
+    # outputs are stored and proven by nbval
+    assert cfg["execute"]["execute_notebooks"] == "off"
+    colab = cfg["launch_buttons"]["colab_url"]
+    assert colab.startswith("https://colab.research.google.com")
     assert "book/references.bib" in cfg["bibtex_bibfiles"]
 
 
 def test_colab_installs_no_pinned_torch():
-    deps = (ROOT / "pyproject.toml").read_text()
-    assert "torch==" not in deps, (
-        "pyproject.toml (what an installer outside this repo sees) must not "
-        "pin torch"
-    )
+    # pyproject.toml is what an installer outside this repo sees
+    assert "torch==" not in (ROOT / "pyproject.toml").read_text()
 
 
+# The tests a notebook at a time name it in their ids: the messages say what.
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_setup_cell_is_the_canonical_one(path):
-    code = [c for _, c in _code(path)]
-    source = "".join(code[0]["source"])
-    assert source.startswith(SETUP_MARKER), (
-        f"{path.name}: first code cell is not the setup cell"
-    )
-    assert source == setup_source(), (
-        f"{path.name}: setup cell differs from tools/editions/notebooks.py; "
-        "run make refresh"
-    )
-    assert "hide-input" in code[0]["metadata"].get("tags", []), (
-        f"{path.name}: setup cell not folded; run make refresh"
-    )
+    first = _code(path)[0][1]
+    source = "".join(first["source"])
+    assert source.startswith(SETUP_MARKER), "first code cell: not the setup"
+    # else it differs from tools/editions/notebooks.py's: run make refresh
+    assert source == setup_source()
+    tags = first["metadata"].get("tags", [])
+    assert "hide-input" in tags, "setup cell not folded; run make refresh"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_stored_outputs_are_clean_and_in_order(path):
     code = [c for _, c in _code(path) if "".join(c["source"]).strip()]
     counts = [c["execution_count"] for c in code]
-    assert counts == list(range(1, len(code) + 1)), (
-        f"{path.name}: not run top to bottom once: {counts}"
-    )
+    # run top to bottom once
+    assert counts == list(range(1, len(code) + 1)), counts
     for i, c in enumerate(code):
         for out in c["outputs"]:
-            assert out["output_type"] != "error", (
-                f"{path.name} cell {i} stores an error"
-            )
+            assert out["output_type"] != "error", f"cell {i} stores an error"
             text = json.dumps(out)
-            for fragment in ("/work/", "/home/", "/root/"):
-                assert fragment not in text, (
-                    f"{path.name} cell {i} shows a machine path ({fragment})"
-                )
+            for path_part in ("/work/", "/home/", "/root/"):
+                assert path_part not in text, f"cell {i} shows {path_part}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -142,15 +128,10 @@ def test_figures_have_caption_and_alt_text(path):
         if not images:
             continue
         meta = c["metadata"].get("mystnb", {})
-        assert meta.get("figure", {}).get("caption"), (
-            f"{path.name} cell {i}: figure without a caption"
-        )
-        assert meta.get("image", {}).get("alt"), (
-            f"{path.name} cell {i}: figure without alt text"
-        )
-        assert len(images) == 1, (
-            f"{path.name} cell {i}: one figure per cell (use subplots)"
-        )
+        caption = meta.get("figure", {}).get("caption")
+        assert caption, f"cell {i}: figure without a caption"
+        assert meta.get("image", {}).get("alt"), f"cell {i}: no alt text"
+        assert len(images) == 1, f"cell {i}: two figures (use subplots)"
 
 
 def _is_chapter_or_template(path: pathlib.Path) -> bool:
@@ -173,43 +154,31 @@ def test_chapter_structure(path):
         "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
     )
     for needle in ("Learning goals", "Summary"):
-        assert needle in text, f"{path.name}: no '{needle}' section"
+        assert needle in text, f"no '{needle}' section"
     if not _is_chapter_or_template(path):
         return
+    # 2 to 4 "### Exercise N: title" headings
     exercises = re.findall(r"^### Exercise \d+", text, re.M)
-    assert 2 <= len(exercises) <= 4, (
-        f"{path.name}: {len(exercises)} '### Exercise N: title' headings, "
-        "expected 2 to 4"
-    )
+    assert 2 <= len(exercises) <= 4, len(exercises)
+    # code cells tagged "solution": one per exercise, at least 2
     solutions = _solution_cells(cells)
-    assert len(solutions) >= 2, (
-        f"{path.name}: {len(solutions)} solution cells (code cells tagged "
-        "'solution'), expected one per exercise, at least 2"
-    )
+    assert len(solutions) >= 2, len(solutions)
     for c in solutions:
         first = "".join(c["source"]).splitlines()[:1]
-        where = f"{path.name}: solution cell {first}"
+        where = f"solution cell {first}"
         assert "hide-cell" in c["metadata"]["tags"], f"{where} is not folded"
         prompts = c["metadata"].get("mystnb", {})
-        wrong = {
-            k: prompts.get(k)
-            for k, v in SOLUTION_PROMPTS.items()
-            if prompts.get(k) != v
-        }
-        assert not wrong, (
-            f"{where}: mystnb prompts {wrong}, want {SOLUTION_PROMPTS}"
-        )
+        got = {k: prompts.get(k) for k in SOLUTION_PROMPTS}
+        assert got == SOLUTION_PROMPTS, f"{where}: mystnb prompts {got}"
+    # most solutions assert their answer
     checked = sum("assert" in "".join(c["source"]) for c in solutions)
-    assert checked > len(solutions) / 2, (
-        f"{path.name}: only {checked} of {len(solutions)} solutions assert "
-        "their answer"
-    )
+    assert checked > len(solutions) / 2, (checked, len(solutions))
     asserts = sum(
         "assert" in "".join(c["source"])
         for c in cells
         if c["cell_type"] == "code" and c not in solutions
     )
-    assert asserts >= 1, f"{path.name}: no cell checks a claim with assert"
+    assert asserts >= 1, "no cell checks a claim with assert"
 
 
 _ADMONITION_START = re.compile(
@@ -238,12 +207,9 @@ def test_no_code_inside_solution_admonitions(path):
     for i, c in enumerate(_cells(path)):
         if c["cell_type"] != "markdown":
             continue
+        # else: make it a solution code cell (tags hide-cell, solution)
         for body in _solution_admonitions("".join(c["source"])):
-            assert not fenced.search(body), (
-                f"{path.name} cell {i}: a fenced code block inside a solution "
-                "admonition; make it a solution code cell (tags hide-cell, "
-                "solution)"
-            )
+            assert not fenced.search(body), f"cell {i}: code in a solution"
 
 
 def _text_outputs(cell: dict) -> list[str]:
@@ -263,9 +229,8 @@ def _text_outputs(cell: dict) -> list[str]:
 def _columns(line: str) -> int:
     """Display width: a wide (Chinese) character takes two columns of a
     monospace font."""
-    return sum(
-        2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line
-    )
+    wide = sum(unicodedata.east_asian_width(ch) in "WF" for ch in line)
+    return len(line) + wide
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -279,35 +244,26 @@ def test_code_and_outputs_fit_79_columns(path):
             for n, line in enumerate(block.splitlines(), 1):
                 # tqdm redraws with \r: the reader sees the last segment.
                 shown = line.split("\r")[-1].rstrip()
-                if _columns(shown) > MAX_COLUMNS:
-                    long.append(
-                        f"cell {i} {kind} line {n} "
-                        f"({_columns(shown)} columns): {shown[:60]}"
-                    )
-    assert not long, (
-        f"{path.name}: {len(long)} lines wider than {MAX_COLUMNS} columns "
-        "(ruff format; wrap prints by hand):\n" + "\n".join(long[:40])
-    )
+                if (width := _columns(shown)) > MAX_COLUMNS:
+                    long.append(f"cell {i} {kind} {n} ({width}): {shown[:60]}")
+    # wider than the column: ruff format; wrap prints by hand
+    assert not long, "\n".join(long[:40])
 
 
 def test_every_reference_has_a_doi_or_url():
     bib = (ROOT / "book" / "references.bib").read_text()
     entries = re.findall(r"^@\w+\{([^,]+),(.*?)^\}", bib, re.M | re.S)
     assert entries, "no entries parsed from book/references.bib"
-    bare = [
-        key
-        for key, body in entries
-        if not re.search(r"^\s*(doi|url)\s*=", body, re.M)
-    ]
+    doi = re.compile(r"^\s*(doi|url)\s*=", re.M)
+    bare = [key for key, body in entries if not doi.search(body)]
     assert not bare, f"references without a DOI or URL: {bare}"
 
 
 def test_site_is_self_contained_and_licensed():
     """What keeps the site offline-complete and licensed, as configured."""
     cfg = config()
-    assert "sphinx-mathjax-offline" in cfg["sphinx"]["extra_extensions"], (
-        "MathJax must ship with the site (no CDN)"
-    )
+    # MathJax ships with the site (no CDN)
+    assert "sphinx-mathjax-offline" in cfg["sphinx"]["extra_extensions"]
     favicon = cfg["html"]["favicon"]
     assert (ROOT / favicon).is_file(), f"favicon {favicon} missing"
     footer = cfg["html"]["extra_footer"]
@@ -317,9 +273,7 @@ def test_site_is_self_contained_and_licensed():
     assert "CC BY-SA 4.0" in (ROOT / "LICENSE-CONTENT.md").read_text()
     pins = (ROOT / "requirements.txt").read_text().splitlines()
     for package in ("playwright", "sphinx-mathjax-offline"):
-        assert any(line.startswith(f"{package}==") for line in pins), (
-            f"{package} is not pinned in requirements.txt"
-        )
+        assert any(x.startswith(f"{package}==") for x in pins), package
 
 
 # the chapters and the template (a new chapter starts as its copy)
@@ -331,10 +285,8 @@ def test_first_use_of_each_glossary_term_is_linked(path):
     from tools.editions.glossary_links import link_notebook
 
     missing = link_notebook(path, write=False)
-    assert not missing, (
-        f"{path.name}: first uses not linked to the glossary: {missing}; "
-        f"run `make link-terms`"
-    )
+    # first uses not linked to the glossary: run `make link-terms`
+    assert not missing, missing
 
 
 # A difference between two computations printed as a tiny number in scientific
@@ -357,10 +309,8 @@ def test_no_float_noise_in_outputs(path):
         for text in _text_outputs(c)
         for m in FLOAT_NOISE.finditer(text)
     ]
-    assert not noisy, (
-        f"{path.name}: differences printed as float noise (print the bound):\n"
-        + "\n".join(noisy)
-    )
+    # differences printed as float noise: print the bound
+    assert not noisy, "\n".join(noisy)
 
 
 def _adam_calls(text: str) -> list[str]:

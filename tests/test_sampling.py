@@ -55,12 +55,8 @@ def test_top_k_probabilities_by_hand():
 
 def test_top_p_by_hand():
     # cumulative 0.5, 0.8, 0.95, 1.0: p = 0.7 needs two tokens, 0.85 three
-    assert torch.isfinite(top_p_filter(LOGITS, 0.7)).tolist() == [
-        True,
-        True,
-        False,
-        False,
-    ]
+    kept = torch.isfinite(top_p_filter(LOGITS, 0.7)).tolist()
+    assert kept == [True, True, False, False]
     assert torch.isfinite(top_p_filter(LOGITS, 0.85)).sum() == 3
     assert torch.isfinite(top_p_filter(LOGITS, 0.4)).sum() == 1
     assert torch.isfinite(top_p_filter(LOGITS, 1.0)).all()
@@ -104,20 +100,20 @@ def test_sample_frequencies_match_the_filtered_distribution():
         # filtered tokens are never drawn
         assert (freq[want == 0] == 0).all()
     # and torch.multinomial on the same probabilities agrees
-    ref = torch.multinomial(
-        PROBS, n, replacement=True, generator=torch.Generator().manual_seed(3)
-    )
+    g = torch.Generator().manual_seed(3)
+    ref = torch.multinomial(PROBS, n, replacement=True, generator=g)
     ref_freq = torch.bincount(ref, minlength=4).float() / n
     assert (ref_freq - PROBS).abs().max() < 0.015
 
 
 def test_sample_is_reproducible_with_a_seed_and_keeps_the_batch_shape():
     logits = torch.randn(3, 5, 9, generator=torch.Generator().manual_seed(4))
-    a = sample(logits, generator=torch.Generator().manual_seed(7))
-    b = sample(logits, generator=torch.Generator().manual_seed(7))
+    a, b, c = (
+        sample(logits, generator=torch.Generator().manual_seed(seed))
+        for seed in (7, 7, 8)
+    )
     assert a.shape == (3, 5) and a.dtype == torch.long
     assert torch.equal(a, b)
-    c = sample(logits, generator=torch.Generator().manual_seed(8))
     assert not torch.equal(a, c)
 
 

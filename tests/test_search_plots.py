@@ -33,15 +33,8 @@ def _toy():
 
 def test_the_tree_replays_the_trace_and_its_path_spells_the_output():
     steps = []
-    [(best, score)] = beam_search(
-        _toy(),
-        torch.zeros(1, 1, dtype=torch.long),
-        4,
-        1,
-        2,
-        beam_size=3,
-        trace=steps,
-    )[0]
+    src = torch.zeros(1, 1, dtype=torch.long)
+    [(best, score)] = beam_search(_toy(), src, 4, 1, 2, 3, trace=steps)[0]
     nodes = search_plots.trace_nodes(steps)
     assert len(nodes) == len(steps) + 1 and nodes[0][0][2] is None
     path = search_plots.best_path(nodes, best, score, 2)
@@ -56,18 +49,14 @@ def test_the_other_figures_fit_a_phone():
     labels = list("abcdefgh")
     panels = [(f"panel {i}", [0.1] * 8) for i in range(4)]
     _readable(search_plots.sampling_panels(panels, labels))
-    curves = {
-        "temperature": [(0.5, 0.8, 1.5), (1.0, 0.4, 1.4)],
-        "top_p": [(0.3, 0.8, 0.8), (1.0, 0.4, 1.4)],
-    }
-    rows = [
-        {
-            "temperature": [[0.8, 1.5], [0.4, 1.4]],
-            "top_p": [[0.8, 0.8], [0.4, 1.4]],
-        }
-    ] * 3
-    _readable(search_plots.quality_diversity(curves, (0.8, 0.8), rows))
-    lc = {"a": [(50, 0.1), (100, 0.5)], "b": [(50, 0.0), (100, 0.0)]}
-    _readable(
-        search_plots.learning_curves(lc, {k: [v, v] for k, v in lc.items()})
+    curves = dict(
+        temperature=[(0.5, 0.8, 1.5), (1.0, 0.4, 1.4)],
+        top_p=[(0.3, 0.8, 0.8), (1.0, 0.4, 1.4)],
     )
+    row = dict(
+        temperature=[[0.8, 1.5], [0.4, 1.4]], top_p=[[0.8, 0.8], [0.4, 1.4]]
+    )
+    _readable(search_plots.quality_diversity(curves, (0.8, 0.8), [row] * 3))
+    lc = {"a": [(50, 0.1), (100, 0.5)], "b": [(50, 0.0), (100, 0.0)]}
+    twice = {k: [v, v] for k, v in lc.items()}
+    _readable(search_plots.learning_curves(lc, twice))

@@ -30,11 +30,10 @@ def test_paired_interval_by_hand():
 
 
 def test_bad_input():
-    raises(ValueError, "pair up", paired_interval, [1.0, 2.0], [1.0])
-    with pytest.raises(ValueError, match="finite"):
-        paired_interval([1.0, float("nan")], [1.0, 2.0])
-    with pytest.raises(ValueError, match="level"):
-        paired_interval([1.0, 2.0], [1.0, 3.0], level=1.5)
+    pair = [1.0, 2.0]
+    raises(ValueError, "pair up", paired_interval, pair, [1.0])
+    raises(ValueError, "finite", paired_interval, [1.0, float("nan")], pair)
+    raises(ValueError, "level", paired_interval, pair, [1.0, 3.0], level=1.5)
 
 
 def test_mcnemar_exact_and_normal():

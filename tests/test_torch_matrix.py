@@ -16,9 +16,8 @@ def _notebook(*streams: tuple[str, str]) -> nbformat.NotebookNode:
     for cell_id, text in streams:
         cell = nbformat.v4.new_code_cell("pass")
         cell.id = cell_id
-        cell.outputs = [
-            nbformat.v4.new_output("stream", name="stderr", text=text)
-        ]
+        out = nbformat.v4.new_output("stream", name="stderr", text=text)
+        cell.outputs = [out]
         nb.cells.append(cell)
     return nb
 
@@ -29,9 +28,8 @@ OLD = "/content/x/utils/a.py:12: FutureWarning: `foo` is deprecated\n  foo()\n"
 def test_a_warning_the_stored_cell_shows_is_not_new():
     stored = _notebook(("a", OLD))
     # the same warning, printed from another path and line (another venv)
-    ran = _notebook(
-        ("a", OLD.replace("/content/x", "/tmp/y").replace("12", "9"))
-    )
+    moved = OLD.replace("/content/x", "/tmp/y").replace("12", "9")
+    ran = _notebook(("a", moved))
     assert torch_matrix.new_warnings(stored, ran) == []
 
 
@@ -39,17 +37,15 @@ def test_a_new_warning_is_reported_with_its_cell():
     stored = _notebook(("a", OLD), ("b", "progress 10/10\n"))
     text = "/venv/torch/nn/f.py:3: UserWarning: need_weights is slow\n"
     ran = _notebook(("a", OLD), ("b", "progress 10/10\n" + text))
-    assert torch_matrix.new_warnings(stored, ran) == [
-        "cell b: UserWarning: need_weights is slow"
-    ]
+    want = ["cell b: UserWarning: need_weights is slow"]
+    assert torch_matrix.new_warnings(stored, ran) == want
 
 
 def test_a_stored_warning_in_another_cell_still_counts_as_new():
     stored = _notebook(("a", OLD), ("b", ""))
     ran = _notebook(("a", ""), ("b", OLD))
-    assert torch_matrix.new_warnings(stored, ran) == [
-        "cell b: FutureWarning: `foo` is deprecated"
-    ]
+    want = ["cell b: FutureWarning: `foo` is deprecated"]
+    assert torch_matrix.new_warnings(stored, ran) == want
 
 
 def test_text_that_only_mentions_a_warning_is_not_one():

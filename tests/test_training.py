@@ -3,6 +3,7 @@ teacher-forced loss, evaluators, progress bar."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -80,21 +81,18 @@ def test_without_warmup_the_rate_starts_at_the_peak_and_decays_the_same():
 def test_the_cooldown_falls_linearly_from_where_the_decay_left_it():
     p = torch.nn.Parameter(torch.zeros(1))
     opt = paper_adam([p])
-    seen = _rates(
-        opt, noam_scheduler(opt, 64, 10, steps=40, cooldown_steps=9), 40
-    )
+    sched = functools.partial(noam_scheduler, opt, 64, 10)
+    seen = _rates(opt, sched(steps=40, cooldown_steps=9), 40)
     plain = [noam_lr(s, 64, 10) for s in range(1, 41)]
     assert all(math.isclose(a, b) for a, b in zip(seen[:31], plain[:31]))
     # steps 32..40: the rate of step 31 times 9/10, 8/10, ..., 1/10
     for k, rate in enumerate(seen[31:]):
         assert math.isclose(rate, plain[30] * (9 - k) / 10)
     assert seen[-1] > 0 and seen[31] < plain[31]  # below the plain decay
-    with pytest.raises(ValueError, match="needs steps"):
-        noam_scheduler(opt, 64, 10, cooldown_steps=5)
-    with pytest.raises(ValueError, match="steps must be an int >= 6"):
-        noam_scheduler(opt, 64, 10, steps=5, cooldown_steps=5)
-    with pytest.raises(ValueError, match="cooldown_steps"):
-        noam_scheduler(opt, 64, 10, steps=50, cooldown_steps=-1)
+    raises(ValueError, "needs steps", sched, cooldown_steps=5)
+    raises(ValueError, "steps must be an int >= 6", sched, steps=5,
+           cooldown_steps=5)  # fmt: skip
+    raises(ValueError, "cooldown_steps", sched, steps=50, cooldown_steps=-1)
 
 
 def _batch(numbers=(5, 17, 305, 12305)):
@@ -123,9 +121,8 @@ def test_evaluate_loss_equals_pytorch_and_restores_the_mode():
     with torch.no_grad():
         logits = model(src, tgt[:, :-1])
     logits, targets = logits.transpose(1, 2), tgt[:, 1:]
-    theirs = F.cross_entropy(
-        logits, targets, ignore_index=0, label_smoothing=0.1
-    )
+    theirs = F.cross_entropy(logits, targets, ignore_index=0,
+                             label_smoothing=0.1)  # fmt: skip
     assert math.isclose(ours, theirs.item(), rel_tol=1e-5)
     # eval kept; no_grad stayed local
     assert not model.training and torch.is_grad_enabled()
@@ -145,14 +142,11 @@ def test_perplexity_of_a_uniform_model_is_the_vocabulary_size():
 
 
 def test_train_lowers_the_loss_on_a_repeated_batch():
-    model = _model()
-    batch = _batch()
+    model, batch = _model(), _batch()
     opt = paper_adam(model.parameters(), lr=3e-3)
     before = evaluate_loss(model, [batch])
-    batches = itertools.repeat(batch)
-    losses = train(
-        model, opt, batches, teacher_forced_loss, 30, progress=False
-    )
+    loss_fn, batches = teacher_forced_loss, itertools.repeat(batch)
+    losses = train(model, opt, batches, loss_fn, 30, progress=False)
     assert len(losses) == 30 and model.training
     assert evaluate_loss(model, [batch]) < 0.5 * before
 
@@ -225,9 +219,7 @@ def test_a_hook_that_evaluates_leaves_the_model_training():
     assert modes == [True] * 6
 
 
-def test_progress_line_fits_79_columns_and_writes_nothing_when_disabled(
-    capsys,
-):
+def test_progress_fits_79_columns_and_is_silent_when_disabled(capsys):
     bar = Progress(1234, "training")
     for _ in range(1234):
         bar.update()
@@ -249,17 +241,16 @@ def test_bad_arguments():
     sgd = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.0)
     raises(ValueError, "lr", noam_scheduler, sgd, 64, 10)
     float_tgt = (torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3))
-    with pytest.raises(TypeError, match="tgt must hold integer token ids"):
-        teacher_forced_loss(_model(), float_tgt)
+    raises(TypeError, "tgt must hold integer token ids", teacher_forced_loss,
+           _model(), float_tgt)  # fmt: skip
     model = _model()
-    args = (model, paper_adam(model.parameters()), iter([_batch()]))
-    with pytest.raises(ValueError, match="steps"):
-        train(*args, teacher_forced_loss, 0, progress=False)
-    with pytest.raises(ValueError, match="clip"):
-        train(*args, teacher_forced_loss, 2, clip=0.0, progress=False)
-    all_pad = (torch.ones(1, 2).long(), torch.zeros(1, 3).long())
-    with pytest.raises(ValueError, match="no real target token"):
-        evaluate_loss(_model(), [all_pad])
+    opt, loss = paper_adam(model.parameters()), teacher_forced_loss
+    raises(ValueError, "steps", train, model, opt, iter([_batch()]), loss, 0,
+           progress=False)  # fmt: skip
+    raises(ValueError, "clip", train, model, opt, iter([_batch()]), loss, 2,
+           clip=0.0, progress=False)  # fmt: skip
+    pad = (torch.ones(1, 2).long(), torch.zeros(1, 3).long())  # all padding
+    raises(ValueError, "no real target token", evaluate_loss, _model(), [pad])
 
 
 def test_course_seed_reads_course_seed(monkeypatch):

@@ -21,12 +21,8 @@ CHECKER = pathlib.Path(sys.executable).with_name("check-jsonschema")
 
 
 def _validate(path: pathlib.Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(CHECKER), "--builtin-schema", "vendor.github-workflows", path],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    cmd = [str(CHECKER), "--builtin-schema", "vendor.github-workflows", path]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
 def test_the_workflow_is_valid_for_github_actions():
@@ -65,10 +61,8 @@ def test_linux_runs_ci_run_which_runs_the_readme_commands(jobs):
 def test_macos_runs_the_readme_commands_in_claims_mode(jobs):
     macos = jobs["macos"]
     assert macos["runs-on"] == "macos-latest"
-    assert [r.strip() for r in _runs(macos)[-2:]] == [
-        "make robust",
-        "make test",
-    ]
+    last = [r.strip() for r in _runs(macos)[-2:]]
+    assert last == ["make robust", "make test"]
 
 
 @pytest.mark.parametrize("name", ["linux", "macos", "torch"])

@@ -1,34 +1,15 @@
 """A fingerprint of the numerics the course relies on: one short hash per
 operation.
 
-    python -m tools.fingerprint            prints {"operation": "hash", ...} as
-    JSON
+    python -m tools.fingerprint      prints {"operation": "hash", ...} as JSON
 
-Each hash covers the exact bits of one result. Together they cover every
-kind of operation the chapters' stored outputs depend on:
-
-- elementwise maths, float32 and float64: exp, log, sin, cos, tanh, erf,
-  sigmoid, rsqrt, pow, division, GELU (``torch.sqrt`` is left out on purpose:
-  see below);
-- reductions and normalisations: softmax, log-softmax, LayerNorm (PyTorch's
-  and the course's own), variance, norms;
-- matrix products, 1-D convolution, fused attention (``sdpa``),
-  ``nn.MultiheadAttention``, RNN and GRU;
-- the backward pass, cross-entropy with label smoothing, dropout's and
-  sampling's random draws;
-- the optimiser as the course builds it (``utils.training.adam``: fused) with
-  each schedule the chapters use (the paper's warm-up, one-cycle);
-- a few training steps of every model the chapters train: chapter 1's CNN
-  and tiny Transformer, chapter 2's two-head copier, chapter 4's position
-  probes, chapter 7's ``utils.model.Transformer``, chapters 8-9's
-  pronouncer recipe (dropout, label smoothing, warm-up) and chapter 10's
-  three pre-training objectives and fine-tuning, chapter 11's GPT trainer
-  (fused causal attention, fused AdamW, clipping);
-- NumPy's exp, sin and matrix product.
-
-Two runs that print the same fingerprint compute these bit for bit alike.
-``tests/test_numeric_mode.py`` compares fingerprints across numeric modes and
-across CPUs (natively and under qemu's Intel and AMD models).
+Each hash covers the exact bits of one result; together they cover every
+kind of operation the chapters' stored outputs depend on, from elementwise
+maths to a few training steps of every model the chapters train (README,
+"Proven on any machine"). Two runs that print the same fingerprint compute
+these bit for bit alike: ``tests/test_numeric_mode.py`` compares
+fingerprints across numeric modes and across CPUs (natively and under
+qemu's Intel and AMD models).
 
 Left out: ``torch.sqrt``. ATen sends it to MKL's vector maths, whose last bits
 differ between CPUs even on MKL's vendor-neutral branch (measured: natively
@@ -146,16 +127,6 @@ def _optimisers(out: dict[str, str]) -> None:
     out["adam"] = _h(torch.cat(runs))
 
 
-def _models(out: dict[str, str]) -> None:
-    """A few training steps of each chapter's models, in this order (the
-    global seed's draws run on from one to the next)."""
-    _ch1(out)
-    _ch2_ch4(out)
-    _ch7(out)
-    _ch8_ch9(out)
-    _ch10(out)
-
-
 def _steps(model, opt, loss_fn, sched=None) -> torch.Tensor:
     """Three optimiser steps of ``loss_fn(model)``; the weights after."""
     for _ in range(3):
@@ -189,11 +160,8 @@ def _ch2_ch4(out: dict[str, str]) -> None:
     large one costs a minute under emulation and adds no kind of
     operation). One generator draws both chapters' batches."""
     from tools.runs.sweep_ch02 import CopyTwo, copy_batch, copy_loss
-    from utils.position_probe import (
-        POSITION_KINDS,
-        PositionProbe,
-        previous_token_batch,
-    )
+    from utils.position_probe import POSITION_KINDS, PositionProbe
+    from utils.position_probe import previous_token_batch
     from utils.training import adam
 
     def steps(model, batch, loss_fn) -> torch.Tensor:
@@ -337,11 +305,12 @@ def start(qemu_cpu: str | None, env: dict[str, str]) -> subprocess.Popen:
 
 
 def fingerprint() -> dict[str, str]:
+    """Every hash, in this order: the global seed's draws run on from one
+    step to the next."""
     out: dict[str, str] = {}
-    _operations(out)
-    _optimisers(out)
-    _models(out)
-    _gpt(out)
+    for step in (_operations, _optimisers, _ch1, _ch2_ch4, _ch7, _ch8_ch9,
+                 _ch10, _gpt):  # fmt: skip
+        step(out)
     a = np.random.default_rng(0).standard_normal((64, 96))
     out["np_exp"] = _h(np.exp(a))
     out["np_exp32"] = _h(np.exp(a.astype(np.float32)))

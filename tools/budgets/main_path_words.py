@@ -6,10 +6,10 @@ every other word is on the main path. Code cells, outputs, math, MyST labels,
 HTML comments and directive options are not words. A word is what a reader
 counts: a whitespace-separated token of the source, math and roles included.
 
-    python -m tools.budgets.main_path_words [--limit N] [book/01_x.ipynb ...]
+    python -m tools.budgets.main_path_words [book/01_x.ipynb ...]
 
-prints a table per chapter (main path, folded) and fails (exit 1) when the
-main-path total of the chapters given exceeds ``--limit``.
+prints a table per chapter (main path, folded); ``LEAN_LIMIT`` is the
+budget of chapters 1-7 (tests/test_main_path_words.py).
 """
 
 from __future__ import annotations
@@ -64,15 +64,6 @@ def split_markdown(source: str) -> tuple[int, int]:
             main += n
         block = []
 
-    def flush_title(fold: bool) -> None:
-        nonlocal main, block
-        # a folded box's title stays visible: it counts on the main path
-        if fold and not any(f for _, f in stack[:-1]):
-            main += _words("\n".join(block))
-            block = []
-        else:
-            flush()
-
     while i < len(lines):
         line = lines[i]
         m = _FENCE.match(line)
@@ -88,9 +79,9 @@ def split_markdown(source: str) -> tuple[int, int]:
         elif m and m.group(3):
             flush()
             fold, j = _folds(m.group(3), lines, i + 1)
-            stack.append((m.group(2), fold))
             block.append(m.group(4))  # the box's title: seen even when folded
-            flush_title(fold)
+            flush()  # where the box stands, before it opens
+            stack.append((m.group(2), fold))
             i = j
             continue
         elif re.match(r"^\s*\([\w:-]+\)=\s*$", line):
@@ -105,21 +96,21 @@ def split_markdown(source: str) -> tuple[int, int]:
 def count(path: pathlib.Path) -> tuple[int, int]:
     """(main-path words, folded words) of one notebook."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    main = folded = 0
-    for cell in cells:
-        if cell["cell_type"] != "markdown":
-            continue
-        a, b = split_markdown("".join(cell["source"]))
-        main, folded = main + a, folded + b
-    return main, folded
+    counts = [
+        split_markdown("".join(c["source"]))
+        for c in cells
+        if c["cell_type"] == "markdown"
+    ]
+    return sum(a for a, _ in counts), sum(b for _, b in counts)
 
 
 def lean_notebooks() -> list[pathlib.Path]:
     """Chapters 1-7, the notebooks the main-path limit applies to."""
-    found = []
-    for prefix in LEAN_CHAPTERS:
-        found += sorted(ROOT.glob(prefix + "*.ipynb"))
-    return found
+    return [
+        path
+        for prefix in LEAN_CHAPTERS
+        for path in sorted(ROOT.glob(prefix + "*.ipynb"))
+    ]
 
 
 def table(paths: list[pathlib.Path]) -> tuple[list[str], int]:
@@ -134,19 +125,8 @@ def table(paths: list[pathlib.Path]) -> tuple[list[str], int]:
     return lines, total
 
 
-def main() -> int:
+if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=pathlib.Path)
-    parser.add_argument("--limit", type=int, default=None)
-    args = parser.parse_args()
-    paths = [p.resolve() for p in args.notebooks] or lean_notebooks()
-    lines, total = table(paths)
-    print("\n".join(lines))
-    if args.limit is not None and total > args.limit:
-        print(f"main path {total:,} words > limit {args.limit:,}")
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    paths = [p.resolve() for p in parser.parse_args().notebooks]
+    print("\n".join(table(paths or lean_notebooks())[0]))

@@ -1,7 +1,6 @@
 """How much of ``utils`` is argument validation, per module and in total.
 
-    python -m tools.budgets.validation_share             # a table, worst first
-    python -m tools.budgets.validation_share --max 0.15  # exit 1 if over
+    python -m tools.budgets.validation_share     # a table, worst first
 
 The counting rule (read from the source with ``ast`` and ``tokenize``):
 
@@ -28,11 +27,9 @@ the total at or under 15%.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import io
 import pathlib
-import sys
 import tokenize
 
 from tools import ROOT
@@ -40,13 +37,8 @@ from tools import ROOT
 LIMIT = 0.15
 ERRORS = {"TypeError", "ValueError"}
 NOT_CODE = {
-    tokenize.COMMENT,
-    tokenize.NL,
-    tokenize.NEWLINE,
-    tokenize.INDENT,
-    tokenize.DEDENT,
-    tokenize.ENDMARKER,
-    tokenize.ENCODING,
+    getattr(tokenize, name)
+    for name in "COMMENT NL NEWLINE INDENT DEDENT ENDMARKER ENCODING".split()
 }
 
 
@@ -130,26 +122,14 @@ def shares(folder: pathlib.Path = ROOT / "utils") -> dict[str, tuple]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--max", type=float, default=None)
-    parser.add_argument("folder", nargs="?", default=ROOT / "utils")
-    args = parser.parse_args(argv)
-    table = shares(pathlib.Path(args.folder))
-    rows = sorted(table.items(), key=lambda kv: -kv[1][0] / max(kv[1][1], 1))
+if __name__ == "__main__":
+    table = shares()
     print(f"{'module':<20}{'checks':>8}{'lines':>8}{'share':>8}")
-    for name, (checks, lines) in rows:
+    for name, (checks, lines) in sorted(
+        table.items(), key=lambda kv: -kv[1][0] / max(kv[1][1], 1)
+    ):
         share = checks / max(lines, 1)
         print(f"{name:<20}{checks:>8}{lines:>8}{share:>8.1%}")
-    total_checks = sum(c for c, _ in table.values())
-    total_lines = sum(n for _, n in table.values())
-    total = total_checks / total_lines
-    print(f"{'total':<20}{total_checks:>8}{total_lines:>8}{total:>8.1%}")
-    if args.max is not None and total > args.max:
-        print(f"validation share {total:.1%} is over {args.max:.0%}")
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    checks = sum(c for c, _ in table.values())
+    lines = sum(n for _, n in table.values())
+    print(f"{'total':<20}{checks:>8}{lines:>8}{checks / lines:>8.1%}")

@@ -1,46 +1,24 @@
 """Count the code a reader sees without opening anything, per chapter.
 
-A chapter's visible code is every non-blank source line of its code cells that
-the book shows open: a code cell tagged ``hide-input``, ``hide-cell``,
-``remove-input`` or ``remove-cell`` is folded (or gone) and does not count.
-``hide-output`` folds only the output, so its input counts. The exercises'
-solutions are code cells tagged ``hide-cell`` and ``solution`` (a "Show
-solution" button): folded, so not counted. The setup cell is ``hide-input``:
-not counted. Code inside markdown cells (fenced blocks) is prose's business
-(tools/budgets/main_path_words.py) and is not counted here either.
+A chapter's visible code is every non-blank source line of its code cells
+that the book shows open: a cell tagged ``hide-input``, ``hide-cell``,
+``remove-input`` or ``remove-cell`` (the setup cell, the solutions, the
+folded proof) does not count; ``hide-output`` folds only the output.
 
     python -m tools.budgets.visible_code [book/08_x.ipynb ...]
 
-prints, per chapter notebook of _toc.yml (``book/NN_*.ipynb``), the visible
-lines, the longest visible cell (id and lines) and how many visible cells are
-over 25 and over 30 lines, then the total; ``make test`` prints the same table
-at its end.
+prints, per chapter of _toc.yml, the visible lines, the longest visible
+cell and how many are over 25 and over 30 lines (``make test`` prints it).
 
 Budgets (issue #49): chapters 1-7 together at most 2,000 visible lines,
-chapters 8, 9 and 11 at most 450 each, chapter 10 at most 350, and no visible
-cell over 25 lines. Those are targets that later work reaches chapter by
-chapter, so tests/test_visible_code.py stages them with BUDGETS:
-
-* every chapter has a ``ceiling`` (its visible lines when the budget was set,
-  rounded up a little), a ``longest`` (its longest visible cell then) and a
-  ``long_cells`` (how many of its visible cells were over 25 lines then). The
-  test fails when a chapter grows beyond any of them: nothing gets worse while
-  the targets are being reached.
-* every group of chapters (1-7 together, each later chapter alone) has a
-  target in TARGETS. A group within its target is held to it: its chapters
-  must have ``ceiling=None`` (the test says so when a cut lands a group within
-  its target and the ceilings were left as they were), so the target, not a
-  ceiling, is then their limit; and the 25-line cell limit holds for each of
-  its cells but the ``long_cells`` left (chapter 10 is within its target today
-  with three such cells), a number that must then follow every cut down to 0.
-* after cutting a chapter that is still over its target, lower its ceiling
-  here so it cannot grow back (not enforced: parallel cuts need not edit
-  this file).
-
-A chapter in _toc.yml without an entry in BUDGETS (a new one: ``make
-new-chapter``) is held to ``budget()``'s default: a group of its own with
-NEW_CHAPTER_TARGET visible lines (the target of chapters 8, 9 and 11) and the
-cell limit, with no ceiling. Give it an entry here to set another.
+chapters 8, 9 and 11 at most 450 each, chapter 10 at most 350 (``TARGETS``),
+no visible cell over ``CELL_LIMIT`` lines. They were reached in stages,
+which tests/test_visible_code.py holds with ``BUDGETS``: a chapter may have
+a ``ceiling`` (its visible lines when its group was over its target), a
+``longest`` cell and a number of ``long_cells`` allowed, none of which may
+grow; a group within its target is held to it, its ceilings ``None``. Every
+group is within its target now. A chapter without an entry (``make
+new-chapter``) is a group of its own with ``NEW_CHAPTER_TARGET`` lines.
 """
 
 from __future__ import annotations
@@ -73,27 +51,12 @@ class Budget:
 # The groups' targets (issue #49), in visible lines.
 TARGETS = {"1-7": 2_000, "8": 450, "9": 450, "10": 350, "11": 450}
 
-# Set on 2026-11-27 after the glue, stamps and diagrams were folded: ceiling =
-# visible lines rounded up to the next ten; longest and long_cells as they
-# are. Lower them as chapters are cut. Chapters 1-7 (1,748 lines together),
-# 8 (450) and 9 (442) reached their targets the same day: the targets hold
-# them now.
+# Every group is within its target (chapters 1-7: 1,748 lines when it was
+# reached, chapter 8: 450, 9: 442, 10: 214): no ceilings, no long cells.
 BUDGETS: dict[int, Budget] = {
-    1: Budget("1-7"),  # 217 lines
-    2: Budget("1-7"),  # 353
-    3: Budget("1-7"),  # 258
-    4: Budget("1-7"),  # 213
-    5: Budget("1-7"),  # 202
-    6: Budget("1-7"),  # 227
-    7: Budget("1-7"),  # 278
-    8: Budget("8"),  # 450
-    9: Budget("9"),  # 442
-    10: Budget("10"),  # 214: within its target
-    11: Budget("11"),  # the target and the cell limit from the start
+    n: Budget("1-7" if n <= 7 else str(n)) for n in range(1, 12)
 }
-# A chapter with no entry in BUDGETS: its own group, this target, the cell
-# limit (chapter 11 started so).
-NEW_CHAPTER_TARGET = 450
+NEW_CHAPTER_TARGET = 450  # a chapter without an entry in BUDGETS
 
 
 def budget(number: int) -> Budget:
@@ -195,15 +158,8 @@ def table(
     return lines, counts
 
 
-def main() -> int:
+if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=pathlib.Path)
-    args = parser.parse_args()
-    paths = [p.resolve() for p in args.notebooks] or chapters()
-    lines, _ = table(paths)
-    print("\n".join(lines))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    paths = [p.resolve() for p in parser.parse_args().notebooks]
+    print("\n".join(table(paths or chapters())[0]))

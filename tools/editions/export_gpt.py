@@ -2,38 +2,22 @@
 
     python -m tools.editions.export_gpt     (tools/editions/build_book.py too)
 
-Writes ``_static/gpt/weights.js`` (generated, not committed: it is rebuilt
-whenever ``book/data/ch11_gpt.pt``, ``utils/bpe.py``, this exporter or
-tools/editions/live_export.py changes, found by their SHA-256 written in the
-file). The file is one JavaScript statement, ``window.GPT_DATA = {...}``, so
-the page loads it with a ``<script>`` tag, which works from ``file://`` too,
-where ``fetch()`` fails. It holds (format ``FORMAT``, version ``VERSION``;
-the page refuses any other, and any export that lacks a field or a tensor
-it needs):
+Writes ``_static/gpt/weights.js`` (not committed), ``window.GPT_DATA =
+{...}``, made again whenever ``book/data/ch11_gpt.pt``, ``utils/bpe.py`` or
+an exporter changes: tools/editions/live_export.py says how, and makes the
+weights (``tensors``, ``fp16``). A ``<script>`` tag loads it, from
+``file://`` too, where ``fetch()`` fails. Besides the weights it holds
+(format ``FORMAT``, version ``VERSION``, which ``_static/gpt/gpt.js``
+checks):
 
 - ``architecture``: everything the forward pass depends on, read from the
-  model itself (``architecture()``): vocabulary size, context, d_model,
-  heads, layers, d_ff, the FFN's activation, the norm placement (Pre-Norm:
-  ``x + F(LN(x))``, then a final LayerNorm), LayerNorm eps, learned
-  positions, attention biases, the tied output layer, and how generation
-  restarts a full window (its last ``context // 2`` tokens, as
-  ``GPT.generate``);
+  model itself (``architecture()``);
 - ``tokenizer``: the BPE merges in the order learned (token ``256 + i`` is
   ``merges[i]``), and the pre-tokenizer: ``utils.bpe.PATTERN``'s text (the
   page knows this one pattern and refuses another) and its four character
-  classes as ranges of code points, computed here by Python's ``re`` over
-  every code point, so the page cuts text exactly as Python does, outside
-  ASCII too: ``letter`` (``[^\\W\\d_]``), ``digit`` (``\\d``), ``space``
-  (``\\s``) and ``other`` (``[^\\s\\w]`` or ``_``);
-- ``tensors``: ``[name, shape, offset]`` into ``fp16``, the state dict's
-  tensors in order, row-major, little-endian IEEE halves, base64: the SAME
-  fp16 numbers as the checkpoint; decoded to float32 they equal, bit for
-  bit, the weights ``load_gpt`` gives chapter 11 (checked before writing).
-
-Bump ``VERSION`` whenever the layout or the meaning of a field changes, and
-teach ``_static/gpt/gpt.js`` (``FORMAT_VERSION``) the new one. What both
-live pages' exports share (the layers' checks, the fp16 tensors, when to
-export again) is tools/editions/live_export.py.
+  classes (``CLASSES``) as ranges of code points, found by Python's ``re``
+  over every code point, so the page cuts text exactly as Python does,
+  outside ASCII too.
 """
 
 from __future__ import annotations
@@ -170,8 +154,7 @@ def payload(checkpoint: pathlib.Path = CHECKPOINT) -> dict:
 EXPORT = live_export.Export(
     CHECKPOINT, OUT, PREFIX, __file__, payload, (ROOT / "utils" / "bpe.py",)
 )
-checkpoint_hash, is_current = EXPORT.checkpoint_hash, EXPORT.is_current
-export, ensure = EXPORT.export, EXPORT.ensure
+export, ensure, is_current = EXPORT.export, EXPORT.ensure, EXPORT.is_current
 
 if __name__ == "__main__":
     EXPORT.main()

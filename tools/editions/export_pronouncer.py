@@ -2,41 +2,24 @@
 
     python -m tools.editions.export_pronouncer     (build_book.py calls it)
 
-Writes ``_static/pronouncer/weights.js`` (generated, not committed: it is
-rebuilt whenever ``book/data/pronouncer.pt``, this exporter or
-tools/editions/live_export.py changes, found by their SHA-256 written in the
-file). The file is one JavaScript statement, ``window.PRONOUNCER_DATA =
-{...}``, so the page can load it with a ``<script>`` tag: that works from
-``file://`` too, where ``fetch()`` fails.
-It holds (format ``FORMAT``, version ``VERSION``; the page refuses any
-other, and any export that lacks a field or a tensor it needs):
+Writes ``_static/pronouncer/weights.js`` (not committed),
+``window.PRONOUNCER_DATA = {...}``, made again whenever
+``book/data/pronouncer.pt`` or an exporter changes:
+tools/editions/live_export.py says how, and makes the weights (``tensors``,
+``fp16``). A ``<script>`` tag loads it, from ``file://`` too, where
+``fetch()`` fails. Besides the weights it holds (format ``FORMAT``, version
+``VERSION``, which ``_static/pronouncer/pronouncer.js`` checks):
 
 - ``architecture``: everything the forward pass depends on, read from the
-  model itself (``architecture()``): d_model, heads, encoder and decoder
-  layer counts, d_ff, the FFN's activation, the norm placement (``"post"``:
-  LN(x + F(x)); ``"pre"``: x + F(LN(x)), then a final LayerNorm after each
-  stack), LayerNorm eps, the embedding scale (sqrt(d_model)), the
-  positional encoding (kind, base, max_len), whether the attention
-  projections have biases and whether the embeddings and the output layer
-  share one matrix;
-- ``letters`` / ``phonemes``: the vocabularies (``letter_vocab()``,
-  ``phoneme_vocab(stress)``), ``tokens`` in id order and the ids of PAD,
-  BOS and EOS;
+  model itself (``architecture()``; ``norm``, ``"post"``: LN(x + F(x));
+  ``"pre"``: x + F(LN(x)), then a final LayerNorm after each stack);
+- ``letters`` / ``phonemes``: the vocabularies, ``tokens`` in id order and
+  the ids of PAD, BOS and EOS;
 - ``examples``: an example word for each phoneme (``PHONEMES``);
-- ``tensors``: ``[name, shape, offset]`` into ``fp16``, the state dict's
-  tensors in order, each row-major, little-endian IEEE half floats, base64;
-  the SAME fp16 numbers as the checkpoint (no re-rounding): decoded to
-  float32 they equal, bit for bit, the weights ``load_pronouncer`` gives
-  the chapters (checked here before writing);
 - ``test``: the held-out test words (``split_words()["test"]``) with their
   pronunciations without stress, ``"word": "P1 P2|Q1 Q2"``. Only the test
   words ship: they are the ones the model never saw, so comparing with them
   is honest, and the whole dictionary would triple the file.
-
-Bump ``VERSION`` whenever the layout or the meaning of a field changes, and
-teach ``_static/pronouncer/pronouncer.js`` (``FORMAT_VERSION``) the new one.
-What both live pages' exports share (the layers' checks, the fp16 tensors,
-when to export again) is tools/editions/live_export.py.
 """
 
 from __future__ import annotations
@@ -80,12 +63,8 @@ def _embeddings(model) -> bool:
 
 def architecture(model) -> dict:
     """What the page needs to compute ``model`` (a ``utils.model.Transformer``
-    in eval mode), read from its modules.
-
-    Raises ValueError for anything the page does not compute (another
-    class, mixed norm placements or eps, another positional encoding), so a
-    model the page would get wrong is never exported.
-    """
+    in eval mode), read from its modules. Raises ValueError for anything the
+    page does not compute, so a model it would get wrong is never exported."""
     import math
 
     from torch import nn
@@ -187,8 +166,7 @@ EXPORT = live_export.Export(
         "(book/data/CMUDICT_LICENSE.txt).",
     ),
 )
-checkpoint_hash, is_current = EXPORT.checkpoint_hash, EXPORT.is_current
-export, ensure = EXPORT.export, EXPORT.ensure
+export, ensure, is_current = EXPORT.export, EXPORT.ensure, EXPORT.is_current
 
 if __name__ == "__main__":
     EXPORT.main()

@@ -38,9 +38,8 @@ from tools.editions.notebooks import (
 
 def ruff() -> list[str]:
     """The command that runs ruff: the project's .venv's, else PATH's."""
-    exe = shutil.which(
-        "ruff", path=str(ROOT / ".venv" / "bin")
-    ) or shutil.which("ruff")
+    venv = str(ROOT / ".venv" / "bin")
+    exe = shutil.which("ruff", path=venv) or shutil.which("ruff")
     return [exe] if exe else [sys.executable, "-m", "ruff"]
 
 
@@ -117,10 +116,8 @@ def format_notebook(path: pathlib.Path) -> tuple[int, str]:
             continue
         old = "".join(cell["source"])
         cell["source"] = done["source"]
-        if layout_only(old, "".join(done["source"])):
-            layout.append(cell.get("id"))
-        else:
-            more.append(cell.get("id"))
+        same = layout_only(old, "".join(done["source"]))
+        (layout if same else more).append(cell.get("id"))
     if layout or more:
         path.write_text(dumps(nb))
     if path in toc_notebooks():

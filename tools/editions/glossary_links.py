@@ -21,36 +21,35 @@ import sys
 from tools import NOT_PROSE, ROOT
 
 GLOSSARY = ROOT / "book" / "glossary.md"
-
-
 # Terms that are also everyday words are linked only where the sentence marks
 # the term ("the *memory*", the encoder's output), never in the everyday sense
 # (computer memory).
 MARKED_ONLY = {"memory": re.compile(r"the [\"*]memory", re.IGNORECASE)}
-
-
 # Pages where a term's word only appears in its everyday sense ("the key to",
 # "values" as numbers): the term is not linked there at all.
 NOT_LINKED = {"05_masked_loss": {"key", "value", "query"}}
 
 
+def glossary_names(text: str) -> list[tuple[str, str]]:
+    """(name, the name its entry is filed under) for each name in the
+    ``:::{glossary}`` block of ``text`` (glossary.md, in either language)."""
+    block = text.split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
+    found, group = [], []
+    for line in block.splitlines():
+        if not line.strip() or line[0].isspace() or line.startswith(":"):
+            group = []  # a definition line ends the group of names
+        else:
+            group.append(line.strip())
+            found.append((line.strip(), group[0]))
+    return found
+
+
 def glossary_terms(path: pathlib.Path = GLOSSARY) -> dict[str, str]:
     """Every name in the glossary (lower case) -> the name its entry is filed
     under."""
-    text = path.read_text()
-    block = text.split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
     names: dict[str, str] = {}
-    group: list[str] = []
-    for line in block.splitlines():
-        if not line.strip() or line.startswith(":"):
-            group = []
-            continue
-        if line[0].isspace():
-            group = []  # a definition line ends the group of names
-            continue
-        group.append(line.strip())
-        for name in group:
-            names.setdefault(name.lower(), group[0])
+    for name, entry in glossary_names(path.read_text()):
+        names.setdefault(name.lower(), entry)
     return names
 
 
@@ -73,22 +72,11 @@ def _prose_spans(line: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if b > a]
 
 
-def _is_prose_line(line: str, in_fence: bool) -> bool:
-    s = line.lstrip()
-    return not (
-        in_fence or s.startswith(("#", ":::", "```", "|---", "<", ":"))
-    )
-
-
 def link_cells(
     sources: list[str], terms: dict[str, str], skip: set[str] = frozenset()
 ) -> tuple[list[str], list[str]]:
     """Link the first prose use of each term across ``sources`` (markdown
-    cells, in order).
-
-    Returns the new sources and the list of terms that were linked by this
-    call.
-    """
+    cells, in order); returns the new sources and the terms linked."""
     linked_before = set()
     for src in sources:
         for m in re.finditer(r"\{term\}`(?:[^`<]*<)?([^`>]+)>?`", src):
@@ -101,14 +89,12 @@ def link_cells(
             continue
         for ci, src in enumerate(out):
             lines = src.split("\n")
-            hit = _first_use(lines, name)
-            if hit:
+            if hit := _first_use(lines, name):
                 li, m = hit
-                line, text = lines[li], m.group(0)
-                same = text.lower() == entry.lower()
+                same = m[0].lower() == entry.lower()
                 target = "" if same else f" <{entry}>"
-                role = f"{{term}}`{text}{target}`"
-                lines[li] = line[: m.start()] + role + line[m.end() :]
+                before, after = lines[li][: m.start()], lines[li][m.end() :]
+                lines[li] = f"{before}{{term}}`{m[0]}{target}`{after}"
                 out[ci] = "\n".join(lines)
                 done.add(entry)
                 linked.append(entry)
@@ -121,10 +107,10 @@ def _first_use(lines: list[str], name: str):
     ``lines`` (where MARKED_ONLY asks it, a marked use), or None."""
     pattern, marked, in_fence = _pattern(name), MARKED_ONLY.get(name), False
     for li, line in enumerate(lines):
-        if line.lstrip().startswith("```"):
-            in_fence = not in_fence
-            continue
-        if not _is_prose_line(line, in_fence):
+        start = line.lstrip()
+        in_fence ^= start.startswith("```")
+        # not prose: code, a heading, a directive, a table, HTML
+        if in_fence or start.startswith(("```", "#", ":::", "|---", "<", ":")):
             continue
         spans = [x.span() for x in marked.finditer(line)] if marked else None
         for a, b in _prose_spans(line):
@@ -156,7 +142,5 @@ if __name__ == "__main__":
         raise SystemExit(__doc__)
     for p in paths:
         linked = link_notebook(p, write=True)
-        print(
-            f"{p}: linked {len(linked)} terms"
-            + (f": {', '.join(linked)}" if linked else "")
-        )
+        said = f": {', '.join(linked)}" if linked else ""
+        print(f"{p}: linked {len(linked)} terms{said}")

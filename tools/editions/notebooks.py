@@ -15,6 +15,7 @@ import yaml
 from tools import ROOT
 
 SETUP_MARKER = "# Setup, the same in every chapter"
+TOC_ENTRY = re.compile(r"^\s*(?:-\s*)?(?:file|root):\s*(\S+)", re.MULTILINE)
 
 # Ruff checks it like every code cell (tests/test_lint.py): `proof` and
 # `utils` can only be imported once sys.path holds the course (E402), and
@@ -74,22 +75,20 @@ def setup_source() -> str:
 def toc_files() -> list[str]:
     """Every `file:`/`root:` entry of _toc.yml, relative to the repository
     root, no suffix."""
-    text = (ROOT / "_toc.yml").read_text()
-    return [
-        m.group(1)
-        for m in re.finditer(
-            r"^\s*(?:-\s*)?(?:file|root):\s*(\S+)", text, re.MULTILINE
-        )
-    ]
+    return TOC_ENTRY.findall((ROOT / "_toc.yml").read_text())
 
 
 def toc_notebooks() -> list[pathlib.Path]:
     """The notebooks listed in _toc.yml (the chapters readers see)."""
-    return [
-        ROOT / f"{f}.ipynb"
-        for f in toc_files()
-        if (ROOT / f"{f}.ipynb").exists()
-    ]
+    pages = (ROOT / f"{f}.ipynb" for f in toc_files())
+    return [page for page in pages if page.exists()]
+
+
+def notebook_args(argv: list[str], flag: str) -> tuple[list, bool]:
+    """The notebooks a command names (none: every chapter of _toc.yml) and
+    whether ``flag`` is among its arguments."""
+    pages = [pathlib.Path(p).resolve() for p in argv if p != flag]
+    return pages or toc_notebooks(), flag in argv
 
 
 # Notebooks kept out of the reader's navigation (not in _toc.yml, not built)
@@ -98,31 +97,25 @@ def toc_notebooks() -> list[pathlib.Path]:
 EXTRA_NOTEBOOKS = ["book/template"]
 
 
-def extra_notebooks() -> list[pathlib.Path]:
-    return [ROOT / f"{f}.ipynb" for f in EXTRA_NOTEBOOKS]
-
-
 def course_notebooks() -> list[pathlib.Path]:
     """Every notebook nbval and the repository checks cover: the TOC's, then
     the extras."""
-    return [*toc_notebooks(), *extra_notebooks()]
+    return [*toc_notebooks(), *(ROOT / f"{f}.ipynb" for f in EXTRA_NOTEBOOKS)]
 
 
 def notebook_client(nb, path: pathlib.Path, timeout: int):
-    """An nbclient runner whose widget front end never talks back to the kernel
-    mid-cell.
+    """An nbclient runner whose widget front end never talks back to the
+    kernel mid-cell.
 
     nbclient plays the front end of every Output widget (interact draws into
-    one): it routes the widget's outputs and `clear_output` calls into the
-    widget, and answers each captured output with a comm message sent
-    synchronously on the kernel's shell socket, from inside the event loop that
-    is at that moment awaiting the cell's reply on that same socket. That is
-    the pattern reported to block until the cell timeout (nbclient issue #312),
-    and it matches what was seen here: random multi-minute stalls in chapter 4
-    and in the ipywidgets 7.7 test, never an error. The kernel does not need
-    those messages (they only mirror the widget's outputs back to it), so here
-    the Output widget keeps its outputs client-side and sends nothing; widgets
-    still display as before.
+    one) and answers each output it captures with a comm message sent
+    synchronously on the kernel's shell socket, from inside the event loop
+    that is awaiting the cell's reply on that same socket: the pattern
+    reported to block until the cell timeout (nbclient issue #312), and seen
+    here as random multi-minute stalls in chapter 4 and in the ipywidgets 7.7
+    test. The kernel does not need those messages (they only mirror the
+    widget's outputs), so the Output widget keeps its outputs client-side and
+    sends nothing; widgets still display as before.
     """
     from nbclient import NotebookClient
     from nbclient.output_widget import OutputWidget

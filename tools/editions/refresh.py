@@ -26,8 +26,8 @@ from tools.editions.notebooks import (
 )
 
 KEEP_CELL_METADATA = {"tags", "mystnb", "jupyter"}
-
-
+KERNEL = {"display_name": "Python 3", "language": "python", "name": "python3"}
+LANGUAGE = {"name": "python", "pygments_lexer": "ipython3"}
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -35,16 +35,8 @@ def clean(nb: nbformat.NotebookNode) -> None:
     """Keep only what the site and nbval need; widget views are dropped (the
     static figure beside each widget is what the website shows, and their state
     is not stored)."""
-    nb.metadata = nbformat.from_dict(
-        {
-            "kernelspec": {
-                "display_name": "Python 3",
-                "language": "python",
-                "name": "python3",
-            },
-            "language_info": {"name": "python", "pygments_lexer": "ipython3"},
-        }
-    )
+    metadata = {"kernelspec": KERNEL, "language_info": LANGUAGE}
+    nb.metadata = nbformat.from_dict(metadata)
     for cell in nb.cells:
         cell.metadata = nbformat.from_dict(
             {k: v for k, v in cell.metadata.items() if k in KEEP_CELL_METADATA}

@@ -19,16 +19,10 @@ show the same ones. `sync` adds an entry for every new unit (with an empty
 `zh`) and, when the English of a unit has changed, writes the new English as
 `en_now` beside the old `en`: the translator updates `zh`, then replaces `en`
 with `en_now`. `check` (and tests/test_translations.py) fails on every unit
-that is missing, empty, outdated, or left in English, and on every rejected
-form of a term (``TERMS``: one word per concept; ``CALQUES``) in the prose,
-captions, alt texts, code comments and figure labels; on d2l-zh's name missing
-at the first use (``ASIDES``); on English connectives left in the prose, chains
-of full-width colons and chapter openers not written 你需要 / 你将得到
-(``style_problems``). Code comments are translated in
-``locale/zh/code/comments.yml`` (tools/editions/code_comments.py): `check`
-lists the comments without a translation (failing on them but for the chapters
-in ``code_comments.EXEMPT``) and those whose wrap starts a line with
-punctuation.
+that is missing, empty, outdated or left in English (``problems``), on the
+words and phrasing the edition rejects (``term_problems``,
+``aside_problems``, ``comment_and_label_problems``, ``style_problems``) and
+on the code comments (tools/editions/code_comments.py).
 """
 
 from __future__ import annotations
@@ -49,6 +43,20 @@ CJK = re.compile(r"[\u3400-\u9fff]")
 LIVE_TEXTS = LOCALE / "live" / "widgets.yml"
 
 
+def places(nb):
+    """(key, where, field) of each unit of a notebook: its text is
+    ``where[field]`` (a cell's source, a figure's caption or alt text)."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            yield cell.id, cell, "source"
+        elif cell.cell_type == "code":
+            meta = cell.metadata.get("mystnb", {})
+            figure, image = meta.get("figure", {}), meta.get("image", {})
+            for field, where in (("caption", figure), ("alt", image)):
+                if where.get(field):
+                    yield f"{cell.id}/{field}", where, field
+
+
 def units(page: pathlib.Path) -> dict[str, str]:
     """The English units of one page, in order: key -> text."""
     if page.suffix == ".md":
@@ -56,19 +64,7 @@ def units(page: pathlib.Path) -> dict[str, str]:
     import nbformat
 
     nb = nbformat.read(page, as_version=4)
-    out: dict[str, str] = {}
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            out[cell.id] = cell.source
-        elif cell.cell_type == "code":
-            meta = cell.metadata.get("mystnb", {})
-            caption = meta.get("figure", {}).get("caption")
-            alt = meta.get("image", {}).get("alt")
-            if caption:
-                out[f"{cell.id}/caption"] = caption
-            if alt:
-                out[f"{cell.id}/alt"] = alt
-    return out
+    return {key: where[field] for key, where, field in places(nb)}
 
 
 def store_path(page: pathlib.Path) -> pathlib.Path:
@@ -80,6 +76,29 @@ def load(page: pathlib.Path) -> dict[str, dict[str, str]]:
     if not path.exists():
         return {}
     return yaml.safe_load(path.read_text()) or {}
+
+
+def zh_of(store: dict, key: str) -> str:
+    """The Chinese of unit ``key`` in ``store`` (empty: none yet)."""
+    return str(store.get(key, {}).get("zh") or "")
+
+
+def translated(page: pathlib.Path):
+    """(key, English, Chinese) of each unit of ``page``, in order."""
+    store = load(page)
+    for key, text in units(page).items():
+        yield key, text, zh_of(store, key)
+
+
+def zh_page(page: pathlib.Path) -> str:
+    """A Markdown page's Chinese text, its English while it has none."""
+    text = zh_of(load(page), "page")
+    return text if text.strip() else page.read_text()
+
+
+def first_words(text: str, n: int = 70) -> str:
+    """The start of ``text`` on one line, for messages."""
+    return " ".join(text.split())[:n]
 
 
 class _Literal(str):
@@ -117,9 +136,7 @@ def save(page: pathlib.Path, entries: dict[str, dict[str, str]]) -> None:
 
 def sync(page: pathlib.Path) -> tuple[int, int]:
     """Add missing units, mark changed ones with `en_now`, drop units that no
-    longer exist.
-
-    Returns (added, changed)."""
+    longer exist; returns (added, changed)."""
     old, added, changed = load(page), 0, 0
     new: dict[str, dict[str, str]] = {}
     for key, text in units(page).items():
@@ -151,9 +168,9 @@ ENGLISH_RUN = re.compile(r"(?:[A-Za-z][\w'’-]*[\s,;:.()]+){7}[A-Za-z]")
 def _english_left(zh: str) -> str | None:
     """The first English sentence-like run left in a translation, if any."""
     if not CJK.search(zh):
-        return " ".join(zh.split())[:70]
+        return first_words(zh)
     found = ENGLISH_RUN.search(QUOTED.sub(" ", NOT_PROSE.sub(" ", zh)))
-    return " ".join(found.group(0).split())[:70] if found else None
+    return first_words(found.group(0)) if found else None
 
 
 def problems(page: pathlib.Path) -> list[str]:
@@ -161,19 +178,14 @@ def problems(page: pathlib.Path) -> list[str]:
     English."""
     found, store = [], load(page)
     for key, text in units(page).items():
-        first = " ".join(text.split())[:70]
+        where, first = f"{page.name} [{key}]", first_words(text)
         entry = store.get(key)
         if entry is None or not str(entry.get("zh", "")).strip():
-            found.append(f"{page.name} [{key}] untranslated: {first!r}")
+            found.append(f"{where} untranslated: {first!r}")
         elif entry.get("en") != text or "en_now" in entry:
-            found.append(
-                f"{page.name} [{key}] outdated (English changed): {first!r}"
-            )
+            found.append(f"{where} outdated (English changed): {first!r}")
         elif _needs_chinese(text) and (left := _english_left(entry["zh"])):
-            found.append(
-                f"{page.name} [{key}] still English: {first!r} "
-                f"(left: {left!r})"
-            )
+            found.append(f"{where} still English: {first!r} (left: {left!r})")
     return found
 
 
@@ -186,12 +198,10 @@ TERMS, CALQUES = (
     [(e["concept"], e["write"], tuple(e["reject"])) for e in _TABLE[part]]
     for part in ("terms", "calques")
 )
-# A rejected form is allowed in parentheses right after the form to write
-# (but for 词元, whose English is written once, at the first use)
-# (束搜索（集束搜索）, 层归一化（d2l-zh 译作层规范化）: where another name is
-# given for the reader who knows it) and in the glossary's pinyin index,
-# which lists every name a reader may look up (| 集束搜索 | jíshù sōusuǒ |
-# {term}`beam search` |).
+# A rejected form is allowed in parentheses right after the form to write,
+# another name for the reader who knows it (束搜索（集束搜索）; not for 词元,
+# whose English is written once, at the first use), and in the glossary's
+# pinyin index: | 集束搜索 | jíshù sōusuǒ | {term}`beam search` |.
 INDEX_ROW = re.compile(
     r"^\| [^|`]+ \| [^|`\u3400-\u9fff]+ \| \{term\}`[^`]*` \|$", re.M
 )
@@ -258,29 +268,27 @@ def term_problems(page: pathlib.Path) -> list[str]:
     """Every rejected form of a TERMS concept (or a CALQUES phrase) in
     ``page``'s Chinese, by unit; in a chapter, a first 词元 not written
     词元（token）; a solution heading not written 解答 N 及讲解."""
-    found, store, first = [], load(page), page.suffix == ".ipynb"
-    for key, text in units(page).items():
-        zh = str(store.get(key, {}).get("zh") or "")
+    found, first = [], page.suffix == ".ipynb"
+    for key, text, zh in translated(page):
+        where = f"{page.name} [{key}]"
         prose = chinese_prose(INDEX_ROW.sub(" ", zh))
         if first and FIRST_USE[0] in prose:
             at = prose.index(FIRST_USE[0])
             if prose.startswith(FIRST_USE[1], at):
-                prose = (
-                    prose[:at] + FIRST_USE[0] + prose[at + len(FIRST_USE[1]) :]
-                )
+                prose = prose.replace(FIRST_USE[1], FIRST_USE[0], 1)
             else:
                 found.append(
-                    f"{page.name} [{key}] the chapter's first {FIRST_USE[0]} "
-                    f"is not written {FIRST_USE[1]}: "
+                    f"{where} the chapter's first {FIRST_USE[0]} is not "
+                    f"written {FIRST_USE[1]}: "
                     f"{prose[max(0, at - 15) : at + 15]!r}"
                 )
             first = False
-        found += _said(f"{page.name} [{key}]", rejected_forms(prose))
+        found += _said(where, rejected_forms(prose))
         for n in SOLUTION.findall(text):
-            if f":::{{admonition}} 解答 {n} 及讲解" not in zh:
+            heading = f"解答 {n} 及讲解"
+            if f":::{{admonition}} {heading}" not in zh:
                 found.append(
-                    f"{page.name} [{key}] the heading of solution {n} is not "
-                    f"解答 {n} 及讲解"
+                    f"{where} the heading of solution {n} is not {heading}"
                 )
     return found
 
@@ -292,11 +300,11 @@ def aside_problems(chapters: list[pathlib.Path]) -> list[str]:
     for page in chapters:
         if page.suffix != ".ipynb":
             continue
-        store, here = load(page), set()
-        for key in units(page):
+        here = set()
+        for key, _, zh in translated(page):
             if "/" in key:  # a caption or an alt text
                 continue
-            prose = chinese_prose(str(store.get(key, {}).get("zh") or ""))
+            prose = chinese_prose(zh)
             for word, other, scope in ASIDES:
                 done = seen if scope == "course" else here
                 m = re.search(word, prose)
@@ -328,22 +336,17 @@ def comment_and_label_problems() -> list[str]:
 
     from tools.editions import code_comments
 
-    found = []
+    texts = []  # (where, prose)
     for en, zh in code_comments.load().items():
         prose = _IDENTIFIER.sub(" ", NOT_PROSE.sub(" ", str(zh)))
-        hits = rejected_forms(prose, TERMS)
-        found += _said(f"comments.yml [{en[:40]!r}]", hits)
+        texts.append((f"comments.yml [{en[:40]!r}]", prose))
     for en, zh in live_texts().items():  # the live pages' widgets
         prose = re.sub(r"\{\w+\}", " ", NOT_PROSE.sub(" ", str(zh)))  # {slots}
-        hits = rejected_forms(prose, TERMS)
-        found += _said(f"widgets.yml [{en[:40]!r}]", hits)
-    names = ("LayerNorm", "BatchNorm")
+        texts.append((f"widgets.yml [{en[:40]!r}]", prose))
     for en, zh in labels.entries():  # by figure too
-        if zh == en and not any(n in en for n in names):
-            continue
-        prose = NOT_PROSE.sub(" ", zh)
-        found += _said(f"labels.yml [{en!r}]", rejected_forms(prose, TERMS))
-    return found
+        if zh != en or any(n in en for n in ("LayerNorm", "BatchNorm")):
+            texts.append((f"labels.yml [{en!r}]", NOT_PROSE.sub(" ", zh)))
+    return [m for at, t in texts for m in _said(at, rejected_forms(t, TERMS))]
 
 
 # English connectives left in Chinese prose: whole Latin words, outside code,
@@ -376,12 +379,11 @@ def connectives_left(zh: str) -> list[str]:
 
 
 # Full-width colons copied from English ("X：Y：Z"): at most COLONS_PER_1000
-# per 1,000 CJK characters in a paragraph of COLONS_MIN_CJK or more. Colons
-# that structure the text are not counted: in a heading or a directive line,
-# after a bold label (**你需要：**, - **形状**：) and at the end of a line (one
-# that introduces a list, maths or code). A paragraph under ~167 characters
-# would be flagged for one colon (one is often right: a definition); from 200
-# characters one colon passes and two are flagged until 333.
+# per 1,000 CJK characters in a paragraph of COLONS_MIN_CJK or more (one
+# colon is often right: a definition). Colons that structure the text are not
+# counted: in a heading or a directive line, after a bold label (**你需要：**,
+# - **形状**：) and at the end of a line (one that introduces a list, maths or
+# code).
 COLONS_PER_1000 = 6
 COLONS_MIN_CJK = 200
 _STRUCTURAL_COLON = re.compile(
@@ -411,16 +413,21 @@ COLONS_LEFT: set[str] = set()
 
 def page_colons(page: pathlib.Path) -> tuple[int, int]:
     """(non-structural full-width colons, CJK characters) of a page."""
-    store, c, n = load(page), 0, 0
-    for key in units(page):
-        zh = chinese_prose(str(store.get(key, {}).get("zh") or ""))
-        prose = _STRUCTURAL_COLON.sub(" ", zh)
+    c, n = 0, 0
+    for _, _, zh in translated(page):
+        prose = _STRUCTURAL_COLON.sub(" ", chinese_prose(zh))
         c, n = c + prose.count("："), n + len(CJK.findall(prose))
     return c, n
 
 
 def colons_left(page: pathlib.Path) -> bool:
     return any(page.stem.startswith(s) for s in COLONS_LEFT)
+
+
+def colon_excess(page: pathlib.Path) -> tuple[int, int] | None:
+    """``page_colons`` of a page over COLONS_PER_1000 per 1,000, else None."""
+    c, n = page_colons(page)
+    return (c, n) if c * 1000 > COLONS_PER_1000 * n else None
 
 
 # The chapters open with what the reader needs and gets: the English bold
@@ -434,9 +441,8 @@ OPENERS = (
 def style_problems(page: pathlib.Path) -> list[str]:
     """English connectives, colon chains and chapter openers in ``page``'s
     Chinese, by unit."""
-    found, store = [], load(page)
-    for key, text in units(page).items():
-        zh = str(store.get(key, {}).get("zh") or "")
+    found = []
+    for key, text, zh in translated(page):
         where = f"{page.name} [{key}]"
         if words := connectives_left(zh):
             found.append(
@@ -452,8 +458,8 @@ def style_problems(page: pathlib.Path) -> list[str]:
         for english, chinese in OPENERS:
             if english in text and chinese not in zh:
                 found.append(f"{where} the opener is not written {chinese}")
-    c, n = page_colons(page)
-    if c * 1000 > COLONS_PER_1000 * n and not colons_left(page):
+    if (excess := colon_excess(page)) and not colons_left(page):
+        c, n = excess
         found.append(
             f"{page.name}: {c} full-width colons in {n} Chinese characters "
             f"(at most {COLONS_PER_1000} per 1,000): rephrase into sentences"
@@ -480,45 +486,42 @@ def pages() -> list[pathlib.Path]:
     """The pages of the book (from _toc.yml), in order."""
     from tools.editions.notebooks import toc_files
 
-    out = []
-    for f in toc_files():
-        for ext in (".ipynb", ".md"):
-            if (ROOT / f"{f}{ext}").exists():
-                out.append(ROOT / f"{f}{ext}")
-    return out
+    pages = (
+        ROOT / f"{f}{ext}" for f in toc_files() for ext in (".ipynb", ".md")
+    )
+    return [page for page in pages if page.exists()]
+
+
+def main(argv: list[str]) -> int:
+    """``sync [pages]`` or ``check`` (the module's doc); 1 if check fails."""
+    if argv[:1] == ["sync"]:
+        for p in [pathlib.Path(p) for p in argv[1:]] or pages():
+            a, c = sync(p.resolve())
+            where = store_path(p).relative_to(ROOT)
+            print(f"{p.name}: {a} new, {c} changed -> {where}")
+        return 0
+    if argv != ["check"]:
+        raise SystemExit(__doc__)
+    from tools.editions import code_comments
+
+    every = pages()
+    issues = [
+        m
+        for p in every
+        for m in problems(p) + term_problems(p) + style_problems(p)
+    ]
+    issues += aside_problems(every) + comment_and_label_problems()
+    failing, left = code_comments.problems(every)
+    issues += failing
+    print("\n".join(issues) or "every page is translated and current")
+    for p in filter(colons_left, every):
+        if excess := colon_excess(p):
+            said = "({} in {} CJK characters)".format(*excess)
+            left.append(f"{p.name}: colons still to rephrase {said}")
+    if left:  # comments not required yet, colons still to rephrase
+        print("\n".join(left))
+    return 1 if issues else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 2 and sys.argv[1] == "sync":
-        targets = [pathlib.Path(p) for p in sys.argv[2:]] or pages()
-        for p in targets:
-            a, c = sync(p.resolve())
-            print(
-                f"{p.name}: {a} new, {c} changed -> "
-                f"{store_path(p).relative_to(ROOT)}"
-            )
-    elif len(sys.argv) == 2 and sys.argv[1] == "check":
-        from tools.editions import code_comments
-
-        every = pages()
-        issues = [
-            m
-            for p in every
-            for m in problems(p) + term_problems(p) + style_problems(p)
-        ]
-        issues += aside_problems(every) + comment_and_label_problems()
-        failing, left = code_comments.problems(every)
-        issues += failing
-        print("\n".join(issues) or "every page is translated and current")
-        left += [
-            f"{p.name}: colons still to rephrase ({c} in {n} CJK characters)"
-            for p in every
-            if colons_left(p)
-            and (c := page_colons(p)[0]) * 1000
-            > COLONS_PER_1000 * (n := page_colons(p)[1])
-        ]
-        if left:  # comments not required yet, colons still to rephrase
-            print("\n".join(left))
-        raise SystemExit(1 if issues else 0)
-    else:
-        raise SystemExit(__doc__)
+    raise SystemExit(main(sys.argv[1:]))

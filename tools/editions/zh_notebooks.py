@@ -7,33 +7,29 @@ code, executed so its figures are drawn in Chinese.
         (only the translations changed: put them in, keep the stored
         outputs, execute nothing)
 
-``book/NN_name.ipynb`` becomes ``zh/book/NN_name.ipynb`` (committed), so the
-Colab address of a Chinese chapter is the English one with ``/zh`` before
-``/book``. Each is the English notebook with every markdown cell, figure
-caption and alt text replaced from ``locale/zh/<page>.yml`` (a unit with no
-translation keeps its English), the code comments in Chinese
-(``locale/zh/code/comments.yml``, tools/editions/code_comments.py: comments
-only), the folded-cell labels in Chinese, and the setup call asking for
-Chinese figures (``proof.setup(seed=0, language="zh")``), after
-``proof.runtime.ensure_cjk_font()``, which gets a CJK font where none is
-installed (Colab: ``apt-get install fonts-noto-cjk``). It is then
-executed like ``make refresh`` does (fresh kernel, top to bottom, portable
-numeric mode, clean metadata) from ``zh/book/`` with ``COURSE_LANGUAGE=zh``:
-its text outputs must equal the English notebook's, its figures are Chinese.
-The notebook's metadata records where it came from and a hash of the figure
-label table (``LABEL_TABLE``), so a changed table makes its images stale.
+``book/NN_name.ipynb`` becomes ``zh/book/NN_name.ipynb`` (committed): the
+English notebook with its prose, captions and alt texts from
+``locale/zh/<page>.yml`` (a unit with no translation keeps its English),
+its code comments in Chinese (tools/editions/code_comments.py: comments
+only), the folded-cell labels in Chinese and the setup call asking for
+Chinese figures, after a CJK font is ensured (Colab lacks one). It is then
+executed as ``make refresh`` does, from ``zh/book/`` with
+``COURSE_LANGUAGE=zh``: its text outputs must equal the English notebook's,
+its figures are Chinese. Its metadata records where it came from and a hash
+of the figure label table (``LABEL_TABLE``), so a changed table makes its
+images stale.
 
 The Chinese website is built from these notebooks
-(tools/editions/build_book.py), so its pages and the Colab notebooks are one
-artefact. ``problems()`` says whether a Chinese notebook is current;
-tests/test_zh_notebooks.py runs it for every chapter (no execution), and this
-command runs it after generating.
+(tools/editions/build_book.py). ``problems()`` says whether a Chinese
+notebook is current; tests/test_zh_notebooks.py runs it for every chapter
+(no execution), and this command runs it after generating.
 """
 
 from __future__ import annotations
 
 import configparser
 import hashlib
+import itertools
 import os
 import pathlib
 import re
@@ -43,7 +39,7 @@ import nbformat
 
 from tools import ROOT
 from tools.editions import code_comments, translations
-from tools.editions.notebooks import toc_notebooks
+from tools.editions.notebooks import notebook_args
 
 ZH = ROOT / "zh"
 # The English -> Chinese table of the figures' text (proof.labels.TABLE, read
@@ -80,11 +76,6 @@ def regenerate_hint(page: pathlib.Path) -> str:
     return f"regenerate: {COMMAND} {rel} (all: make zh-notebooks)"
 
 
-def label_stamp() -> str:
-    """The hash of the figure label table."""
-    return hashlib.sha256(LABEL_TABLE.read_bytes()).hexdigest()[:16]
-
-
 def zh_setup(english: str) -> str:
     """The Chinese notebook's setup cell: the English one, asking for Chinese
     figures."""
@@ -97,24 +88,14 @@ def translate(nb: nbformat.NotebookNode, store: dict) -> None:
     """Put the translations of ``store`` into ``nb`` (in place): markdown
     cells, captions, alt texts and the solution cells' labels. Code and
     outputs are left alone."""
-
-    def zh(key: str) -> str | None:
-        text = str(store.get(key, {}).get("zh") or "")
-        return text if text.strip() else None
-
+    for key, where, field in translations.places(nb):
+        if (text := translations.zh_of(store, key)).strip():
+            where[field] = text
     for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            cell.source = zh(cell.id) or cell.source
-        elif cell.cell_type == "code":
-            meta = cell.metadata.get("mystnb", {})
-            figure, image = meta.get("figure", {}), meta.get("image", {})
-            if figure.get("caption") and (text := zh(f"{cell.id}/caption")):
-                figure["caption"] = text
-            if image.get("alt") and (text := zh(f"{cell.id}/alt")):
-                image["alt"] = text
-            for key in ("code_prompt_show", "code_prompt_hide"):
-                if meta.get(key) in ZH_PROMPTS:
-                    meta[key] = ZH_PROMPTS[meta[key]]
+        meta = cell.metadata.get("mystnb", {})
+        for key in ("code_prompt_show", "code_prompt_hide"):
+            if cell.cell_type == "code" and meta.get(key) in ZH_PROMPTS:
+                meta[key] = ZH_PROMPTS[meta[key]]
 
 
 def expected(page: pathlib.Path) -> nbformat.NotebookNode:
@@ -129,6 +110,11 @@ def expected(page: pathlib.Path) -> nbformat.NotebookNode:
         cell.source = code_comments.translate(cell.source, comments)[0]
         cell.outputs, cell.execution_count = [], None
     return nb
+
+
+def label_stamp() -> str:
+    """The hash of the figure label table."""
+    return hashlib.sha256(LABEL_TABLE.read_bytes()).hexdigest()[:16]
 
 
 def stamp(page: pathlib.Path) -> dict:
@@ -220,7 +206,6 @@ def text_outputs(cell, sanitisers) -> list[tuple[str, str]]:
 
 
 GLUE_RECORD = "application/papermill.record/"
-_CJK = re.compile(r"[\u3400-\u9fff]")
 
 
 def same_text_outputs(zh: list, en: list) -> bool:
@@ -233,8 +218,8 @@ def same_text_outputs(zh: list, en: list) -> bool:
     for (kind, text), (en_kind, en_text) in zip(zh, en):
         chinese_glue = (
             kind.startswith(GLUE_RECORD)
-            and _CJK.search(text)
-            and not _CJK.search(en_text)
+            and translations.CJK.search(text)
+            and not translations.CJK.search(en_text)
         )
         if kind != en_kind or (text != en_text and not chinese_glue):
             return False
@@ -264,7 +249,7 @@ def chinese_inside_english(text: str) -> str | None:
     for phrase in _PHRASE_END.split(text):
         words = phrase.split()
         english = [bool(_ENGLISH.fullmatch(w)) for w in words]
-        chinese = [bool(_CJK.search(w)) for w in words]
+        chinese = [bool(translations.CJK.search(w)) for w in words]
         if sum(english) < 2 or sum(english) <= sum(chinese):
             continue
         for i, is_chinese in enumerate(chinese):
@@ -285,17 +270,12 @@ def figure_lines(svg: str) -> list[str]:
     as the sentence."""
     import html
 
-    lines: list[list[str]] = []
-    last = None
-    for attributes, text in _SVG_TEXT.findall(svg):
-        style = _SVG_STYLE.search(attributes)
-        style = style[1] if style else ""
-        if style == last and lines:
-            lines[-1].append(html.unescape(text))
-        else:
-            lines.append([html.unescape(text)])
-        last = style
-    return [" ".join(line) for line in lines]
+    def style(text: tuple[str, str]) -> str:
+        found = _SVG_STYLE.search(text[0])  # its attributes
+        return found[1] if found else ""
+
+    runs = itertools.groupby(_SVG_TEXT.findall(svg), key=style)
+    return [" ".join(html.unescape(t) for _, t in run) for _, run in runs]
 
 
 def mixed_figure_texts(nb: nbformat.NotebookNode) -> list[str]:
@@ -310,10 +290,6 @@ def mixed_figure_texts(nb: nbformat.NotebookNode) -> list[str]:
                 if phrase := chinese_inside_english(line):
                     found.append(f"cell {cell.id}: {phrase!r}")
     return list(dict.fromkeys(found))
-
-
-def _first_words(text: str) -> str:
-    return " ".join(text.split())[:60]
 
 
 def problems(page: pathlib.Path) -> list[str]:
@@ -337,7 +313,7 @@ def problems(page: pathlib.Path) -> list[str]:
             what = "code" if cell.cell_type == "code" else "markdown"
             found.append(
                 f"{where}: {what} differs from the current English and "
-                f"translation ({_first_words(ours.source)!r})"
+                f"translation ({translations.first_words(ours.source, 60)!r})"
             )
         if dict(cell.metadata) != dict(ours.metadata):
             found.append(
@@ -363,7 +339,7 @@ def problems(page: pathlib.Path) -> list[str]:
         ):
             found.append(
                 f"{where}: text outputs differ from the English notebook's "
-                f"({_first_words(en.source)!r})"
+                f"({translations.first_words(en.source, 60)!r})"
             )
     made = zh.metadata.get("course_zh", {})
     if made != stamp(page):
@@ -378,11 +354,9 @@ def problems(page: pathlib.Path) -> list[str]:
 def main(argv: list[str]) -> int:
     from tools.numerics import numeric_mode
 
-    prose = "--prose" in argv
-    argv = [a for a in argv if a != "--prose"]
+    pages, prose = notebook_args(argv, "--prose")
     numeric_mode.apply("portable")  # the mode the English outputs are in
     os.environ["COURSE_LANGUAGE"] = "zh"  # the kernels draw Chinese figures
-    pages = [pathlib.Path(p).resolve() for p in argv] or toc_notebooks()
     total, stale = 0.0, 0
     for page in pages:
         name = shown(zh_path(page))

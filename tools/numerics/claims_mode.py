@@ -1,20 +1,13 @@
 """The pytest plugin that makes ``make test`` honest on every machine.
 
-On Linux on x86-64 (with AVX2) the portable numeric mode reproduces the stored
-outputs bit for bit, and nbval compares every cell. Elsewhere
-(``tools.numerics.numeric_mode.exact_comparison()`` says why: a Mac with Apple
-silicon, Windows, an ARM server) that comparison cannot hold, so this plugin
-
-- says so in one line at the top of the run and again at its end;
-- turns ``--nbval`` into ``--nbval-lax``: every notebook still runs top to
-  bottom in a fresh kernel and fails on any error or failed assert, but its
-  outputs are not compared (as ``make robust`` does);
-- skips, with that reason shown, the tests marked ``exact`` (those that
-  compare stored bits: the fingerprint, the stored sweeps' re-runs).
-
-Everything else (unit tests, site build, browser tests) runs as usual.
-``conftest.py`` loads it; ``tests/test_numeric_mode.py`` runs it with a faked
-platform.
+Where the portable numeric mode cannot reproduce the stored outputs bit for
+bit (``numeric_mode.exact_comparison()`` says why: a Mac with Apple
+silicon, Windows, an ARM server), it says so in one line at the top of the
+run and at its end, turns ``--nbval`` into ``--nbval-lax`` (every notebook
+still runs and fails on any error or failed assert, its outputs not
+compared) and skips the tests marked ``exact`` with that reason. Everything
+else runs as usual. ``conftest.py`` loads it; ``tests/test_numeric_mode.py``
+runs it with a faked platform.
 """
 
 from __future__ import annotations

@@ -9,53 +9,33 @@ another (a second Xeon failed 34 tests, an AMD EPYC 42). ``PORTABLE`` pins each
 library to a path that computes the same bits on every x86-64 CPU with AVX2,
 Intel or AMD:
 
-- ``ATEN_CPU_CAPABILITY=avx2``: ATen's AVX2 kernels, never its AVX-512 ones
-  (``torch.backends.cpu.get_cpu_capability()`` then says ``AVX2``); AVX2 is on
-  every x86-64 CPU since 2013 (Intel Haswell, AMD Excavator and Zen).
-- ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility on its
-  vendor-neutral branch. Intel documents the other branches (``AVX2``...) as
-  honoured on Intel CPUs only; elsewhere MKL silently falls back to its
-  automatic dispatch, which is why the earlier ``AVX2`` mode failed on AMD.
-  Measured with ``tools/fingerprint.py`` on an AMD EPYC (Zen 3), natively and
-  under ``qemu-x86_64 -cpu Haswell`` and ``-cpu EPYC``: every operation gives
-  the same bits on all three (matrix products, exp, log, sin, cos, tanh, erf,
-  rsqrt, softmax, LayerNorm, fused attention, backward passes, training),
-  except ``torch.sqrt``: ATen sends it to MKL's vector maths, whose result
-  differs between the hardware and the emulators on this branch too.
-- No ``torch.sqrt`` in anything stored or asserted exactly: the optimiser is
-  ``torch.optim.Adam(..., fused=True)`` (``utils.training.adam``), whose square
-  root is ATen's own; the course's LayerNorm multiplies by ``torch.rsqrt``.
-  ``tests/test_repo.py`` fails on an Adam that is not fused.
-- ``ONEDNN_MAX_CPU_ISA=AVX2`` (and the old name ``DNNL_MAX_CPU_ISA``): oneDNN's
-  JIT kernels (convolutions, some activations) capped at AVX2.
-- ``OPENBLAS_CORETYPE=Haswell``: NumPy's OpenBLAS on its AVX2 kernels.
-- ``NPY_DISABLE_CPU_FEATURES``: NumPy's own loops (``np.exp`` differed between
-  its x86-64-v3 and v4 versions) at x86-64-v3, never v4 (AVX-512).
-- ``GLIBC_TUNABLES`` hides AVX-512 from glibc's ifunc selection.
-- One thread everywhere (OpenMP, MKL, OpenBLAS): a parallel reduction's order
-  depends on the thread count.
+- ``ATEN_CPU_CAPABILITY=avx2``: ATen's AVX2 kernels, never its AVX-512 ones;
+  AVX2 is on every x86-64 CPU since 2013 (Intel Haswell, AMD Excavator, Zen).
+- ``MKL_CBWR=COMPATIBLE``: MKL's vendor-neutral reproducibility branch. Intel
+  honours its other branches (``AVX2``...) on Intel CPUs only; elsewhere MKL
+  falls back to its own dispatch, which is why an earlier ``AVX2`` mode
+  failed on AMD. Measured with ``tools/fingerprint.py`` on an AMD EPYC
+  (Zen 3), natively and under ``qemu-x86_64 -cpu Haswell`` and ``-cpu
+  EPYC``: every operation gives the same bits on all three but
+  ``torch.sqrt``, which MKL's vector maths computes differently even here.
+- So no ``torch.sqrt`` in anything stored or asserted exactly: Adam is fused
+  (``utils.training.adam``: ATen's own square root; ``tests/test_repo.py``
+  fails on one that is not), the course's LayerNorm uses ``torch.rsqrt``.
+- ``ONEDNN_MAX_CPU_ISA`` (and its old name ``DNNL_MAX_CPU_ISA``),
+  ``OPENBLAS_CORETYPE``, ``NPY_DISABLE_CPU_FEATURES`` (``np.exp`` differed
+  between NumPy's x86-64-v3 and v4 loops) and ``GLIBC_TUNABLES``: oneDNN's
+  JIT kernels, NumPy's OpenBLAS and own loops, glibc's ifuncs on AVX2.
+- One thread everywhere: a parallel reduction's order depends on the count.
 
-Cost: MKL's vendor-neutral branch costs little here, since the course's
-matrices are small; a chapter-8 training step took 42-47 ms in the old mode
-and 53 ms in this one on an AVX-512 EPYC (about 1.2x).
+What the mode costs, and how ``tests/test_numeric_mode.py`` proves it:
+README, "Proven on any machine". Where the exact comparison cannot hold
+(not Linux on x86-64 with AVX2), ``exact_comparison()`` says why, and
+``tools/numerics/claims_mode.py`` has ``make test`` run every notebook
+with every assert instead of comparing its outputs.
 
-``tests/test_numeric_mode.py`` proves what the mode buys: the fingerprint of
-every kind of operation the course relies on is the stored one natively, under
-qemu's Intel Haswell and under qemu's AMD EPYC, and differs between native code
-paths (so the check can fail).
-
-Where the exact comparison cannot hold (not Linux on x86-64 with AVX2: a Mac
-with Apple silicon, Windows, an ARM server), ``exact_comparison()`` says why,
-and ``tools/numerics/claims_mode.py`` has ``make test`` say so in one line and
-run every notebook with every assert instead of comparing its outputs.
-
-``ROBUST`` is the opposite: every library on its native path, every core, and
-another seed (``COURSE_SEED``, read by ``proof.setup``). ``make robust``
-executes every chapter in it and fails on any error: the asserts must hold on a
-learner's machine, not only in ``PORTABLE``.
-
-    python -m tools.numerics.numeric_mode portable -- CMD ARGS...
-        (runs CMD in that mode)
+``ROBUST`` is the opposite: every library on its native path, every core,
+and another seed (``COURSE_SEED``, read by ``proof.setup``), for ``make
+robust``: the asserts must hold on a learner's machine too.
 """
 
 from __future__ import annotations
@@ -88,12 +68,9 @@ MODES = {"portable": PORTABLE, "robust": ROBUST}
 def environment(
     mode: str, base: dict[str, str] | None = None
 ) -> dict[str, str]:
-    """``base`` (default: this process's environment) switched to ``mode``.
-
-    Every variable of ``PORTABLE`` is removed first, so ``robust`` really is
-    native even when called from a shell (or a test run) that is in the
-    portable mode.
-    """
+    """``base`` (default: this process's environment) switched to ``mode``,
+    every variable of ``PORTABLE`` removed first: ``robust`` is native even
+    when called from a shell (or a test run) in the portable mode."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
     env = dict(os.environ if base is None else base)
@@ -106,13 +83,9 @@ def environment(
 
 
 def apply(mode: str = "portable") -> None:
-    """Switch this process (and every kernel it starts) to ``mode``.
-
-    Call it before torch is imported: ATen, MKL and OpenMP read their variables
-    once. glibc reads ``GLIBC_TUNABLES`` only when a process starts, so it
-    takes effect in the kernels this process launches, which is where the
-    notebooks run.
-    """
+    """Switch this process (and every kernel it starts) to ``mode``, before
+    torch is imported: ATen, MKL and OpenMP read their variables once, glibc
+    only when a process starts (in the kernels, where the notebooks run)."""
     if "torch" in sys.modules and mode == "portable":
         import torch
 
@@ -128,12 +101,9 @@ def apply(mode: str = "portable") -> None:
 
 def exact_comparison() -> str | None:
     """``None`` where the portable mode reproduces the stored outputs bit for
-    bit (Linux on x86-64 with AVX2 and FMA); otherwise why not, in a few
-    words.
-
-    ``COURSE_PLATFORM`` ("System/machine", e.g. ``Darwin/arm64``) stands in
-    for this machine's platform: the tests fake another one with it.
-    """
+    bit (Linux on x86-64 with AVX2 and FMA), else why not, in a few words;
+    ``COURSE_PLATFORM`` ("System/machine", e.g. ``Darwin/arm64``) fakes
+    another platform for the tests."""
     faked = os.environ.get("COURSE_PLATFORM")
     if faked is not None:
         system, _, machine = faked.partition("/")
@@ -164,29 +134,19 @@ def stamp() -> dict[str, str | int]:
     return {"mode": "portable" if portable else "other", **numeric_stamp()}
 
 
-def running_module(fallback: str | None = None) -> str:
-    """The module this process runs (``python -m`` its name: a script that
-    moves restarts as itself); ``fallback`` where it was not started so."""
+def running_module() -> str:
+    """The module this process runs (``python -m`` its name): a launcher
+    restarts it by that name."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    name = spec.name if spec is not None else fallback
-    if not name:
+    if spec is None:
         raise RuntimeError("not started as python -m MODULE")
-    return name
+    return spec.name
 
 
-def reexec_in(mode: str, module: str | None = None) -> None:
-    """Start this module (``running_module(module)``) again in ``mode``
-    unless this process already runs in it: glibc reads its tunables only
-    when a process starts, so a script that must compute in the mode (a
-    stored sweep) restarts itself."""
-    wanted = MODES[mode]
-    if any(os.environ.get(k) != v for k, v in wanted.items()):
-        argv = [sys.executable, "-m", running_module(module), *sys.argv[1:]]
+def reexec_in(mode: str, module: str) -> None:
+    """Start ``python -m module`` again in ``mode`` unless this process
+    already runs in it: glibc reads its tunables only when a process
+    starts, so a script that must compute in the mode restarts itself."""
+    if any(os.environ.get(k) != v for k, v in MODES[mode].items()):
+        argv = [sys.executable, "-m", module, *sys.argv[1:]]
         os.execvpe(sys.executable, argv, environment(mode))
-
-
-if __name__ == "__main__":
-    args = sys.argv[1:]
-    if len(args) < 3 or args[0] not in MODES or args[1] != "--":
-        raise SystemExit(__doc__)
-    os.execvpe(args[2], args[2:], environment(args[0]))

@@ -4,13 +4,11 @@ checked bit for bit on another vendor's processor, cell by cell.
     python -m tools.numerics.qemu_nbval Haswell book/05_masked_loss.ipynb
     python -m tools.numerics.qemu_nbval EPYC book/07_assembling.ipynb ...
 
-The kernel runs under ``qemu-x86_64 -cpu CPU`` (qemu-user: the same Python,
-torch and MKL, shown an Intel Haswell or an AMD EPYC), in the portable
-numeric mode; nbval compares every output as ``make test`` does. Emulation is
-10-20 times slower than the hardware, so this is run by hand on the chapters
-that train (the closing notes report it), while ``make test`` checks the
-fingerprint of every operation under both CPUs
-(``tests/test_numeric_mode.py``).
+The kernel runs under ``qemu-x86_64 -cpu CPU`` (the same Python, torch and
+MKL, shown an Intel Haswell or an AMD EPYC) in the portable numeric mode.
+Emulation is 10-20 times slower than the hardware, so this runs by hand on
+the chapters that train; ``make test`` checks the fingerprint of every
+operation under both CPUs (``tests/test_numeric_mode.py``).
 """
 
 from __future__ import annotations

@@ -4,16 +4,13 @@ error.
     python -m tools.numerics.robust [book/08_training_pronouncer.ipynb ...]
 
 Each notebook of _toc.yml (or each one named) runs top to bottom in a fresh
-kernel with every library on its native code path, every core, and another
-seed (tools/numerics/numeric_mode.py, ``ROBUST``). Outputs are expected to
-differ from the stored ones and are not compared, and nothing is written back;
-a cell that raises (a failed assert above all) fails the run. That is the proof
-that a learner on another machine does not stop at an AssertionError.
-
-A last cell, added here and never stored, checks that the chapter left the
-session as it found it (thread count, gradient mode, default dtype): a chapter
-that changes them must give them back. The chapters run in _build/robust/, so
-whatever they write lands there, never beside the notebooks.
+kernel with every library on its native code path, every core and another
+seed (``numeric_mode.ROBUST``), from a scratch copy of book/ in
+_build/robust/. Outputs are not compared and nothing is written back; a
+cell that raises (a failed assert above all) fails the run: the proof that a
+learner on another machine does not stop at an AssertionError. A last cell,
+added here, checks that the chapter left the session's thread count,
+gradient mode and default dtype as it found them.
 """
 
 from __future__ import annotations

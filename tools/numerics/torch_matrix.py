@@ -4,27 +4,20 @@ as Colab runs it, on a given PyTorch (default: the newest release).
     python -m tools.numerics.torch_matrix [--torch 2.11.0|newest] [--venv DIR]
                                  [--report FILE.json] [NOTEBOOK ...]
 
-1. **A venv of its own** (``DIR``, default ``.venv-torch/<torch>``): that
-   torch, the CPU build from ``TORCH_INDEX_URL`` (default PyTorch's CPU
-   index; set it empty to take the default index, which for Linux is a CUDA
-   build that also runs on the CPU), then every other pin of
-   ``requirements.txt``. Made once; a stamp records what it holds. pip's own
-   settings apply (on a machine whose pip caps torch through a constraints
-   file, lift it for this venv with ``PIP_CONSTRAINT=/dev/null``).
-2. **Every notebook alone** (``book/`` and ``zh/book/`` chapters of
-   ``_toc.yml``, or those named), run by the venv's Python: the working tree
-   is committed to a scratch git repository that ``COURSE_REPO_URL`` points
-   at; each notebook is copied into an empty folder and run top to bottom in
-   a fresh kernel of the venv, so its setup cell clones the course, as in
-   Colab. No numeric-mode variable, no ``COURSE_SEED``, no ``PYTHONPATH``:
-   the claims mode, every assert runs, no output is compared. A cell added
-   at the end checks that the kernel ran this torch and the clone's
-   ``utils``.
+1. **A venv of its own** (``make_venv``, default ``.venv-torch/<torch>``):
+   that torch, the CPU build from ``TORCH_INDEX_URL`` (default PyTorch's CPU
+   index; empty: pip's default index), then every other pin of
+   ``requirements.txt``. Made once; a stamp records what it holds.
+2. **Every notebook alone** (the chapters of ``_toc.yml`` in ``book/`` and
+   ``zh/book/``, or those named), in a fresh kernel of that venv, copied
+   into an empty folder, so its setup cell clones the course (from a
+   snapshot of the working tree, ``COURSE_REPO_URL``) as in Colab. No
+   numeric mode, no ``COURSE_SEED``, no ``PYTHONPATH`` (``CLEARED``): every
+   assert runs, no output is compared; a last cell checks that the kernel
+   ran this torch and the clone's ``utils``.
 
-A notebook fails on an error (a failed assert above all) or on a **new
-warning**: a ``...Warning: message`` line in a cell's output that the stored
-notebook's same cell does not show. The run prints each notebook's time and
-exits 1 when any failed.
+A notebook fails on an error or on a **new warning**: one a cell's output
+shows that the stored notebook's same cell does not (``new_warnings``).
 """
 
 from __future__ import annotations
@@ -60,8 +53,6 @@ print(pathlib.Path(utils.__file__).resolve())"""
 
 
 # ---------------------------------------------------------------- the venv
-
-
 def other_pins() -> list[str]:
     """``requirements.txt`` without its torch pin."""
     lines = (ROOT / "requirements.txt").read_text().splitlines()
@@ -101,10 +92,7 @@ def make_venv(venv: pathlib.Path, version: str) -> pathlib.Path:
     start = time.perf_counter()
     where = ["--index-url", index] if index else []
     subprocess.run([*pip, *where, torch_requirement(version)], check=True)
-    with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
-        f.write("\n".join(pins) + "\n")
-        f.flush()
-        subprocess.run([*pip, "-r", f.name], check=True)
+    subprocess.run([*pip, *pins], check=True)
     stamp.write_text(stamp_text)
     took = time.perf_counter() - start
     print(f"{venv}: installed in {took:.0f} s", flush=True)
@@ -112,8 +100,6 @@ def make_venv(venv: pathlib.Path, version: str) -> pathlib.Path:
 
 
 # ----------------------------------------------------------------- the run
-
-
 def warnings_in(cell) -> set[str]:
     """The warnings a code cell's outputs show, as ``Kind: text``."""
     found = set()
@@ -231,13 +217,8 @@ def run_all(named: list[str], report: str | None, timeout: int) -> int:
             print(f"{rel}: {took:.1f} s {verdict}", flush=True)
             for problem in problems:
                 print(f"  {problem}", flush=True)
-            results.append(
-                {
-                    "notebook": rel,
-                    "seconds": round(took, 1),
-                    "problems": problems,
-                }
-            )
+            row = {"notebook": rel, "seconds": round(took, 1)}
+            results.append({**row, "problems": problems})
     failed = [r for r in results if r["problems"]]
     print(
         f"torch {torch.__version__}: {len(results)} notebooks in "

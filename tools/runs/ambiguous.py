@@ -1,43 +1,30 @@
 """Chapter 9's experiment: the ambiguous translation task, trained and
-measured.
+measured (``tools/runs/sweep_ch09.py`` runs it on five seeds).
 
 Every training target is drawn from a number's everyday and financial
-writings (``tools.runs.numbers_task.mixed_targets``), so an input has two right
-answers. ``train`` is chapter 8's run (``utils.pronouncer``: the same
-recipe, seeding and batches, with ``utils.training.train``) plus what
-chapter 9 needs: a one-pass decoder
-(every position at once, from BOS queries), a learning curve of valid outputs
-and the weights after ``EARLY_STEPS`` steps. The rest scores outputs against
-every valid writing: valid rate, search vs model errors, beam, sampling.
-``tools/runs/sweep_ch09.py`` runs it on five seeds.
+writings (``tools.runs.numbers_task.mixed_targets``), so an input has two
+right answers. ``train`` is chapter 8's run plus what chapter 9 needs; the
+rest scores outputs against every valid writing.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 
 import torch
 
 from tools.runs import numbers_task as nm
-from tools.runs.numbers_task import balance_by_size, make_splits, source_vocab
 from utils.batches import Vocab, encode_batch, group_pairs
-from utils.decoding import (
-    beam_search,
-    greedy_decode,
-    sample_decode,
-    sequence_log_prob,
-)
+from utils.decoding import beam_search, greedy_decode
+from utils.decoding import sample_decode, sequence_log_prob
 from utils.layers import evaluating
 from utils.loss import masked_cross_entropy
 from utils.pronouncer import PronouncerConfig, build_pronouncer
 from utils import training
-from utils.training import (
-    noam_scheduler,
-    paper_adam,
-    teacher_forced_loss,
-    threads,
-)
+from utils.training import noam_scheduler, paper_adam
+from utils.training import teacher_forced_loss, threads
 
 STEPS = 500  # both decoders, the same recipe and the same steps
 EARLY_STEPS = 150  # the checkpoint kept as the "early" model
@@ -56,15 +43,18 @@ RECIPE = PronouncerConfig(steps=STEPS)
 # size at least this share of them
 MIN_SIZE_SHARE = 0.1
 
-VOCAB_SRC, VOCAB_TGT = source_vocab(), Vocab(nm.AMBIGUOUS_CHARS)
+VOCAB_SRC, VOCAB_TGT = nm.source_vocab(), Vocab(nm.AMBIGUOUS_CHARS)
 BOS, EOS, PAD = VOCAB_TGT.bos_id, VOCAB_TGT.eos_id, VOCAB_TGT.pad_id
+TEACHER_FORCED_LOSS = functools.partial(
+    teacher_forced_loss, label_smoothing=RECIPE.label_smoothing, pad_id=PAD
+)
 
 
 def task(seed: int) -> dict:
     """Chapter 8's splits with mixed training targets; the evaluation
     splits keep the number (``(words, n)``), scored against every valid
     writing."""
-    splits = make_splits(seed)
+    splits = nm.make_splits(seed)
 
     def numbered(pairs):
         return [(w, nm.read_numeral(t)) for w, t in pairs]
@@ -78,7 +68,7 @@ def task(seed: int) -> dict:
 
 def mixed_test(seed: int) -> list:
     """The whole test split with mixed targets (for perplexity)."""
-    return nm.mixed_targets(make_splits(seed)["test"], seed + 1)
+    return nm.mixed_targets(nm.make_splits(seed)["test"], seed + 1)
 
 
 def sources(numbered) -> torch.Tensor:
@@ -109,13 +99,12 @@ def valid_rate(outputs, numbered) -> float:
 
 
 def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
-    """Chapter 8's recipe (Adam with the Noam schedule, label smoothing
-    0.1, dropout 0.1) on the mixed targets, with ``utils.training.train``
-    (the seeding and batches of ``utils.pronouncer.train_pronouncer``),
-    plus what it does not offer: the one-pass decoder, a valid-rate curve
-    and the weights at ``EARLY_STEPS``. Returns ``(model, curve, early)``:
-    ``curve`` lists (step, share of validation numbers decoded validly),
-    ``early`` the weights after ``EARLY_STEPS`` steps."""
+    """Chapter 8's recipe and run (the seeding and batches of
+    ``utils.pronouncer.train_pronouncer``) on the mixed targets, plus what
+    it does not offer: the one-pass decoder (every position at once, from
+    BOS queries), a learning curve and the weights at ``EARLY_STEPS`` ->
+    ``(model, [(step, share of validation numbers decoded validly)],
+    early weights)``."""
     data = task(seed) if data is None else data
     valid_src = sources(data["valid"])
     decode = one_pass_decode if one_pass else greedy
@@ -133,19 +122,15 @@ def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
         torch.manual_seed(seed)
         model = build_pronouncer(RECIPE, VOCAB_SRC, VOCAB_TGT)
         opt = paper_adam(model.parameters())
+        cfg = RECIPE
         sched = noam_scheduler(
-            opt,
-            RECIPE.d_model,
-            RECIPE.warmup_steps,
-            RECIPE.factor,
-            RECIPE.warmup,
+            opt, cfg.d_model, cfg.warmup_steps, cfg.factor, cfg.warmup
         )
-        loss_fn = one_pass_loss if one_pass else teacher_forced_loss_ls
         training.train(
             model,
             opt,
             batches(data["train"], seed),
-            loss_fn,
+            one_pass_loss if one_pass else TEACHER_FORCED_LOSS,
             steps,
             scheduler=sched,
             hooks=[measure],
@@ -158,7 +143,7 @@ def train(seed: int, one_pass: bool = False, steps: int = STEPS, data=None):
 def batches(pairs, seed: int):
     """Chapter 8's batches of ``pairs`` balanced by size, epoch after epoch,
     each reshuffled."""
-    pairs = balance_by_size(pairs, MIN_SIZE_SHARE)
+    pairs = nm.balance_by_size(pairs, MIN_SIZE_SHARE)
     for epoch in itertools.count():
         seed_e = seed * 1000 + epoch
         for group in group_pairs(pairs, RECIPE.batch_size, seed_e):
@@ -174,11 +159,6 @@ def one_pass_loss(model, batch):
     return masked_cross_entropy(
         logits, target, target != PAD, RECIPE.label_smoothing
     )
-
-
-def teacher_forced_loss_ls(model, batch):
-    """``teacher_forced_loss`` with the recipe's label smoothing."""
-    return teacher_forced_loss(model, batch, RECIPE.label_smoothing, PAD)
 
 
 def references(numbered):

@@ -2,38 +2,27 @@
 
     python -m tools.runs.ch11_baselines      (about two minutes of one core)
 
-Writes ``book/data/ch11_baselines.json``: the data's fingerprint
-(``utils.shakespeare.fingerprint``), then, in bits per character of the
-validation and test works (``utils.ngram``):
+Writes ``book/data/ch11_baselines.json``: the data's fingerprint, then
+bits per character of the validation and test works for
 
-* ``char_kn``: a character (byte) n-gram with interpolated Kneser-Ney, for
-  each order 1 to 7, with its discounts;
-* ``char_mkn``: the same with modified Kneser-Ney (three discounts per
-  order, ``utils.kneser_ney``), orders 1 to 9 (the most its codes hold),
-  each with its discounts ``[D1, D2, D3+]`` per order; the best on
-  validation named;
-* ``bpe_mkn``: modified Kneser-Ney over the BPE tokens of vocabulary 1024,
-  orders 1 to 6 (the most its codes hold), in bits per *character* of the
-  held-out text (an upper bound: ``utils.ngram.token_bits``);
-* ``ppmd``: PPMd variant H (``utils.ppmd``: 7-Zip's, from ``pyppmd``) at
-  orders 3 to 64, each held-out play alone after the training works (the
-  prime) and without them; a split is its plays' bits over their
-  characters (the n-grams score the two plays joined: 2 characters more).
-  The order is chosen on validation; the memory is shown never to fill
-  (the same bytes at 256 MiB), and one play is decoded back;
-* ``word_bigram``: the Kneser-Ney word bigram that spells its unknown words
-  (vocabulary: tokens seen twice or more; spelling: a byte 5-gram), and a
-  small grid over those two settings, on validation only;
-* ``bpe``: byte-level BPE (``utils.bpe``) trained on the training works for
-  vocabulary sizes 256 (bytes alone) to 4096: tokens and bytes per token of
-  the validation and test works;
-* ``bpe_vs_hf``: the merges compared with Hugging Face ``tokenizers``
-  (tests/test_bpe.py checks the same claims).
+* ``char_kn`` and ``char_mkn``: character (byte) n-grams with interpolated
+  Kneser-Ney, plain (orders 1-7) and modified (``utils.kneser_ney``, orders
+  1-9, the most its codes hold), with their discounts;
+* ``bpe_mkn``: modified Kneser-Ney over BPE tokens (vocabulary 1024), in
+  bits per *character* (an upper bound: ``utils.ngram.token_bits``);
+* ``ppmd``: PPMd variant H (``utils.ppmd``) at each of ``PPMD_ORDERS``,
+  each held-out play alone after the training works (the prime) and
+  without them, with the checks that its memory never fills and that a
+  play decodes back (``ppmd_checks``);
+* ``word_bigram``: the Kneser-Ney word bigram that spells its unknown words,
+  and a small grid over its two settings, on validation only;
 
-Nothing here is random, and nothing uses torch; the script still runs in
-the portable numeric mode and records it, as every stored result does
-(``tests/test_repo.py``). ``tests/test_ngram.py`` and ``tests/test_bpe.py``
-recompute rows and check them against the stored numbers.
+and ``bpe``, byte-level BPE (``utils.bpe``) at vocabularies 256 to 4096
+(tokens and bytes per token of the held-out works), and ``bpe_vs_hf``, its
+merges against Hugging Face ``tokenizers``. The best order of a table is
+chosen on validation. Nothing here is random, and nothing uses torch.
+``tests/test_ngram.py``, ``test_ppmd.py`` and ``test_bpe.py`` recompute
+rows and check them against the stored numbers.
 """
 
 from __future__ import annotations
@@ -46,12 +35,9 @@ from collections import Counter
 
 import numpy as np
 
-from tools.numerics import numeric_mode
-
-if __name__ == "__main__":  # before torch is imported (utils imports it)
-    numeric_mode.reexec_in("portable", "tools.runs.ch11_baselines")
-
 from tools import ROOT
+from tools.numerics import numeric_mode
+from tools.runs import r5, write_json
 from utils import bpe, ngram, ppmd
 from utils import shakespeare as sh
 from utils.gpt2 import byte_chars
@@ -128,30 +114,37 @@ def merges_in_hf_byte_order(
     return [(table[a], table[b]) for a, b in merges]
 
 
-def r(x: float) -> float:
-    return round(float(x), 5)
-
-
-def char_rows(texts: dict[str, str], modified: bool = False) -> list[dict]:
-    """Per order, the held-out bits of the character n-gram and its
-    discounts (``modified``: modified Kneser-Ney, all three per order)."""
+def order_rows(orders, fit, bits) -> list[dict]:
+    """Per order, the held-out bits of the model ``fit(order)``
+    (``bits(model, split)``) and its discounts per level."""
     rows = []
-    for order in MKN_ORDERS if modified else ORDERS:
-        model = ngram.char_model(texts["train"], order, modified=modified)
+    for order in orders:
+        model = fit(order)
         row = {"order": order}
-        row.update({s: r(ngram.text_bits(model, texts[s])) for s in HELD_OUT})
-        d = discounts(model)
-        row["discounts"] = d if modified else [lv[0] for lv in d]
+        row.update({s: r5(bits(model, s)) for s in HELD_OUT})
+        row["discounts"] = [
+            [round(d, 4) for d in lv.discounts] for lv in model.levels
+        ]
         rows.append(row)
     return rows
 
 
-def discounts(model) -> list[list[float]]:
-    return [[round(d, 4) for d in lv.discounts] for lv in model.levels]
-
-
 def best_on_valid(rows: list[dict]) -> int:
     return min(rows, key=lambda row: row["valid"])["order"]
+
+
+def char_rows(texts: dict[str, str], modified: bool = False) -> list[dict]:
+    """The character n-grams (``modified``: modified Kneser-Ney, all three
+    discounts of each order; else the one of each)."""
+    rows = order_rows(
+        MKN_ORDERS if modified else ORDERS,
+        lambda n: ngram.char_model(texts["train"], n, modified=modified),
+        lambda model, s: ngram.text_bits(model, texts[s]),
+    )
+    if not modified:  # one discount per order
+        for row in rows:
+            row["discounts"] = [lv[0] for lv in row["discounts"]]
+    return rows
 
 
 def char_mkn_rows(texts: dict[str, str]) -> dict:
@@ -167,16 +160,17 @@ def merges(vocab_size: int) -> dict:
 def bpe_mkn_rows(texts: dict[str, str]) -> dict:
     size = BPE_MKN["vocab_size"]
     ids = {s: np.array(bpe.encode(texts[s], merges(size))) for s in texts}
-    out = {"vocab_size": size, "tokens": {s: len(ids[s]) for s in ids}}
-    rows = []
-    for order in BPE_MKN["orders"]:
-        model = ngram.KneserNey(ids["train"], order, size, modified=True)
-        row = {"order": order}
-        for s in HELD_OUT:
-            row[s] = r(ngram.token_bits(model, ids[s], texts[s]))
-        row["discounts"] = discounts(model)
-        rows.append(row)
-    return {**out, "rows": rows, "best_on_valid": best_on_valid(rows)}
+    rows = order_rows(
+        BPE_MKN["orders"],
+        lambda n: ngram.KneserNey(ids["train"], n, size, modified=True),
+        lambda model, s: ngram.token_bits(model, ids[s], texts[s]),
+    )
+    return {
+        "vocab_size": size,
+        "tokens": {s: len(ids[s]) for s in ids},
+        "rows": rows,
+        "best_on_valid": best_on_valid(rows),
+    }
 
 
 def held_out_plays() -> dict[str, dict[str, str]]:
@@ -195,8 +189,8 @@ def ppmd_row(prime: str, plays: dict, order: int) -> dict:
     row = {"order": order}
     for s in HELD_OUT:
         chars = sum(len(t) for t in plays[s].values())
-        row[s] = r(sum(primed[n] for n in plays[s]) / chars)
-        row[f"{s}_unprimed"] = r(sum(alone[n] for n in plays[s]) / chars)
+        row[s] = r5(sum(primed[n] for n in plays[s]) / chars)
+        row[f"{s}_unprimed"] = r5(sum(alone[n] for n in plays[s]) / chars)
     row["bits"] = {
         n: {"primed": primed[n], "unprimed": alone[n]} for n in names
     }
@@ -249,7 +243,7 @@ def word_rows(texts: dict[str, str]) -> dict:
     out = {**WORD, "vocab": len(model.words)}
     for s in HELD_OUT:
         bits = model.bits(texts[s])
-        bits["bits_per_char"] = r(bits["bits_per_char"])
+        bits["bits_per_char"] = r5(bits["bits_per_char"])
         bits["bits"] = round(bits["bits"], 1)
         bits["spelling_bits"] = round(bits["spelling_bits"], 1)
         out[s] = bits
@@ -257,7 +251,7 @@ def word_rows(texts: dict[str, str]) -> dict:
     for m, o in GRID:
         bits = ngram.WordBigram(texts["train"], m, o).bits(texts["valid"])
         row = {"min_count": m, "spell_order": o}
-        out["grid_valid"].append({**row, "valid": r(bits["bits_per_char"])})
+        out["grid_valid"].append({**row, "valid": r5(bits["bits_per_char"])})
     return out
 
 
@@ -270,7 +264,7 @@ def bpe_rows(texts: dict[str, str]) -> list[dict]:
             ids = bpe.encode(texts[s], table)
             assert bpe.decode(ids, table) == texts[s]
             row[f"{s}_tokens"] = len(ids)
-            row[f"{s}_bytes_per_token"] = r(len(texts[s].encode()) / len(ids))
+            row[f"{s}_bytes_per_token"] = r5(len(texts[s].encode()) / len(ids))
         rows.append(row)
     return rows
 
@@ -313,7 +307,7 @@ def main() -> None:
     for key, make in tables:
         out[key] = make(texts)
         print(key, f"{time.perf_counter() - start:.1f} s")
-    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    write_json(OUT, out)
     print(f"wrote {OUT} in {time.perf_counter() - start:.1f} s")
 
 

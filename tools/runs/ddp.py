@@ -1,23 +1,18 @@
 """The course's one launcher for stored runs on both cores.
 
-A script that trains a stored run calls, after ``numeric_mode.reexec_in``::
-
     with ddp.processes(args.procs) as world:
         ...  # train with world (utils.parallel.World)
 
 With ``procs`` 1 (or already inside a worker) the block runs here. With
 ``procs`` 2 this process starts ``torchrun --standalone --nproc_per_node=2
--m MODULE`` (the module it runs, ``numeric_mode.running_module``) with the
-same arguments and exits with its status; each worker then enters the block
-with its ``World``, computes on one thread, and the gloo process group is
-open inside the block. The workers inherit the numeric mode (the
-environment) of the process that started them.
+-m MODULE`` (the module it runs) with the same arguments, in the same
+numeric mode, and exits with its status; each worker then enters the block
+with its ``World``, on one thread, the gloo process group open.
+``utils.parallel`` says why two processes compute the same bits as one.
 
-``utils.parallel`` says why two processes compute the same bits as one
-that computes both parts in turn. ``python -m tools.runs.ddp --procs N --out
-F`` trains a tiny pronouncer (``train_pronouncer(world=...)``) and writes
-its losses and a hash of its weights; ``tests/test_ddp.py`` compares one
-process, two, and runs stopped in one and resumed in the other.
+``python -m tools.runs.ddp --procs N --out F`` trains a tiny pronouncer and
+writes its losses and a hash of its weights: ``tests/test_ddp.py`` compares
+one process, two, and runs stopped in one and resumed in the other.
 """
 
 from __future__ import annotations
@@ -29,7 +24,7 @@ import sys
 
 
 @contextlib.contextmanager
-def processes(procs: int, module: str | None = None):
+def processes(procs: int):
     """This process's ``World`` inside the block (see the module's text)."""
     import torch
 
@@ -40,7 +35,7 @@ def processes(procs: int, module: str | None = None):
         raise ValueError(f"procs must be >= 1, got {procs}")
     if procs > 1 and "RANK" not in os.environ:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-        cmd += [f"--nproc_per_node={procs}", "-m", running_module(module)]
+        cmd += [f"--nproc_per_node={procs}", "-m", running_module()]
         cmd += sys.argv[1:]
         raise SystemExit(subprocess.call(cmd))
     world = World.from_env()

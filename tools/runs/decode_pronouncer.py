@@ -4,20 +4,15 @@ of 4 with the stored pronouncer, and mixes of two right answers.
     python -m tools.runs.decode_pronouncer                 # writes the JSON
     python -m tools.runs.decode_pronouncer --number-seeds  # no number task
 
-It restarts itself in the portable numeric mode and runs on one thread,
-deterministically. The test words of ``split_words()`` are decoded in
-blocks of ``BLOCK`` in their stored order (greedy with
-``utils.pronunciation.pronounce``, the beam with ``pronounce_beam``), so
-the chapter, decoding the first block the same way, must find the same
-per-word outcomes (``outcome_codes``) exactly. It stores, small, in
-``book/data/pronouncer_decoding.json``: the error rates, the words the beam
-fixes and breaks with McNemar's paired test, search and model errors on
-the ambiguous words (two or more pronunciations) and on the rest, the
-splices (``utils.splices``) of both decoders, one code per test word, and
-the split's fingerprint and the model's SHA-256, which
-``tests/test_decode_pronouncer.py`` compares with today's files. Then the
-splice test on the chapter's number task (``tools.runs.ambiguous``): the
-autoregressive and the one-pass decoder retrained on each seed.
+The test words are decoded in blocks of ``BLOCK`` in their stored order,
+as the chapter decodes its first block, which must find the same per-word
+outcomes (``outcome_codes``) exactly. ``book/data/pronouncer_decoding.json``
+holds, small: the error rates, the words the beam fixes and breaks with
+McNemar's paired test, search and model errors on the ambiguous words and
+on the rest, the splices (``utils.splices``) of both decoders, one code per
+test word, the split's fingerprint and the model's SHA-256
+(``tests/test_decode_pronouncer.py`` compares them with today's files);
+then the splice test on chapter 9's number task (``number_task``).
 """
 
 from __future__ import annotations
@@ -27,10 +22,9 @@ import hashlib
 import json
 import time
 
-from tools.numerics import numeric_mode
-
 from tools import ROOT
-from tools.runs import pronouncer_split
+from tools.numerics import numeric_mode
+from tools.runs import pronouncer_split, write_json
 from utils import pronunciation as pr
 from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer
 from utils.splices import best_reference_scores, splice
@@ -185,12 +179,10 @@ def main(argv=None) -> None:
     test = pr.split_words()["test"]
     words, refs = [w for w, _ in test], references(test)
     codes, greedy, beam, seconds = decode_blocks(model, words, refs)
-    fixes = sum(
-        has(c, "beam_right") and not has(c, "greedy_right") for c in codes
-    )
-    breaks = sum(
-        has(c, "greedy_right") and not has(c, "beam_right") for c in codes
-    )
+    groups = summary(codes, refs)
+    everything = groups["all"]
+    fixes = everything["beam_fixes_search"] + everything["beam_fixes_model"]
+    breaks = everything["beam_breaks"]
     # the words where greedy splices two readings and the beam returns one
     spliced_fixed = [
         words[i]
@@ -218,14 +210,14 @@ def main(argv=None) -> None:
         "breaks": breaks,
         "mcnemar": mcnemar(fixes, breaks),
         "cpu_seconds": {k: round(v, 1) for k, v in seconds.items()},
-        "groups": summary(codes, refs),
+        "groups": groups,
         "spliced_fixed": spliced_fixed,
         "codes": codes,
         "number_task": [],
     }
-    OUT.write_text(json.dumps(data, indent=1) + "\n")  # in case of a crash
+    write_json(OUT, data)  # in case of a crash
     data["number_task"] = number_task(args.number_seeds)
-    OUT.write_text(json.dumps(data, indent=1) + "\n")
+    write_json(OUT, data)
     print("wrote", OUT)
     print(json.dumps({k: v for k, v in data.items() if k != "codes"})[:3000])
 

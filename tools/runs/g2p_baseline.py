@@ -3,27 +3,16 @@
     python -m tools.runs.g2p_baseline    (make baseline; minutes, one core)
 
 Phonetisaurus (Novak, Minematsu & Hirose) is the joint-sequence n-gram
-grapheme-to-phoneme tool that speech toolkits use: it aligns letters with
-phonemes by EM (up to two of each per chunk), trains an n-gram model over
-the aligned letter-phoneme pairs, and decodes a word with that model as a
-weighted finite-state transducer. No one here wrote it: the ``phonetisaurus``
-package on PyPI ships its binaries, and this script only calls the package's
-own ``train`` and ``predict`` with their defaults.
-
-It trains on every pronunciation of the course's training words
-(``utils.pronunciation.split_words(2000, 12000, 0)["train"]``), stress
-removed as the course scores it (39 phonemes), predicts one pronunciation
-for each validation and test word, and scores them with the course's own
-multi-reference ``word_error_rate`` and ``phoneme_error_rate``. A word the
-tool gives no pronunciation counts as wrong, every phoneme missing.
-
-Writes ``book/data/g2p_baseline.json``: the tool and its version, its
-settings, the training and prediction seconds, WER and PER on the
-validation and test words, which of those words it gets wrong (one
-character per word), a few test predictions, and the split's
-fingerprint (``tools.runs.pronouncer_split.fingerprint``), which
-``tests/test_g2p_baseline.py`` compares with today's split. Chapter 8 shows
-it beside the pronouncer.
+grapheme-to-phoneme tool that speech toolkits use: letters aligned with
+phonemes by EM, an n-gram model over the aligned pairs, decoded as a
+weighted finite-state transducer. The ``phonetisaurus`` package on PyPI
+ships its binaries; this script calls its ``train`` and ``predict`` with
+their defaults, on every pronunciation of the course's training words,
+stress removed as the course scores it, and scores one pronunciation per
+validation and test word with the course's multi-reference WER and PER (a
+word without output is wrong). Writes ``book/data/g2p_baseline.json``,
+with the split's fingerprint, which ``tests/test_g2p_baseline.py``
+compares with today's split; chapter 8 shows it beside the pronouncer.
 """
 
 from __future__ import annotations
@@ -35,14 +24,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools.numerics import numeric_mode
-
 from tools import ROOT
+from tools.numerics import numeric_mode
+from tools.runs import write_json
 from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED, fingerprint
 from utils import pronunciation as pr
 
 OUT = ROOT / "book" / "data" / "g2p_baseline.json"
 N_EXAMPLES = 12  # test predictions stored, in the split's order
+# the settings read from each of the package's scripts
+SCRIPT_DEFAULTS = {
+    "phonetisaurus-train": "ngram_order seq1_max seq2_max seq1_del grow lm",
+    "phonetisaurus-apply": "beam thresh pmass",
+}
 
 
 def settings() -> dict:
@@ -53,15 +47,9 @@ def settings() -> dict:
 
     bins = Path(phonetisaurus.guess_environment()["PATH"].split(":")[0])
     found = {}
-    for script, keys in (
-        (
-            "phonetisaurus-train",
-            ("ngram_order", "seq1_max", "seq2_max", "seq1_del", "grow", "lm"),
-        ),
-        ("phonetisaurus-apply", ("beam", "thresh", "pmass")),
-    ):
+    for script, keys in SCRIPT_DEFAULTS.items():
         text = (bins / script).read_text()
-        for key in keys:
+        for key in keys.split():
             m = re.search(rf'kwargs\.get \("{key}", ([^)]+)\)', text)
             if m is None:
                 raise RuntimeError(f"no default for {key} in {script}")
@@ -80,9 +68,7 @@ def settings() -> dict:
         "lm": found["lm"] + " estimate-ngram (its default smoothing)",
         "decode": {
             "nbest": 1,
-            "beam": found["beam"],
-            "thresh": found["thresh"],
-            "pmass": found["pmass"],
+            **{k: found[k] for k in ("beam", "thresh", "pmass")},
         },
         "stress": False,
         "train_on": "every pronunciation of every training word",
@@ -172,7 +158,7 @@ def main() -> None:
         "split": fingerprint(),
         **train_and_score(lex, split),
     }
-    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    write_json(OUT, out)
     print(f"trained in {out['train']['seconds']:.0f} s; wrote {OUT}")
 
 

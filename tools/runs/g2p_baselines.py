@@ -4,36 +4,16 @@ course's split, and the one strongest on the validation words.
     python -m tools.runs.g2p_baselines     (make baseline; minutes, one core)
     python -m tools.runs.g2p_sequitur      (make sequitur; hours, resumable)
 
-``book/data/g2p_baselines.json`` holds one entry per tool and settings,
-each with the tool, its version, its exact settings, the split's
-fingerprint (``tools.runs.pronouncer_split.fingerprint``), the training and
-prediction seconds, WER and PER on the 2,000 validation and 12,000 test
-words (the course's multi-reference scores, stress removed) and which of
-those words it gets wrong (one character per word), as
-``book/data/g2p_baseline.json`` has them. ``baseline`` names the entry
-with the lowest validation WER: the test words choose nothing.
-
-The entries:
-
-- ``phonetisaurus-defaults``: ``tools/runs/g2p_baseline.py``'s run, copied from
-  ``book/data/g2p_baseline.json`` (chapter 8 quotes it): the package's
-  ``phonetisaurus.train`` with its defaults.
-- ``phonetisaurus-balacoon``: the settings of Balacoon's published
-  Phonetisaurus runs (``BALACOON``). Their ``fst_trainer.py`` trains the
-  pronunciation model with ``ngram_order=8`` (``--fst-order``'s default)
-  and ``seq2_del=True``, everything else ``phonetisaurus-train``'s
-  defaults (``seq1_max = seq2_max = 2``, no ``seq1_del``, no ``grow``):
-  the settings ``phonetisaurus.train`` uses (which accepts no settings:
-  it always runs ``phonetisaurus-train --seq2_del``). ``seq2_max=10`` is
-  only in its spelling model (order 3, letter names). What differs is the
-  training file: Balacoon writes it sorted by word ("order of words
-  influences result!"), ``phonetisaurus.train`` in the dictionary's order,
-  here the split's shuffled one.
-- ``phonetisaurus-balacoon-stress``: the same, trained on pronunciations
-  WITH CMUdict's stress digits, as Balacoon's CMUdict runs are (their
-  PRONALSYL run had none), stress removed from the output before scoring.
-- ``sequitur-N``: Sequitur G2P ramped up to order N
-  (``tools/runs/g2p_sequitur.py``).
+``book/data/g2p_baselines.json`` holds one entry per tool and settings, in
+the form of ``book/data/g2p_baseline.json``; ``baseline`` names the entry
+with the lowest validation WER (the test words choose nothing). The
+entries: ``phonetisaurus-defaults``, ``tools/runs/g2p_baseline.py``'s run
+(copied: chapter 8 quotes it); ``phonetisaurus-balacoon`` and
+``-balacoon-stress``, Balacoon's published settings (``BALACOON``: those of
+``phonetisaurus.train``, with the training file sorted by word, and with
+CMUdict's stress digits as in their CMUdict runs, removed before
+scoring); ``sequitur-N``, Sequitur G2P ramped up to order N
+(``tools/runs/g2p_sequitur.py``).
 """
 
 from __future__ import annotations
@@ -41,10 +21,9 @@ from __future__ import annotations
 import importlib.metadata
 import json
 
-from tools.numerics import numeric_mode
-
 from tools import ROOT
-from tools.runs import g2p_baseline
+from tools.numerics import numeric_mode
+from tools.runs import g2p_baseline, write_json
 from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED, fingerprint
 from utils import pronunciation as pr
 
@@ -98,7 +77,7 @@ def store(data: dict, name: str | None = None, entry=None) -> None:
         data["entries"][name] = entry
     data["numeric_mode"] = numeric_mode.stamp()
     data["baseline"] = best(data["entries"])
-    OUT.write_text(json.dumps(data, indent=1) + "\n")
+    write_json(OUT, data)
 
 
 def defaults_entry() -> dict:

@@ -4,34 +4,24 @@ n-gram order at a time, resumably.
     python -m tools.runs.g2p_sequitur --max-minutes 120    (make sequitur)
 
 Sequitur is the joint-sequence model's reference implementation
-(``sequitur-g2p`` on PyPI). Its documented recipe trains order 1 with
-``--devel 5%`` (5% of the training words held out to adjust the
-discounts and to stop EM), then each next order from the last one::
+(``sequitur-g2p`` on PyPI). Its documented recipe (``command``) trains
+order 1 with ``--devel 5%`` (5% of the training words held out to adjust
+the discounts and to stop EM), then each next order from the last one with
+``--ramp-up``; this script runs exactly that through the package's own
+``SequiturTool`` and its defaults, on every pronunciation of the training
+words, stress removed, as ``tools/runs/g2p_baseline.py`` trains
+Phonetisaurus. ``random`` and the hash seed are fixed before each order,
+so the held-out 5% is the same on every run.
 
-    g2p.py --train train.lex --devel 5% --write-model model-1
-    g2p.py --model model-1 --ramp-up --train train.lex --devel 5% \\
-        --write-model model-2    ...
-
-This script runs exactly that through the package's own ``SequiturTool``
-(its defaults otherwise: graphones of at most one letter and one phoneme,
-20 to 100 EM iterations), on every pronunciation of the training words,
-stress removed, as ``tools/runs/g2p_baseline.py`` trains Phonetisaurus.
-Python's ``random`` is seeded (``SEED``) and the hash seed fixed before each
-order, so the held-out 5% (drawn afresh each order, as the command line does)
-is the same on every run.
-
-Each order runs in a child process. A finished order keeps its model in
-``_build/baselines/sequitur/<split>/model-N.pickle`` and stores its row in
-``book/data/g2p_baselines.json`` (entry ``sequitur-N``,
-``tools/runs/g2p_baselines.py``): settings, training and prediction seconds
-(wall and CPU), valid and test WER/PER, which words it gets wrong. The next
-invocation continues with the next order. ``--max-minutes`` is a wall
-limit: no order starts after it, and an order still running then is
-stopped and simply redone next time. On a machine without the stored
-orders' models (a new clone), they are made again first, and must score
-every word as their rows say. It stops for good (recorded under
-``sequitur`` in the JSON) where the validation WER stops improving, or
-when the finished orders have used ``BUDGET_HOURS`` of one core.
+Each order runs in a child process: a finished order keeps its model in
+``_build/baselines/sequitur/`` and stores its row in
+``book/data/g2p_baselines.json`` (entry ``sequitur-N``); the next call
+continues with the next order. ``--max-minutes`` is a wall limit: no order
+starts after it, and one still running then is redone next time. Where the
+stored orders' models are missing (a new clone), they are made again first
+and must get the same words wrong as their rows. It stops for good where
+the validation WER stops improving, or when the finished orders have used
+``BUDGET_HOURS`` of one core.
 """
 
 from __future__ import annotations
@@ -46,7 +36,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
 
 from tools import ROOT
 from tools.runs import g2p_baselines
@@ -203,8 +192,9 @@ def train(order: int, again: bool = False) -> None:
         for part in ("valid", "test"):
             if out[part]["wrong"] != stored[part]["wrong"]:
                 raise SystemExit(f"order {order} made again differs ({part})")
-        return os.replace(options.newModelFile, model_path(order))
     os.replace(options.newModelFile, model_path(order))
+    if again:
+        return
     done = entries(data)
     out["train"]["seconds_all_orders"] = round(
         sum(e["train"]["seconds"] for e in done[: order - 1]) + train_wall, 1

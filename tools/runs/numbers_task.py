@@ -1,14 +1,11 @@
-"""The retired numbers task, for the maintenance scripts
-(``tools/runs/ambiguous.py``, ``tools/runs/sweep_ch09.py``): every number
-1..99,999 as a pair (British English words, Chinese numerals), split and
-balanced by size, plus chapter 9's second convention, the financial numerals
-(大写).
+"""The retired numbers task, for ``tools/runs/ambiguous.py`` and
+``sweep_ch09.py``: every number 1..99,999 as a pair (British English words,
+Chinese numerals), split and balanced by size, plus chapter 9's second
+convention, the financial numerals (大写).
 
     "twelve thousand three hundred and five" -> 一 万 二 千 三 百 零 五
                                              or 壹 万 贰 仟 叁 佰 零 伍
 
-The splits are disjoint: every number belongs to exactly one. Sources longer
-than ``max_train_words`` go to the out-of-distribution split ``"long"``.
 ``utils.numerals.read_numeral`` reads either writing back.
 """
 
@@ -39,10 +36,7 @@ _DIGITS_ZH = "零一二三四五六七八九"
 
 
 def _check_number(n) -> int:
-    check_int(n, "n", 1)
-    if n > MAX_NUMBER:
-        raise ValueError(f"n must be at most {MAX_NUMBER}, got {n}")
-    return int(n)
+    return check_at_most(check_int(n, "n", 1), "n", MAX_NUMBER)
 
 
 def _below_hundred(n: int) -> list[str]:
@@ -55,12 +49,9 @@ def _below_hundred(n: int) -> list[str]:
 
 
 def english_words(n: int) -> list[str]:
-    """British English words of ``n`` (1..99,999), one token per word.
-
-    ``english_words(12305)`` -> ``twelve thousand three hundred and five``.
-    "and" comes before the last two digits when something bigger precedes
-    them (1005: "one thousand and five").
-    """
+    """British English words of ``n`` (1..99,999), one token per word:
+    "and" before the last two digits when something bigger precedes them
+    (1005: "one thousand and five")."""
     n = _check_number(n)
     thousands, hundreds, rest = n // 1000, n // 100 % 10, n % 100
     words: list[str] = []
@@ -78,11 +69,9 @@ def english_words(n: int) -> list[str]:
 def chinese_numerals(n: int) -> list[str]:
     """Chinese numerals of ``n`` (1..99,999), one token per character.
 
-    Digits are read in groups of ten thousand (万):
-    12305 -> 一 万 二 千 三 百 零 五. One 零 stands for any run of zeros
-    between two non-zero digits; trailing zeros are silent
-    (1050 -> 一 千 零 五 十, 1500 -> 一 千 五 百). A leading ten is 十, not
-    一 十 (15 -> 十 五), but inside a number it keeps its 一
+    One 零 stands for any run of zeros between two non-zero digits; trailing
+    zeros are silent (1050 -> 一 千 零 五 十, 1500 -> 一 千 五 百). A leading
+    ten is 十, not 一 十 (15 -> 十 五), but inside a number it keeps its 一
     (115 -> 一 百 一 十 五).
     """
     n = _check_number(n)
@@ -117,12 +106,8 @@ AMBIGUOUS_CHARS = TARGET_CHARS + FINANCIAL_CHARS
 
 
 def chinese_financial(n: int) -> list[str]:
-    """Financial numerals of ``n`` (1..99,999), one token per character.
-
-    The everyday writing with every digit and the units 十, 百, 千 replaced
-    by their financial characters, except that a leading ten keeps its one:
-    15 -> 壹 拾 伍 (everyday 十 五).
-    """
+    """Financial numerals of ``n``: the everyday writing in the financial
+    characters, except that a leading ten keeps its one (15 -> 壹 拾 伍)."""
     n = _check_number(n)
     swap = dict(zip("一二三四五六七八九十百千", FINANCIAL_CHARS))
     out = [swap.get(c, c) for c in chinese_numerals(n)]
@@ -138,8 +123,7 @@ def valid_writings(n: int) -> list[list[str]]:
 
 def is_valid_writing(chars, n: int) -> bool:
     """Is ``chars`` a valid writing of ``n`` (in one convention)?"""
-    n = _check_number(n)
-    return read_numeral(chars) == n
+    return read_numeral(chars) == _check_number(n)
 
 
 def mixed_targets(pairs, seed: int) -> list:
@@ -170,16 +154,11 @@ def make_splits(
     n_valid: int = 1000,
     n_test: int = 2000,
 ) -> dict[str, list[Pair]]:
-    """Every number 1..99,999 as a pair ``(english words, chinese
-    characters)``, split.
-
-    Returns ``{"train", "valid", "test", "long"}``, each a list of ``(src,
-    tgt)`` pairs of token lists. ``"long"`` holds every number whose English
-    has more than ``max_train_words`` words (so no training source is as long);
-    the others are shuffled with ``random.Random(seed)``: the first ``n_valid``
-    are validation, the next ``n_test`` test, the rest training. The splits are
-    disjoint and together cover every number once.
-    """
+    """Every number 1..99,999 as a pair of token lists ``(english words,
+    chinese characters)``, in disjoint splits ``{"train", "valid", "test",
+    "long"}``: ``"long"`` holds the numbers with more than
+    ``max_train_words`` words, the others are shuffled with ``seed`` into
+    ``n_valid`` validation pairs, ``n_test`` test pairs and the rest."""
     check_int(seed, "seed", 0)
     check_int(max_train_words, "max_train_words", 1)
     check_int(n_valid, "n_valid", 0)
@@ -230,13 +209,8 @@ def size_class(words: Sequence[str]) -> int:
 
 def balance_by_size(pairs: Sequence[Pair], min_share: float) -> list[Pair]:
     """``pairs`` with the pairs of rare number sizes repeated, so that each
-    size class present makes up at least about ``min_share`` of the result.
-
-    A class of ``n`` pairs in ``len(pairs)`` is repeated ``ceil(min_share *
-    len(pairs) / n)`` times when that is more than once; the others appear
-    once. ``min_share=0`` returns the pairs unchanged. The order is by
-    class; ``group_pairs`` shuffles.
-    """
+    size class present makes up at least about ``min_share`` of the result
+    (ordered by class: ``group_pairs`` shuffles)."""
     if min_share == 0:
         return list(pairs)
     by_class: dict[int, list[Pair]] = {}

@@ -1,19 +1,15 @@
-"""Recipe probes for the pronouncer (grapheme-to-phoneme on CMUdict): short
-runs of chapter 8's pronouncer recipe at several sizes and schedules, each
-under about 4 minutes of one core, to choose the stored model's settings.
+"""Recipe probes for the pronouncer: short runs of chapter 8's recipe at
+several sizes and schedules (``PROBES``), each under about 4 minutes of
+one core, that chose the stored model's settings.
 
     python -m tools.runs.probe_pronouncer NAME [NAME ...]   (one at a time)
     python -m tools.runs.probe_pronouncer --list
 
-Each probe trains ``train_pronouncer`` on every pronunciation of the
-training words of ``split_words()`` (seed 0) for a fixed number of steps
-(a run of the same config for longer repeats these steps exactly: the
-warm-up schedule does not depend on the total), then scores greedy outputs
-on the first 1,000 validation words: WER and PER, multi-reference, with
-and without stress. The validation exact match every ``eval_every`` steps
-(300 words) gives the learning curve. Rows go to
-``book/data/g2p_probes.json`` (a probe run again replaces its row), with
-the numeric mode (portable, one thread: it restarts itself in it).
+Each probe trains on every pronunciation of the training words of
+``split_words()`` for a fixed number of steps (a longer run of the same
+config repeats them exactly: the warm-up does not depend on the total),
+then scores greedy outputs on the first 1,000 validation words. Rows go to
+``book/data/g2p_probes.json`` (a probe run again replaces its row).
 """
 
 from __future__ import annotations
@@ -23,9 +19,8 @@ import json
 import sys
 import time
 
-from tools.numerics import numeric_mode
-
 from tools import ROOT
+from tools.runs import table_rows, write_table
 from utils import pronunciation as pr
 from utils.training import threads
 from utils.pronouncer import PronouncerConfig, train_pronouncer
@@ -97,12 +92,10 @@ def probe(name: str) -> dict:
 
 
 def main(names) -> None:
-    old = json.loads(OUT.read_text())["rows"] if OUT.is_file() else []
-    rows = [r for r in old if r["name"] not in names]
+    rows = [r for r in table_rows(OUT) if r["name"] not in names]
     for name in names:
-        row = probe(name)
-        print(json.dumps(row), flush=True)
-        rows.append(row)
+        rows.append(probe(name))
+        print(json.dumps(rows[-1]), flush=True)
     meta = {
         "what": "tools/runs/probe_pronouncer.py: short runs of the translator "
         "recipe on CMUdict; greedy WER/PER (multi-reference) on the first "
@@ -115,9 +108,7 @@ def main(names) -> None:
         "work (load average 1-5): compare within a factor of about 1.4",
         "base": BASE.as_dict(),
     }
-    mode = numeric_mode.stamp()
-    out = {"numeric_mode": mode, "meta": meta, "rows": rows}
-    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    write_table(OUT, meta, rows)
     print(f"wrote {OUT.relative_to(ROOT)}")
 
 
@@ -125,8 +116,7 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     if not args or args == ["--list"]:
         print("\n".join(f"{k}: {v}" for k, v in PROBES.items()))
+    elif unknown := [a for a in args if a not in PROBES]:
+        raise SystemExit(f"unknown probes {unknown}; see --list")
     else:
-        unknown = [a for a in args if a not in PROBES]
-        if unknown:
-            raise SystemExit(f"unknown probes {unknown}; see --list")
         main(args)

@@ -5,28 +5,25 @@
     python -m tools.runs.sweep_ch01 --seed 0 --motif 32 512 --ends 128
         one row, printed as JSON
 
-One seed of the experiment (two tasks, a CNN and a tiny Transformer, ten
-training-set sizes) takes one to two minutes of CPU on this 2-core machine, so
-five seeds do not fit the chapter's 60 s budget. The chapter runs one seed live
-and reads the spread over all of them from the file written here;
-``tests/test_sweep_ch01.py`` re-runs part of one seed and checks it against its
-stored row. A run re-executes itself in the portable numeric mode
-(tools/numerics/numeric_mode.py), the mode the notebook's stored outputs are
-made in.
-
-What a "seed" changes: the training pool and the test set (drawn with seeds
-``10 * seed + 1`` and ``10 * seed + 2``), the models' initial weights and the
-order of the mini-batches. Seed 0 is the chapter's default run.
+One seed (two tasks, a CNN and a tiny Transformer, ten training-set sizes)
+takes one to two minutes of CPU, too long for the chapter's 60 s budget: the
+chapter runs seed 0 live and reads the spread over all seeds from the file
+written here; ``tests/test_sweep_ch01.py`` re-runs part of seed 0 against its
+stored row. A seed changes the training pool and the test set
+(``data_seeds``), the initial weights and the order of the mini-batches.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 
 from tools import ROOT
 from tools.numerics import numeric_mode
+from tools.runs import write_json
+from utils import priors, toy_tasks
 
 OUT = ROOT / "book" / "data" / "ch01_data_vs_prior.json"
 
@@ -40,6 +37,14 @@ ENDS_SIZES = [32, 128, 512, 2048, 8192]
 WINDOW_SIZES = [32, 128]  # chapter 1, exercise 2
 CNN = dict(vocab_size=VOCAB, embed_dim=16, channels=44, kernel_size=3)
 TRANSFORMER = dict(vocab_size=VOCAB, d_model=16, num_heads=2, d_ff=32)
+MODELS = {
+    "CNN": functools.partial(priors.MotifCNN, **CNN),
+    "Transformer": functools.partial(priors.TinyTransformer, **TRANSFORMER),
+    "window": functools.partial(
+        priors.TinyTransformer, **TRANSFORMER, window=1
+    ),
+    "counts": functools.partial(priors.CountClassifier, VOCAB),
+}
 
 CONFIG = dict(
     steps=STEPS,
@@ -62,81 +67,51 @@ def data_seeds(seed: int) -> tuple[int, int]:
     return 10 * seed + 1, 10 * seed + 2
 
 
-def _fit(make, x, y, xt, yt, seed):
-    from utils import priors
-
+def _fit(name: str, data: tuple, seed: int, n: int | None = None) -> float:
+    """The test accuracy of ``MODELS[name]`` trained on the first ``n``
+    examples of the pool (all of it: ``None``)."""
+    x, y, xt, yt = data
     acc = priors.train_and_evaluate(
-        make, x, y, xt, yt, steps=STEPS, lr=LR, batch_size=BATCH, seed=seed
-    )
+        MODELS[name], x[:n], y[:n], xt, yt,
+        steps=STEPS, lr=LR, batch_size=BATCH, seed=seed,
+    )  # fmt: skip
     return round(acc, 4)
+
+
+def _curves(data: tuple, seed: int, sizes) -> dict:
+    return {
+        name: [_fit(name, data, seed, n) for n in sizes]
+        for name in ("CNN", "Transformer")
+    }
 
 
 def motif_row(seed: int, sizes=MOTIF_SIZES, window_sizes=WINDOW_SIZES) -> dict:
     """Accuracies on the local (motif) task for one seed."""
-    from utils import priors, toy_tasks
 
-    pool_seed, test_seed = data_seeds(seed)
-    kw = dict(length=LENGTH, vocab_size=VOCAB, motif=MOTIF)
-    x, y = toy_tasks.make_motif_data(POOL, seed=pool_seed, **kw)
-    xt, yt = toy_tasks.make_motif_data(TEST, seed=test_seed, **kw)
-    cnn = lambda: priors.MotifCNN(**CNN)  # noqa: E731
-    tf = lambda: priors.TinyTransformer(**TRANSFORMER)  # noqa: E731
-    local = lambda: priors.TinyTransformer(**TRANSFORMER, window=1)  # noqa: E731
-    count = lambda: priors.CountClassifier(VOCAB)  # noqa: E731
-    row = {
-        "CNN": [_fit(cnn, x[:n], y[:n], xt, yt, seed) for n in sizes],
-        "Transformer": [_fit(tf, x[:n], y[:n], xt, yt, seed) for n in sizes],
-        "window": [
-            _fit(local, x[:n], y[:n], xt, yt, seed) for n in window_sizes
-        ],
-    }
+    def data(**kw) -> tuple:
+        kw.update(length=LENGTH, vocab_size=VOCAB, motif=MOTIF)
+        pool_seed, test_seed = data_seeds(seed)
+        x, y = toy_tasks.make_motif_data(POOL, seed=pool_seed, **kw)
+        return x, y, *toy_tasks.make_motif_data(TEST, seed=test_seed, **kw)
+
+    d = data()
+    row = _curves(d, seed, sizes)
+    row["window"] = [_fit("window", d, seed, n) for n in window_sizes]
     if sizes == MOTIF_SIZES:  # the count-only floors, with all the data
-        row["counts"] = _fit(count, x, y, xt, yt, seed)
-        xr, yr = toy_tasks.make_motif_data(
-            POOL, seed=pool_seed, negatives="random", **kw
-        )
-        xrt, yrt = toy_tasks.make_motif_data(
-            TEST, seed=test_seed, negatives="random", **kw
-        )
-        row["counts_naive"] = _fit(count, xr, yr, xrt, yrt, seed)
+        row["counts"] = _fit("counts", d, seed)
+        row["counts_naive"] = _fit("counts", data(negatives="random"), seed)
     return row
 
 
 def ends_row(seed: int, sizes=ENDS_SIZES) -> dict:
     """Accuracies on the long-range (ends) task for one seed."""
-    from utils import priors, toy_tasks
-
     pool_seed, test_seed = data_seeds(seed)
     x, y = toy_tasks.make_ends_data(POOL, ENDS_LENGTH, VOCAB, seed=pool_seed)
     xt, yt = toy_tasks.make_ends_data(TEST, ENDS_LENGTH, VOCAB, seed=test_seed)
-    cnn = lambda: priors.MotifCNN(**CNN)  # noqa: E731
-    tf = lambda: priors.TinyTransformer(**TRANSFORMER)  # noqa: E731
-    count = lambda: priors.CountClassifier(VOCAB)  # noqa: E731
-    row = {
-        "CNN": [_fit(cnn, x[:n], y[:n], xt, yt, seed) for n in sizes],
-        "Transformer": [_fit(tf, x[:n], y[:n], xt, yt, seed) for n in sizes],
-    }
+    row = _curves((x, y, xt, yt), seed, sizes)
     if sizes == ENDS_SIZES:
-        row["counts"] = _fit(count, x, y, xt, yt, seed)
+        row["counts"] = _fit("counts", (x, y, xt, yt), seed)
     return row
-
-
-def sweep(seeds=SEEDS) -> dict:
-    out = {
-        "config": CONFIG,
-        "seeds": list(seeds),
-        "motif_sizes": MOTIF_SIZES,
-        "ends_sizes": ENDS_SIZES,
-        "window_sizes": WINDOW_SIZES,
-        "motif": [],
-        "ends": [],
-    }
-    for seed in seeds:
-        out["motif"].append(motif_row(seed))
-        out["ends"].append(ends_row(seed))
-        print(f"seed {seed}: motif {out['motif'][-1]}", flush=True)
-        print(f"seed {seed}: ends {out['ends'][-1]}", flush=True)
-    return out
 
 
 def main(argv: list[str]) -> None:
@@ -148,17 +123,25 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--ends", type=int, nargs="*", default=ENDS_SIZES)
     args = parser.parse_args(argv)
     if args.seed is not None:
-        full = args.motif == MOTIF_SIZES  # the whole row, as stored
-        windows = WINDOW_SIZES if full else []
-        row = {
-            "motif": motif_row(args.seed, args.motif, windows),
-            "ends": ends_row(args.seed, args.ends),
-        }
+        windows = WINDOW_SIZES if args.motif == MOTIF_SIZES else []
+        motif = motif_row(args.seed, args.motif, windows)
+        row = {"motif": motif, "ends": ends_row(args.seed, args.ends)}
         print(json.dumps(row))
         return
-    out = {**sweep(), "numeric_mode": numeric_mode.stamp()}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    out = {
+        "config": CONFIG,
+        "seeds": SEEDS,
+        "motif_sizes": MOTIF_SIZES,
+        "ends_sizes": ENDS_SIZES,
+        "window_sizes": WINDOW_SIZES,
+        "motif": [],
+        "ends": [],
+    }
+    for seed in SEEDS:
+        for task, make in (("motif", motif_row), ("ends", ends_row)):
+            out[task].append(make(seed))
+            print(f"seed {seed}: {task} {out[task][-1]}", flush=True)
+    write_json(OUT, {**out, "numeric_mode": numeric_mode.stamp()})
     print(f"wrote {OUT.relative_to(ROOT)}")
 
 

@@ -2,38 +2,32 @@
 
     python -m tools.runs.sweep_ch02 [N_SEEDS]   (default: seeds 0-29; a minute)
 
-Chapter 2 trains two attention models with exactly the same parameters, one
-head of width 32 and two heads of width 16, on a task that needs two tokens per
-query. The chapter trains five seeds of each itself; this script trains more
-(seeds 0 to N_SEEDS - 1), with the same code and settings as the chapter, and
-writes every run's test accuracy to ``book/data/ch02_heads.json``, which the
-chapter plots and checks its claims against. It runs in the portable numeric
-mode (it sets it itself), like the stored outputs. ``tests/test_sweep_ch02.py``
-re-trains seeds of the file and checks them against their stored rows; the
-chapter checks its own five seeds the same way.
+One head of width 32 against two of width 16, the same parameters, on a task
+that needs two tokens per query: the chapter's models and settings, trained
+on more seeds than the chapter trains live. Every run's test accuracy goes to
+``book/data/ch02_heads.json``, which the chapter plots and checks its claims
+against; ``tests/test_sweep_ch02.py`` re-trains seeds of it.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-
-from tools.numerics import numeric_mode
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from tools import ROOT
+from tools.numerics import numeric_mode
+from tools.runs import write_json
 from utils.attention import MultiHeadAttention
 from utils.training import adam, threads, train
 
 OUT = ROOT / "book" / "data" / "ch02_heads.json"
 N_SEEDS = 30
 HEADS = (1, 2)
-# the chapter's settings: vocabulary, sequence length, d_model; positions to
-# report
+# the chapter's vocabulary, sequence length, d_model; the positions asked
 V_TOY, T_TOY, D_TOY = 32, 8, 32
 TARGETS = (1, 5)
 STEPS, BATCH, LR, TEST_SIZE = 150, 128, 1e-2, 2000
@@ -119,8 +113,7 @@ def main(n_seeds: int = N_SEEDS) -> dict:
         "numeric_mode": numeric_mode.stamp(),
         "runs": runs,
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(data, indent=1) + "\n")
+    write_json(OUT, data)
     print(
         f"wrote {OUT.relative_to(ROOT)} in {time.perf_counter() - start:.0f} s"
     )

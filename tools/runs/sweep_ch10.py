@@ -5,27 +5,20 @@
     python -m tools.runs.sweep_ch10 --probe t5 [--factor F] [--seeds 0 ...]
     python -m tools.runs.sweep_ch10 --curve clm [--seeds 0 ...] [--size d128]
 
-For each seed: the three objectives are trained on the spellings of the
-pronouncer's training words (``PRE_STEPS`` steps each), rounded to fp16
-(as stored) and scored on the validation words against counting
-baselines; the causal LM samples words at two temperatures; the causal
-and prefix LMs complete validation words from their first letters. Then
-chapter 8's pronouncer (``RECIPE``) is trained on ``LABELS`` labelled
-words, its encoder started from the masked LM ("pretrained") or at
-random ("scratch"), for ``TUNE_STEPS`` steps, and from scratch also for
-``LONG_STEPS`` (a fair larger budget), and from the masked LM for
-``LONG_STEPS`` too (``ARMS``); each is scored by greedy word and
-phoneme error rates on the first ``N_TEST`` test words.
+For each seed: each objective (``KINDS``) is trained on the spellings of
+the pronouncer's training words, rounded to fp16 (as stored) and scored on
+the validation words; the causal LM samples words, the causal and prefix
+LMs complete words from their first letters. Then chapter 8's pronouncer
+(``TUNE``) is fine-tuned on each of ``LABELS`` labelled words from each
+start of ``ARMS`` and scored greedily on the first ``N_TEST`` test words.
 
 One JSON line per finished run goes to ``book/data/ch10_runs.jsonl``
 (runs already there are skipped: a stopped sweep goes on where it
 stopped; two processes with other seeds may share the file); the seed-0
-models go to ``book/data/ch10_lm_s0.pt`` (fp16). The tool restarts itself
-in the portable numeric mode, one thread. ``--probe t5`` is apart from the
-sweep: the encoder-decoder on T5's own target (``probe_t5``), a row
-``probe_t5[_fF]_sN`` per seed (seed 0 unless ``--seeds``). ``--curve KIND``
-too: the objective's learning curve over ``CURVE_EPOCHS`` passes, a row
-``curve_KIND_sN`` per seed in ``CURVES``, beside the count models' bits on
+models go to ``book/data/ch10_lm_s0.pt`` (fp16). ``--probe t5`` is apart
+from the sweep: the encoder-decoder on T5's own target (``probe_t5``), a
+row per seed. ``--curve KIND`` too: the objective's learning curve
+(``curve``), a row per seed in ``CURVES``, beside the count models' bits on
 the same positions (``curve_counts``).
 """
 
@@ -35,35 +28,35 @@ import argparse
 import collections
 import dataclasses
 import fcntl
+import functools
 import json
 import math
 import random
 import time
 
-
 import numpy as np
 import torch
 
 from tools import ROOT
+from tools.numerics import numeric_mode
+from tools.runs import r5, read_rows
 from tools.runs.sweep_pronouncer import RECIPE
 from tools.runs.train_pronouncer import scores as greedy_scores
+from utils import finetuning as ft
 from utils import ngram
 from utils import objectives as obj
-from utils import finetuning as ft
 from utils import pretraining as pt
 from utils import pronunciation as pr
-from tools.numerics import numeric_mode
 from utils.batches import make_batches
 from utils.checks import check_probability
 from utils.layers import evaluating
-from utils.training import evaluate_loss, threads
 from utils.pronouncer import train_pronouncer
+from utils.training import evaluate_loss
 
 OUT = ROOT / "book" / "data" / "ch10_runs.jsonl"
 CURVES = ROOT / "book" / "data" / "ch10_curves.jsonl"
 MODELS = ROOT / "book" / "data" / "ch10_lm_s0.pt"
 SEEDS = (0, 1, 2, 3, 4)
-STRESS = False
 PRE_STEPS = {"mlm": 2000, "clm": 1200, "plm": 1200}
 PRE_BATCH, PRE_LR = 128, 3e-3
 REPLAY = 30  # first losses stored: the chapter re-runs them
@@ -103,8 +96,8 @@ STARTS = {
 # the encoder-decoder family: the pronouncer's own shape pre-trained on the
 # same spellings, T5's spans hidden, the whole word written back (BART's
 # target: T5's own, the spans alone, did not train at this rate, see
-# probe_t5); as many
-# words seen as the masked LM sees (2,000 x 128), two corruptions of each
+# probe_t5); as many words seen as the masked LM sees (2,000 x 128), two
+# corruptions of each
 ED_STEPS, ED_COPIES = 4000, 2
 KINDS = (*pt.OBJECTIVES, "bart")
 TUNE = dataclasses.replace(
@@ -112,6 +105,9 @@ TUNE = dataclasses.replace(
 )
 LM = pt.LMConfig.like(TUNE)
 TUNE_RUNS = [(n, init, steps) for n in LABELS for init, steps in ARMS]
+# the fine-tuning recipe for (steps, seed), and the label order of a seed
+tune_config = functools.partial(ft.tune_config, TUNE)
+label_order = ft.label_order
 
 
 def data() -> dict:
@@ -125,56 +121,37 @@ def data() -> dict:
 
 
 def stored_rows(path=OUT) -> dict:
-    """The finished runs, by name (none before the first is stored)."""
-    if not path.is_file():
-        return {}
-    rows = map(json.loads, filter(str.strip, path.open()))
-    return {r["run"]: r for r in rows}
+    """The finished runs, by name."""
+    return {r["run"]: r for r in read_rows(path)}
 
 
 def store(row: dict, path=OUT) -> None:
+    """Append one run's row (locked: two processes may share the file)."""
     with path.open("a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         f.write(json.dumps(row) + "\n")
     print({k: v for k, v in row.items() if k != "losses"}, flush=True)
 
 
-def tune_config(steps: int, seed: int):
-    """The fine-tuning recipe for ``steps`` steps (utils.pretraining)."""
-    return ft.tune_config(TUNE, steps, seed)
-
-
-def label_order(entries: list, seed: int) -> list:
-    return ft.label_order(entries, seed)
-
-
 def settings() -> dict:
     """What the chapter needs to replay the runs: stored in the meta row
     (tests/test_pretraining.py checks it against this script)."""
+    names = (
+        "SEEDS PRE_STEPS PRE_BATCH PRE_LR REPLAY TEMPERATURES N_SAMPLES "
+        "PREFIX_LETTERS LABELS TUNE_STEPS LONG_STEPS N_TEST ARMS ED_STEPS "
+        "ED_COPIES STARTS"
+    ).split()
+    out = json.loads(json.dumps({n: globals()[n] for n in names}))
+    return {**out, "LM": vars(LM), "TUNE": TUNE.as_dict()}
+
+
+def replayed(losses: list) -> dict:
+    """A run's first ``REPLAY`` losses (the chapter re-runs them) and the
+    mean of its last 50."""
     return {
-        "SEEDS": list(SEEDS),
-        "PRE_STEPS": dict(PRE_STEPS),
-        "PRE_BATCH": PRE_BATCH,
-        "PRE_LR": PRE_LR,
-        "REPLAY": REPLAY,
-        "TEMPERATURES": list(TEMPERATURES),
-        "N_SAMPLES": N_SAMPLES,
-        "PREFIX_LETTERS": PREFIX_LETTERS,
-        "LABELS": list(LABELS),
-        "TUNE_STEPS": TUNE_STEPS,
-        "LONG_STEPS": LONG_STEPS,
-        "N_TEST": N_TEST,
-        "ARMS": [list(arm) for arm in ARMS],
-        "ED_STEPS": ED_STEPS,
-        "ED_COPIES": ED_COPIES,
-        "STARTS": {k: list(v) for k, v in STARTS.items()},
-        "LM": vars(LM),
-        "TUNE": TUNE.as_dict(),
+        "losses": [r5(x) for x in losses[:REPLAY]],
+        "last_loss": r5(sum(losses[-50:]) / 50),
     }
-
-
-def r5(x: float) -> float:
-    return round(float(x), 5)
 
 
 def ed_splits(d: dict, seed: int, whole: bool) -> dict:
@@ -194,14 +171,18 @@ def ed_config(seed: int, factor: float | None = None):
     return cfg if factor is None else dataclasses.replace(cfg, factor=factor)
 
 
+def train_ed(cfg, splits: dict, **kwargs):
+    """``train_pronouncer`` on span pairs, the letters both sides."""
+    vocab = pt.span_vocab()
+    return train_pronouncer(
+        cfg, splits, progress=False, vocabs=(vocab, vocab), **kwargs
+    )
+
+
 def pretrain_bart(seed: int, d: dict):
     """The denoising encoder-decoder (the pronouncer's shape), rounded."""
     start = time.perf_counter()
-    vocab = pt.span_vocab()
-    model, history = train_pronouncer(
-        ed_config(seed), ed_splits(d, seed, True), progress=False,
-        vocabs=(vocab, vocab),
-    )  # fmt: skip
+    model, history = train_ed(ed_config(seed), ed_splits(d, seed, True))
     pt.round_fp16(model)
     row = {
         "run": f"pre_bart_s{seed}",
@@ -210,8 +191,7 @@ def pretrain_bart(seed: int, d: dict):
         "steps": ED_STEPS,
         "loss": r5(history["valid_loss"][-1]),
         "words_exact": r5(history["valid_exact"][-1]),
-        "losses": [r5(x) for x in history["train_loss"][:REPLAY]],
-        "last_loss": r5(sum(history["train_loss"][-50:]) / 50),
+        **replayed(history["train_loss"]),
         "seconds": round(time.perf_counter() - start, 1),
     }
     return model, row
@@ -226,6 +206,7 @@ def pretrain_bart(seed: int, d: dict):
 # encoder survives and the decoder reads the source. Each probe row says
 # how much its decoder reads the source, early and at the end.
 PROBE_FACTOR = 1.0  # the recipe's: the stored probe_t5_s0
+PROBE_EARLY = 150  # a step of the warm-up's end, where the collapse shows
 
 
 def probe_name(seed: int, factor: float) -> str:
@@ -234,11 +215,10 @@ def probe_name(seed: int, factor: float) -> str:
 
 
 def source_free_loss(train_pairs, valid_pairs, vocab, smoothing: float):
-    """The least validation loss (label-smoothed as ``train_pronouncer``
-    scores it) of a decoder that never reads the source: each target token
-    predicted by how often it follows the same target prefix in
-    ``train_pairs``, smoothed as the loss smooths (the optimum of that loss
-    for the training frequencies); an unseen prefix: uniform."""
+    """The least validation loss (label-smoothed) of a decoder that never
+    reads the source: each target token predicted by how often it follows
+    the same prefix in ``train_pairs``, smoothed as the loss smooths; an
+    unseen prefix: uniform."""
     check_probability(smoothing, "smoothing")
     counts: dict[tuple, collections.Counter] = collections.defaultdict(
         collections.Counter
@@ -276,73 +256,20 @@ def swapped_sources(pairs, seed: int) -> list:
     return [(source[i], t) for i, (_, t) in enumerate(pairs)]
 
 
-@torch.no_grad()
 def memory_spread(model, src: torch.Tensor) -> float:
-    """How far the encoder's outputs at the real positions of ``src`` lie
-    from their mean, over the mean's length: 0 when the encoder writes one
-    vector whatever it reads."""
-    was = model.training
-    model.eval()
-    memory, _ = model.encode(src)
-    model.train(was)
+    """The encoder outputs' mean distance from their mean, over its length:
+    0 when the encoder writes one vector whatever it reads."""
+    with evaluating(model):
+        memory, _ = model.encode(src)
     m = memory[src != model.pad_id]
     centre = m.mean(0)
     return ((m - centre).norm(dim=1).mean() / centre.norm()).item()
 
 
-PROBE_EARLY = 150  # a step of the warm-up's end, where the collapse shows
-
-
-def probe_t5(seed: int, d: dict, factor: float = PROBE_FACTOR):
-    """The encoder-decoder pre-trained on T5's target, as ``pretrain_bart``
-    trains BART's (``factor``: the rate's), rounded to fp16 and scored ->
-    ``(model, row)``: ``loss`` and ``spans_exact`` on the validation pairs
-    as training scored them; ``source``: what the rounded model's decoder
-    reads (``reads_source``), and in ``early`` the same after
-    ``PROBE_EARLY`` steps; ``loss_without_source``: the least loss a
-    decoder reaches without reading it (``source_free_loss``)."""
-    start = time.perf_counter()
-    vocab = pt.span_vocab()
-    splits = ed_splits(d, seed, False)
-    cfg = ed_config(seed, factor)
-    model, history = train_pronouncer(
-        cfg, splits, progress=False, vocabs=(vocab, vocab)
-    )
-    pt.round_fp16(model)
-    early, _ = train_pronouncer(
-        cfg, splits, progress=False, vocabs=(vocab, vocab),
-        stop_after=PROBE_EARLY,
-    )  # fmt: skip
-    valid = splits["valid"]
-    free = source_free_loss(splits["train"], valid, vocab, cfg.label_smoothing)
-    return model, {
-        "run": probe_name(seed, factor),
-        "kind": "t5",
-        "seed": seed,
-        "steps": ED_STEPS,
-        "factor": factor,
-        "loss": r5(history["valid_loss"][-1]),
-        "spans_exact": r5(history["valid_exact"][-1]),
-        "loss_without_source": r5(free),
-        "source": reads_source(model, valid, vocab, cfg.label_smoothing),
-        "early": {
-            "step": PROBE_EARLY,
-            **reads_source(early, valid, vocab, cfg.label_smoothing),
-        },
-        "losses": [r5(x) for x in history["train_loss"][:REPLAY]],
-        "last_loss": r5(sum(history["train_loss"][-50:]) / 50),
-        "seconds": round(time.perf_counter() - start, 1),
-        "what": "one run: T5 targets (spans only)"
-        + ("" if factor == PROBE_FACTOR else f", rate factor {factor:g}")
-        + ", not used by the sweep",
-    }
-
-
 def reads_source(model, valid, vocab, smoothing: float) -> dict:
     """What a seq2seq model's decoder takes from the source: its validation
-    ``loss``, the loss with every source swapped for another word's
-    (``swapped``, ``swapped_sources``) and the encoder's ``memory_spread``
-    over the first 500 sources."""
+    ``loss``, the same with every source swapped for another word's, and
+    the encoder's ``memory_spread`` over the first 500 sources."""
 
     def loss(pairs):
         batches = make_batches(pairs, 500, vocab, vocab, seed=None)
@@ -356,11 +283,44 @@ def reads_source(model, valid, vocab, smoothing: float) -> dict:
     }
 
 
+def probe_t5(seed: int, d: dict, factor: float = PROBE_FACTOR):
+    """The encoder-decoder pre-trained on T5's target as ``pretrain_bart``
+    trains BART's (``factor``: the rate's), rounded -> ``(model, row)``:
+    what its decoder reads, at the end and after ``PROBE_EARLY`` steps."""
+    start = time.perf_counter()
+    vocab, splits = pt.span_vocab(), ed_splits(d, seed, False)
+    cfg = ed_config(seed, factor)
+    model, history = train_ed(cfg, splits)
+    pt.round_fp16(model)
+    early, _ = train_ed(cfg, splits, stop_after=PROBE_EARLY)
+    valid, smoothing = splits["valid"], cfg.label_smoothing
+    free = source_free_loss(splits["train"], valid, vocab, smoothing)
+    return model, {
+        "run": probe_name(seed, factor),
+        "kind": "t5",
+        "seed": seed,
+        "steps": ED_STEPS,
+        "factor": factor,
+        "loss": r5(history["valid_loss"][-1]),
+        "spans_exact": r5(history["valid_exact"][-1]),
+        "loss_without_source": r5(free),
+        "source": reads_source(model, valid, vocab, smoothing),
+        "early": {
+            "step": PROBE_EARLY,
+            **reads_source(early, valid, vocab, smoothing),
+        },
+        **replayed(history["train_loss"]),
+        "seconds": round(time.perf_counter() - start, 1),
+        "what": "one run: T5 targets (spans only)"
+        + ("" if factor == PROBE_FACTOR else f", rate factor {factor:g}")
+        + ", not used by the sweep",
+    }
+
+
 def run_probe(seeds, factor: float, tune_too: bool = False) -> None:
-    """``probe_t5`` on each seed: stored if new (or if the stored row lacks
-    a score, after checking that it replays the stored first losses).
-    ``tune_too``: then the pronouncer fine-tuned from it whole, as the
-    ``"bart"`` arm is, on each label budget (``probe_tune_...`` rows)."""
+    """``probe_t5`` on each seed, stored if new or if the stored row (whose
+    first losses it must replay) lacks a score; ``tune_too``: then the
+    pronouncer fine-tuned from it whole, as the ``"bart"`` arm is."""
     d = data()
     for seed in seeds:
         done = stored_rows().get(probe_name(seed, factor))
@@ -373,14 +333,13 @@ def run_probe(seeds, factor: float, tune_too: bool = False) -> None:
             print(row, flush=True)
         if not tune_too:
             continue
-        name = probe_name(seed, factor).removeprefix("probe_")
+        tag = probe_name(seed, factor)[len("probe_") : -len(f"_s{seed}")]
         for n in LABELS:
-            run = f"probe_tune_{n}_{name.rsplit('_s', 1)[0]}_{TUNE_STEPS}"
-            if f"{run}_s{seed}" in stored_rows():
-                continue
-            row = tune({"t5": model}, n, "t5", TUNE_STEPS, seed, d,
-                       start=("t5", 1.0))  # fmt: skip
-            store({**row, "run": f"{run}_s{seed}", "factor": factor})
+            run = f"probe_tune_{n}_{tag}_{TUNE_STEPS}_s{seed}"
+            if run not in stored_rows():
+                row = tune({"t5": model}, n, "t5", TUNE_STEPS, seed, d,
+                           start=("t5", 1.0))  # fmt: skip
+                store({**row, "run": run, "factor": factor})
 
 
 def word_log2probs(counts, words) -> np.ndarray:
@@ -395,8 +354,8 @@ def word_log2probs(counts, words) -> np.ndarray:
 
 def restore(counts, sources) -> list[str]:
     """Counting on the denoising objective: for each source with one
-    sentinel, the likeliest word under the causal ``counts`` among the fills
-    of 1 or 2 letters, and of 3 after the 20 best of 2."""
+    sentinel, the likeliest fill of 1 or 2 letters under the causal
+    ``counts``, or of 3 after the 20 best of 2."""
     if counts.kind != "clm":
         raise ValueError(
             f"restore needs a causal count model, got {counts.kind!r}"
@@ -430,9 +389,8 @@ def denoising_targets(d: dict, n: int) -> dict[tuple, set[str]]:
 
 
 def restore_counts(d: dict) -> dict:
-    """The count models on the denoising objective: on the 500 validation
-    sources the encoder-decoder is scored on (``train_pronouncer``'s first
-    500), the word each n-gram finds likeliest, right if any of its words."""
+    """The count models' exact matches on the denoising objective, on the
+    500 validation sources the encoder-decoder is scored on."""
     targets = denoising_targets(d, 500)
     exact, first = {}, {}
     for n in range(1, 6):
@@ -446,6 +404,8 @@ def restore_counts(d: dict) -> dict:
 
 
 def pretrain(kind: str, seed: int, d: dict):
+    """One objective pre-trained, rounded to fp16 and scored -> ``(model,
+    row)``."""
     if kind == "bart":
         return pretrain_bart(seed, d)
     start = time.perf_counter()
@@ -462,8 +422,7 @@ def pretrain(kind: str, seed: int, d: dict):
         "loss": r5(stats["loss"]),
         "accuracy": r5(stats["accuracy"]),
         "n": stats["n"],
-        "losses": [r5(x) for x in losses[:REPLAY]],
-        "last_loss": r5(sum(losses[-50:]) / 50),
+        **replayed(losses),
     }
     if kind in ("clm", "plm"):
         long = [w for w in d["valid"] if len(w) > PREFIX_LETTERS]
@@ -528,19 +487,14 @@ def curve_counts(d: dict) -> dict:
 
 
 def curve_name(kind: str, seed: int, size: str = "d64") -> str:
-    return (
-        f"curve_{kind}_s{seed}"
-        if size == "d64"
-        else f"curve_{kind}_{size}_s{seed}"
-    )
+    tag = "" if size == "d64" else f"_{size}"
+    return f"curve_{kind}{tag}_s{seed}"
 
 
 def curve(kind: str, seed: int, d: dict, size: str = "d64") -> dict:
-    """``kind`` at ``size`` (``CURVE_SIZES``: the sweep's stack and recipe,
-    or the larger one) with the sweep's batch for ``CURVE_EPOCHS`` passes
-    over the training words; at ``CURVE_POINTS`` evenly spaced steps, its
-    validation bits per letter (fp32 weights) and the mean training loss
-    since the last point."""
+    """``kind`` at ``size`` trained for ``CURVE_EPOCHS`` passes; at
+    ``CURVE_POINTS`` evenly spaced steps, its validation bits per letter
+    (fp32 weights) and the mean training loss since the last point."""
     cfg, recipe, lr = CURVE_SIZES[size]
     steps = CURVE_EPOCHS * len(d["train"]) // PRE_BATCH
     marks = {steps * (i + 1) // CURVE_POINTS for i in range(CURVE_POINTS)}
@@ -584,61 +538,43 @@ def run_curves(kind: str, seeds, size: str = "d64") -> None:
             store(curve(kind, seed, d, size), CURVES)
 
 
-def scores(model, test) -> dict:
-    """Greedy WER and PER, multi-reference, without stress, rounded."""
-    return {k: r5(v) for k, v in greedy_scores(model, test).items()}
-
-
-def tune(
-    models,
-    labels: int,
-    init: str,
-    steps: int,
-    seed: int,
-    d: dict,
-    start: tuple[str, float] | None = None,
-):
+def tune(models, labels: int, init: str, steps: int, seed: int, d: dict,
+         start: tuple[str, float] | None = None) -> dict:  # fmt: skip
     """One fine-tuning run of ``init`` (``start``: its ``(kind, init_lr)``
-    if not in ``STARTS``)."""
+    if not in ``STARTS``), scored greedily on the test words."""
     began = time.perf_counter()
     kind, init_lr = start or STARTS.get(init, (None, 1.0))
+    if kind is None:
+        init_state = None
+    elif kind in ("bart", "t5"):  # the whole encoder-decoder
+        init_state = ft.seq2seq_state(models[kind])
+    else:
+        init_state = ft.encoder_state(models[kind], kind)
     entries = label_order(d["split"]["train"], seed)[:labels]
     splits, vocabs = pr.pronouncer_data(
-        {"train": entries, "valid": d["split"]["valid"]}, stress=STRESS
+        {"train": entries, "valid": d["split"]["valid"]}, stress=False
     )
     model, history = train_pronouncer(
-        tune_config(steps, seed),
-        splits,
-        progress=False,
-        vocabs=vocabs,
-        init=start_state(models, kind),
-        init_lr=init_lr,
-    )
+        tune_config(steps, seed), splits, progress=False, vocabs=vocabs,
+        init=init_state, init_lr=init_lr,
+    )  # fmt: skip
+    test = greedy_scores(model, d["split"]["test"][:N_TEST])
     return {
         "run": f"tune_{labels}_{init}_{steps}_s{seed}",
         "labels": labels,
         "init": init,
         "steps": steps,
         "seed": seed,
-        **scores(model, d["split"]["test"][:N_TEST]),
+        **{k: r5(v) for k, v in test.items()},
         "valid_exact": r5(history["valid_exact"][-1]),
-        "losses": [r5(x) for x in history["train_loss"][:REPLAY]],
+        "losses": replayed(history["train_loss"])["losses"],
         "seconds": round(time.perf_counter() - began, 1),
     }
 
 
-def start_state(models: dict, kind: str | None):
-    if kind is None:
-        return None
-    if kind in ("bart", "t5"):  # the whole encoder-decoder
-        return ft.seq2seq_state(models[kind])
-    return ft.encoder_state(models[kind], kind)
-
-
 def cost(d: dict) -> dict:
-    """The seconds of seed 0's masked and denoising pre-training and of a
-    scratch fine-tuning run (8,000 labels) at both step counts, measured
-    back to back in one process: the chapter compares them."""
+    """The seconds of seed 0's masked and denoising pre-training and of
+    scratch fine-tuning at both step counts, back to back in one process."""
     out = {"run": "cost_s0", "what": "seconds, one process, back to back"}
     for kind in ("mlm", "bart"):
         out[f"pre_{kind}"] = pretrain(kind, 0, d)[1]["seconds"]
@@ -646,55 +582,6 @@ def cost(d: dict) -> dict:
         row = tune({}, LABELS[-1], "scratch", steps, 0, d)
         out[f"tune_{steps}"] = row["seconds"]
     return out
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="*")
-    parser.add_argument("--list", action="store_true")
-    parser.add_argument("--cost", action="store_true", help="cost_s0 row")
-    parser.add_argument(
-        "--probe", choices=("t5",), help="T5's target (not the sweep's)"
-    )
-    parser.add_argument(
-        "--factor", type=float, default=PROBE_FACTOR,
-        help="the probe's rate factor (the recipe's: 1)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--tune", action="store_true",
-        help="with --probe: fine-tune the pronouncer from it too",
-    )  # fmt: skip
-    parser.add_argument("--curve", choices=pt.OBJECTIVES, help="item 1")
-    parser.add_argument("--size", choices=CURVE_SIZES, default="d64")
-    args = parser.parse_args()
-    if args.curve:
-        with threads(1):
-            run_curves(args.curve, args.seeds or [0], args.size)
-        return
-    if args.cost:
-        with threads(1):
-            store(cost(data()))
-        return
-    if args.probe:
-        with threads(1):
-            run_probe(args.seeds or [0], args.factor, args.tune)
-        return
-    args.seeds = list(SEEDS) if args.seeds is None else args.seeds
-    if args.list:
-        for s in args.seeds:
-            print(*(f"pre_{k}_s{s}" for k in pt.OBJECTIVES))
-            print(*(f"tune_{n}_{i}_{t}_s{s}" for n, i, t in TUNE_RUNS))
-        return
-    torch.set_num_threads(1)
-    if "meta" not in stored_rows():  # the numerics every row is computed in
-        meta = {"numeric_mode": numeric_mode.stamp(), "settings": settings()}
-        store({"run": "meta", **meta})
-    d = data()
-    if "restore_counts" not in stored_rows():
-        store(restore_counts(d))
-    with threads(1):
-        for seed in args.seeds:
-            run_seed(seed, d)
 
 
 def stored_body(kind: str) -> pt.TinyLM:
@@ -706,6 +593,8 @@ def stored_body(kind: str) -> pt.TinyLM:
 
 
 def run_seed(seed: int, d: dict) -> None:
+    """Every run of ``seed`` not stored yet; the pre-trained models they
+    start from are read from ``MODELS`` (seed 0) or trained again."""
     done = stored_rows()
     todo = [
         (n, init, steps)
@@ -745,6 +634,48 @@ def run_seed(seed: int, d: dict) -> None:
         })  # fmt: skip
     for n, init, steps in todo:
         store(tune(models, n, init, steps, seed, d))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="*")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--cost", action="store_true", help="cost_s0 row")
+    parser.add_argument(
+        "--probe", choices=("t5",), help="T5's target (not the sweep's)"
+    )
+    parser.add_argument(
+        "--factor", type=float, default=PROBE_FACTOR,
+        help="the probe's rate factor (the recipe's: 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tune", action="store_true",
+        help="with --probe: fine-tune the pronouncer from it too",
+    )  # fmt: skip
+    parser.add_argument("--curve", choices=pt.OBJECTIVES, help="item 1")
+    parser.add_argument("--size", choices=CURVE_SIZES, default="d64")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.curve:
+        return run_curves(args.curve, args.seeds or [0], args.size)
+    if args.cost:
+        return store(cost(data()))
+    if args.probe:
+        return run_probe(args.seeds or [0], args.factor, args.tune)
+    seeds = list(SEEDS) if args.seeds is None else args.seeds
+    if args.list:
+        for s in seeds:
+            print(*(f"pre_{k}_s{s}" for k in pt.OBJECTIVES))
+            print(*(f"tune_{n}_{i}_{t}_s{s}" for n, i, t in TUNE_RUNS))
+        return
+    if "meta" not in stored_rows():  # the numerics every row is computed in
+        meta = {"numeric_mode": numeric_mode.stamp(), "settings": settings()}
+        store({"run": "meta", **meta})
+    d = data()
+    if "restore_counts" not in stored_rows():
+        store(restore_counts(d))
+    for seed in seeds:
+        run_seed(seed, d)
 
 
 if __name__ == "__main__":

@@ -2,35 +2,26 @@
 
     python -m tools.runs.sweep_pronouncer [NAME ...]   (default: every run)
     python -m tools.runs.sweep_pronouncer --list
-    python -m tools.runs.sweep_pronouncer --out B.json NAME ...  (a 2nd core)
-    python -m tools.runs.sweep_pronouncer --merge B.json   (its rows into OUT)
 
 The stored pronouncer (``tools/runs/train_pronouncer.py``) is one run of an
-hour; a claim needs seeds. Each run here is the same recipe at d_model 64
-for 2,000 steps (about 4 minutes of one core; ``RECIPE``), on seeds 0-4,
-and the recipe without warm-up, without label smoothing, without
-dropout and with a cooldown on the same seeds. Every run is scored
-greedily on the 2,000 validation words; the recipe's runs are also
-measured on the 12,000 test words as chapter 9 needs: greedy and beam
-search, search vs model errors, the n-best list on the words with two
-pronunciations, sampling.
-
-Rows go to ``book/data/pronouncer_sweep.json`` as each run finishes (a
-stopped sweep goes on where it stopped; a run named again is replaced),
-with the numeric mode: it restarts itself in the portable mode, one thread.
+hour; a claim needs seeds. Each run here is the recipe at d_model 64 for
+2,000 steps (about 4 minutes of one core; ``RECIPE``) or one of its
+``VARIANTS``, on seeds 0-4, scored greedily on the 2,000 validation words;
+the recipe's runs are also measured on the 12,000 test words as chapter 9
+needs (``decoding``). Rows go to ``book/data/pronouncer_sweep.json`` as
+each run finishes (a stopped sweep goes on where it stopped; a run named
+again is replaced).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import pathlib
 import sys
 import time
 
-from tools.numerics import numeric_mode
-
 from tools import ROOT
+from tools.runs import table_rows, write_table
 from tools.runs.decode_pronouncer import references
 from tools.runs.probe_pronouncer import BASE
 from tools.runs.train_pronouncer import STRESS
@@ -178,55 +169,30 @@ def run(name: str) -> dict:
     return row
 
 
-def main(names, out=OUT) -> None:
-    stored = json.loads(out.read_text()) if out.exists() else {"rows": []}
-    stamp = numeric_mode.stamp()
-    if stored["rows"] and stored.get("numeric_mode") != stamp:
-        raise SystemExit(f"{OUT} was made in {stored['numeric_mode']}")
-    done = {r["name"] for r in stored["rows"]}
-    todo = names or [n for n in RUNS if n not in done]
-    for name in todo:
+def main(names) -> None:
+    rows = {r["name"]: r for r in table_rows(OUT, same_mode=True)}
+    meta = {
+        "what": "tools/runs/sweep_pronouncer.py: seeds of the "
+        "pronouncer recipe and its ablations",
+        "recipe": RECIPE.as_dict(),
+        "variants": VARIANTS,
+        "stress": STRESS,
+        "beam": BEAM,
+        "n_samples": N_SAMPLES,
+    }
+    for name in names or [n for n in RUNS if n not in rows]:
         if name not in RUNS:
             raise SystemExit(f"unknown run {name!r}; --list shows them")
         start = time.perf_counter()
-        row = run(name)
-        rows = [r for r in stored["rows"] if r["name"] != name] + [row]
-        stored = {
-            "numeric_mode": stamp,
-            "meta": {
-                "what": "tools/runs/sweep_pronouncer.py: seeds of the "
-                "pronouncer recipe and its ablations",
-                "recipe": RECIPE.as_dict(),
-                "variants": VARIANTS,
-                "stress": STRESS,
-                "beam": BEAM,
-                "n_samples": N_SAMPLES,
-            },
-            "rows": sorted(rows, key=lambda r: RUNS.index(r["name"])),
-        }
-        out.write_text(json.dumps(stored, indent=1) + "\n")
+        rows[name] = run(name)
+        write_table(OUT, meta, [rows[n] for n in RUNS if n in rows])
         took = time.perf_counter() - start
-        print(f"{name}: {took:.0f} s {json.dumps(row['valid'])}", flush=True)
-
-
-def merge(other) -> None:
-    """Add the rows of ``other`` (a sweep written with ``--out``) to OUT."""
-    a, b = json.loads(OUT.read_text()), json.loads(other.read_text())
-    if a["numeric_mode"] != b["numeric_mode"] or a["meta"] != b["meta"]:
-        raise SystemExit(f"{other} was made with other settings")
-    rows = {r["name"]: r for r in a["rows"] + b["rows"]}
-    a["rows"] = [rows[n] for n in RUNS if n in rows]
-    OUT.write_text(json.dumps(a, indent=1) + "\n")
-    print(f"{OUT}: {len(a['rows'])} of {len(RUNS)} runs")
+        valid = json.dumps(rows[name]["valid"])
+        print(f"{name}: {took:.0f} s {valid}", flush=True)
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if "--list" in args:
+    if "--list" in sys.argv[1:]:
         print("\n".join(RUNS))
-    elif args[:1] == ["--merge"]:
-        merge(pathlib.Path(args[1]))
-    elif args[:1] == ["--out"]:
-        main(args[2:], pathlib.Path(args[1]))
     else:
-        main(args)
+        main(sys.argv[1:])

@@ -7,59 +7,45 @@
     python -m tools.runs.train_gpt --speed  # 1 and 2 processes, idle machine
     python -m tools.runs.train_gpt --recipe tiny --out /tmp/g --fresh
 
-It restarts itself in the portable numeric mode. With ``--procs 2`` it
-runs as two processes of one thread each (``tools.runs.ddp``), each
-computing one half of every batch; ``utils.parallel`` says why that gives
-the bits of one process computing both halves in turn. Batch ``s`` is drawn
-from a generator seeded by the run's seed and ``s``; each half draws its
-dropout from a stream of its own, saved with the run: a run stopped and
-started again (in either number of processes) continues bit for bit. Its
+With ``--procs 2`` it runs as two processes of one thread each
+(``tools.runs.ddp``), each computing half of every batch, bit for bit what
+one process computing both halves computes (``utils.parallel``). The run's
 state is saved to ``_build/ch11/RECIPE.pt`` (``OUT/RECIPE.pt`` with
-``--out``) every ``--every`` steps and when ``--minutes`` runs out.
+``--out``) every ``--every`` steps and when ``--minutes`` runs out; started
+again, in either number of processes, it continues bit for bit.
 
-Every ``eval_every`` steps a row goes to ``OUT/RECIPE_run.jsonl``: the
-step, the learning rate, the mean training loss since the last row,
-training and validation bits per character, and at the steps of
-``sample_at`` a sample (the model's form emerging). At the end:
-``OUT/RECIPE_gpt.pt`` (the tokenizer's merges, the config, the weights in
-fp16) and ``OUT/RECIPE_run.json`` (the recipe, the numeric mode, the first
-losses for the chapter's exact replay, the loss curve, bits per character
-of the fp16 weights). ``OUT`` is ``book/data`` for the stored run
-(``ch11``), ``_build/ch11`` for the others.
-
-Bits per character: the total cross-entropy of a split's token stream in
-nats (``utils.stream_scoring.stream_nats``, windows of the context
-``stride`` tokens apart, the first token predicted after the work
-separator's tokens) / ln 2 / the split's characters, so it compares with
-character models.
+Every ``eval_every`` steps a row of scores goes to ``OUT/RECIPE_run.jsonl``
+(``logger``); at the end, ``OUT/RECIPE_gpt.pt`` (the merges, the config,
+the fp16 weights) and ``OUT/RECIPE_run.json`` (``finish``). ``OUT`` is
+``book/data`` for the stored run (``ch11``), ``_build/ch11`` for the
+others. Bits per character: a split's total cross-entropy in nats
+(``utils.stream_scoring.stream_nats``) / ln 2 / its characters, so it
+compares with character models.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-from concurrent import futures
 import json
 import math
 import pathlib
 import subprocess
 import sys
-
-from tools.numerics import numeric_mode
-
+from concurrent import futures
 
 import numpy as np
 import torch
 
 from tools import ROOT
-from tools.runs import ddp
+from tools.numerics import numeric_mode
+from tools.runs import ddp, read_rows, write_json, write_rows
 from utils import bpe, shakespeare
 from utils.copying import SpanIndex
 from utils.gpt import GPT, GPTConfig, load_gpt, num_parameters
 from utils.stream_scoring import dynamic_nats, stream_nats
 from utils.layers import evaluating
-from utils.parallel import DataParallel, Resumable, World
-from utils.parallel import split_parts
+from utils.parallel import DataParallel, Resumable, World, split_parts
 from utils.training import adamw, linear_scheduler, train
 
 
@@ -141,8 +127,7 @@ STRIDE = 4
 # ---------------------------------------------------------------- the data
 def token_streams(recipe: Recipe) -> dict:
     """The BPE merges learned on the training works, each split's token
-    ids and character count, and the work separator's tokens (the context
-    the first token of a split is predicted from)."""
+    ids and characters, the separator's tokens (a split's first context)."""
     texts = shakespeare.split_works()
     merges = bpe.train_bpe(texts["train"], recipe.model.vocab_size)
     out = {"merges": merges, "chars": {}, "ids": {}}
@@ -155,9 +140,9 @@ def token_streams(recipe: Recipe) -> dict:
 
 def windows(stream: torch.Tensor, recipe: Recipe, world: World, step=0):
     """Batch after batch, ``{part: (rows, context + 1)}`` for this
-    process's parts: ``recipe.batch`` random windows of the training
-    stream, batch ``s`` drawn from a generator seeded by ``(seed, s)``
-    alone (so a resumed run, or another process, draws the same)."""
+    process's parts of ``recipe.batch`` random windows, batch ``s`` drawn
+    with ``(seed, s)`` alone: a resumed run, or another process, draws the
+    same."""
     context = recipe.model.context
     offsets = torch.arange(context + 1)
     while True:
@@ -170,12 +155,6 @@ def windows(stream: torch.Tensor, recipe: Recipe, world: World, step=0):
         yield {i: rows[parts[i]] for i in world.mine(recipe.parts)}
 
 
-def optimizer(model: GPT, recipe: Recipe):
-    """``utils.training.adamw`` and the linear schedule."""
-    opt = adamw(model, recipe.lr, recipe.weight_decay, recipe.betas)
-    return opt, linear_scheduler(opt, recipe.warmup, recipe.steps)
-
-
 # ------------------------------------------------------------- the scores
 def bits_per_char(model, data, split, stride=None) -> float:
     nats = stream_nats(model, data["ids"][split], data["prefix"], stride)
@@ -183,9 +162,8 @@ def bits_per_char(model, data, split, stride=None) -> float:
 
 
 def train_sample_bpc(model: GPT, data: dict) -> float:
-    """Bits per character on a fixed sample of the training stream: 32
-    windows of the context, every token scored (so the first ones with
-    little history: a little above the held-out way of scoring)."""
+    """Bits per character on 32 fixed windows of the training stream,
+    every token scored (a little above the held-out way of scoring)."""
     context = model.config.context
     gen = torch.Generator().manual_seed(12345)
     stream = data["ids"]["train"]
@@ -252,15 +230,14 @@ def shortest(x: float) -> float:
 # ---------------------------------------------------------------- the run
 def fit(recipe, data, world=None, checkpoint=None, hooks=(), **resume):
     """Train ``recipe`` on ``data``, continuing ``checkpoint`` if there is
-    one -> ``(model, losses of every step, seconds)``. ``hooks``:
-    ``hook(model, losses) -> stop?``, called once the step's loss is
-    recorded; ``resume``: ``Resumable``'s ``every``, ``max_seconds``,
-    ``stop_at``."""
+    one -> ``(model, losses of every step, seconds)``; ``hooks(model,
+    losses)`` after each step; ``resume``: ``Resumable``'s options."""
     world = World() if world is None else world
     torch.manual_seed(recipe.seed)
     model = GPT(recipe.model, fused=recipe.fused)
     world.broadcast(model)  # every process starts from process 0's
-    opt, scheduler = optimizer(model, recipe)
+    opt = adamw(model, recipe.lr, recipe.weight_decay, recipe.betas)
+    scheduler = linear_scheduler(opt, recipe.warmup, recipe.steps)
     parallel = DataParallel(recipe.parts, recipe.seed * recipe.parts, world)
     run = Resumable(
         checkpoint, model, opt, scheduler, steps=recipe.steps, world=world,
@@ -307,18 +284,14 @@ def replay(steps: int, recipe: Recipe = STORED) -> list[float]:
 
 def logger(recipe: Recipe, data: dict, rows_path, world: World):
     """The hook that writes a row of scores every ``eval_every`` steps
-    (every process computes them, process 0 writes); rows a resumed run
-    will make again are dropped first."""
+    (process 0 writes); rows a resumed run makes again are dropped first."""
     begun = {"now": True}
 
     def log(model: GPT, losses: list) -> None:
         step = len(losses)
         if begun.pop("now", False) and world.rank == 0:
-            old = rows_path.read_text() if rows_path.is_file() else ""
-            kept = [
-                r for r in old.splitlines() if json.loads(r)["step"] < step
-            ]
-            rows_path.write_text("".join(r + "\n" for r in kept))
+            kept = [r for r in read_rows(rows_path) if r["step"] < step]
+            write_rows(rows_path, kept)
         scored = step % recipe.eval_every == 0 or step == recipe.steps
         if not scored and step not in recipe.sample_at:
             return
@@ -393,9 +366,8 @@ def _dynamic_windows(job) -> tuple:
 
 def dynamic(path=DATA / "ch11_gpt.pt", procs: int = 2) -> dict:
     """Dynamic evaluation of the stored GPT (``utils.stream_scoring``):
-    bits per character of the validation plays at every rate of
-    ``DYNAMIC_RATES``, of the test plays at 0 and at the best; ``procs``
-    processes of one thread each, one (split, rate) apiece."""
+    bits per character of the validation plays at every ``DYNAMIC_RATES``,
+    of the test plays at 0 and at the best; one (split, rate) a process."""
     chars = {k: len(v) for k, v in shakespeare.split_works().items()}
 
     def run(pool, split, rates) -> tuple[dict, dict]:
@@ -419,7 +391,7 @@ def dynamic(path=DATA / "ch11_gpt.pt", procs: int = 2) -> dict:
         "test_bpc": {str(lr): v for lr, v in test.items()},
         "replay_nats": nats[best][:DYNAMIC_REPLAY],
     }
-    (DATA / "ch11_dynamic.json").write_text(json.dumps(out, indent=1) + "\n")
+    write_json(DATA / "ch11_dynamic.json", out)
     return out
 
 
@@ -431,17 +403,14 @@ def store_pilot(name: str, log: dict, rows_path) -> None:
     """A finished pilot's log and rows, as one row of ch11_pilots.jsonl
     (replacing an older row of the same pilot)."""
     path = DATA / "ch11_pilots.jsonl"
-    rows = [json.loads(r) for r in rows_path.read_text().splitlines()]
-    old = path.read_text().splitlines() if path.is_file() else []
-    kept = [r for r in old if json.loads(r)["recipe_name"] != name]
-    new = json.dumps({**log, "rows": rows, "recipe_name": name})
-    path.write_text("".join(r + "\n" for r in [*kept, new]))
+    kept = [r for r in read_rows(path) if r["recipe_name"] != name]
+    new = {**log, "rows": read_rows(rows_path), "recipe_name": name}
+    write_rows(path, [*kept, new])
 
 
 def speed(steps: int = 60) -> dict:
-    """Seconds a step of the stored recipe in one process and in two (its
-    first ``steps`` steps, fresh, in ``_build/ch11/speed_pN``): run it on
-    an otherwise idle machine; written to ``book/data/ch11_speed.json``."""
+    """Seconds a step of the stored recipe's first ``steps`` in one process
+    and in two, on an otherwise idle machine -> ``ch11_speed.json``."""
     out = {"steps": steps, "numeric_mode": numeric_mode.stamp()}
     for procs in (1, 2):
         where = WORK / f"speed_p{procs}"
@@ -453,7 +422,7 @@ def speed(steps: int = 60) -> dict:
     out["speedup"] = round(
         out["seconds_per_step_1"] / out["seconds_per_step_2"], 2
     )
-    (DATA / "ch11_speed.json").write_text(json.dumps(out, indent=1) + "\n")
+    write_json(DATA / "ch11_speed.json", out)
     return out
 
 
@@ -497,7 +466,7 @@ def main(args) -> None:
             "state_dict": log.pop("half"),
         }
         torch.save(stored, out / f"{name}_gpt.pt")
-    (out / f"{name}_run.json").write_text(json.dumps(log) + "\n")
+    write_json(out / f"{name}_run.json", log, indent=None)
     if log["complete"] and name in PILOTS:
         store_pilot(name, log, rows_path)
     state = "complete" if log["complete"] else "stopped; run again to go on"
