@@ -14,7 +14,6 @@ budget of chapters 1-7 (tests/test_main_path_words.py).
 
 from __future__ import annotations
 
-import argparse
 import json
 import pathlib
 import re
@@ -126,7 +125,6 @@ def table(paths: list[pathlib.Path]) -> tuple[list[str], int]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", type=pathlib.Path)
-    paths = [p.resolve() for p in parser.parse_args().notebooks]
-    print("\n".join(table(paths or lean_notebooks())[0]))
+    from tools.budgets import print_table
+
+    print_table(__doc__, table, lean_notebooks)

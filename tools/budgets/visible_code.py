@@ -23,7 +23,6 @@ new-chapter``) is a group of its own with ``NEW_CHAPTER_TARGET`` lines.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import pathlib
@@ -159,7 +158,6 @@ def table(
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", type=pathlib.Path)
-    paths = [p.resolve() for p in parser.parse_args().notebooks]
-    print("\n".join(table(paths or chapters())[0]))
+    from tools.budgets import print_table
+
+    print_table(__doc__, table, chapters)
