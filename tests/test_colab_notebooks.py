@@ -35,11 +35,7 @@ def _read(path):
 
 
 def _roles(text: str) -> list[str]:
-    return [
-        m.group(0)
-        for m in ROLE_OR_CODE.finditer(text)
-        if m.group(0).startswith("{")
-    ]
+    return [m[0] for m in ROLE_OR_CODE.finditer(text) if m[0].startswith("{")]
 
 
 def _markdown(nb) -> list:
@@ -169,10 +165,8 @@ def test_glued_numbers_appear_as_their_values():
     names = set(re.findall(r"\{glue:text\}`([\w]+)`", english))
     assert names, "chapter 5 glues nothing"
     for language in colab.LANGUAGES:
-        prose = "\n".join(
-            c.source
-            for c in _markdown(_read(colab.colab_path(page, language)))
-        )
+        nb = _read(colab.colab_path(page, language))
+        prose = "\n".join(c.source for c in _markdown(nb))
         missing = [n for n in names if values[n].strip("'") not in prose]
         assert not missing, f"{language}: glued values not shown: {missing}"
 
@@ -214,10 +208,10 @@ def test_admonitions_become_markdown():
     assert said.endswith(
         "</details>\n\n> **Errata**\n>\n> Line one\n> line two"
     )
-    with pytest.raises(colab.Unrendered, match="never closed"):
-        colab.render_markdown(":::{note}\nopen", ctx)
-    with pytest.raises(colab.Unrendered, match="not in the glossary"):
-        colab.render_markdown("{term}`no such term`", ctx)
+    raises(colab.Unrendered, "never closed", colab.render_markdown,
+           ":::{note}\nopen", ctx)  # fmt: skip
+    raises(colab.Unrendered, "not in the glossary", colab.render_markdown,
+           "{term}`no such term`", ctx)  # fmt: skip
 
 
 def test_site_colab_buttons_open_the_colab_notebooks():
@@ -264,8 +258,8 @@ def test_colab_start_checks_its_arguments(tmp_path):
         boot.start(ROOT, language="fr")
     assert boot.install_missing(ROOT, "yaml") is False  # importable
     (tmp_path / "requirements.txt").write_text("torch==2.13.0\n")
-    with pytest.raises(ValueError, match="no pin"):
-        boot.install_missing(tmp_path, "surely_not_a_package_here")
+    missing = "surely_not_a_package_here"
+    raises(ValueError, "no pin", boot.install_missing, tmp_path, missing)
 
 
 def test_colab_start_drops_a_foreign_utils(tmp_path, monkeypatch):

@@ -25,7 +25,8 @@ the Python side, under Node. Fast: no browser.
   exporter refuses a model or a pattern the page would get wrong.
 
 tests/test_live_gpt.py (slow) checks the stored model in Chromium;
-tests/live_pages.py holds what these tests share with the pronouncer's.
+tests/live_pages.py and tests/export_checks.py hold what these tests share
+with the pronouncer's.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import pytest
 import torch
 
 from proof.rng import Mulberry32, draw_token, generate_seeded
+from tests import export_checks as ec
 from tests import live_pages as lp
 from tools import ROOT
 from tools.editions import export_gpt as ex
@@ -52,32 +54,21 @@ LOGIT_TOL = 1e-4  # logits of a random model; seen: 2.9e-6
 ATTENTION_TOL = 1e-5  # softmax weights in [0, 1]; seen: below 1e-7
 SIZES = dict(d_model=18, num_heads=3, num_layers=2, d_ff=30, context=12)
 SETTINGS = [  # temperature, top-k, top-p
-    (0.0, None, None),
-    (1.0, None, None),
-    (0.7, None, None),
-    (1.3, 5, None),
-    (1.0, 1, None),
-    (1.0, None, 0.5),
-    (0.9, 40, 0.9),
-    (2.0, None, 0.99),
-]
+    (0.0, None, None), (1.0, None, None), (0.7, None, None), (1.3, 5, None),
+    (1.0, 1, None), (1.0, None, 0.5), (0.9, 40, 0.9), (2.0, None, 0.99),
+]  # fmt: skip
 STRINGS = [
-    "",
-    "BANQUO.\nThe earth hath bubbles, as the water has,\n",
+    "", "BANQUO.\nThe earth hath bubbles, as the water has,\n",
     "don't won't I'll you're we've he'd she's I'm",
     "  leading and trailing  \n\n\n  \t\r\n ",
-    "naïve café, Œdipus, straße, ÆTHELRED",
-    "Привет, мир! Как дела?",
-    "汉字和中文标点：你好，世界。",
-    "🙂👍🏽 family: 👨‍👩‍👧 flags 🇬🇧",
-    "x² + y³ = z⁴; ½ ¼ Ⅻ ٣٤٥ ०१२",
-    "e\u0301 a\u0308 Devanagari: नमस्ते",
+    "naïve café, Œdipus, straße, ÆTHELRED", "Привет, мир! Как дела?",
+    "汉字和中文标点：你好，世界。", "🙂👍🏽 family: 👨‍👩‍👧 flags 🇬🇧",
+    "x² + y³ = z⁴; ½ ¼ Ⅻ ٣٤٥ ०१२", "e\u0301 a\u0308 Devanagari: नमस्ते",
     "nbsp\u00a0here, ideographic\u3000space, nel\u0085, fs\x1c gs\x1d",
     "zero\u200bwidth, bom\ufeff, rtl \u05e9\u05dc\u05d5\u05dd",
-    "under_score __init__ a_b_c 123_456",
-    "tabs\tand\vvertical\fform feeds",
+    "under_score __init__ a_b_c 123_456", "tabs\tand\vvertical\fform feeds",
     "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝟙𝟚𝟛 math letters",
-]
+]  # fmt: skip
 
 # argv: the engine, a job file (JSON). Prints a JSON answer.
 DRIVER = r"""
@@ -140,9 +131,8 @@ def test_the_generators_agree(node, tmp_path):
         assert js["floats"] == [b.random() for _ in range(2000)], seed
     # a generator, not a constant: the integers spread over [0, 2**32)
     ints = got[0]["ints"]
-    assert len(set(ints)) == len(ints) and min(
-        ints
-    ) < 2**28 < 2**32 - 2**28 < max(ints)
+    lo, hi = min(ints), max(ints)
+    assert len(set(ints)) == len(ints) and lo < 2**28 < 2**32 - 2**28 < hi
     raises(ValueError, "seed", Mulberry32, 2**32)
 
 
@@ -164,16 +154,8 @@ def test_draws_agree_on_the_same_logits(node, tmp_path):
                 want.append(
                     [draw_token(logits, rng, t, k, p) for _ in range(200)]
                 )
-                jobs.append(
-                    {
-                        "logits": logits.tolist(),
-                        "seed": seed,
-                        "t": t,
-                        "k": k,
-                        "p": p,
-                        "n": 200,
-                    }
-                )
+                jobs.append(dict(seed=seed, t=t, k=k, p=p, n=200))
+                jobs[-1]["logits"] = logits.tolist()
     got = _run(node, tmp_path, {"draws": jobs})["draws"]
     for job, g, w in zip(jobs, got, want):
         assert g == w, {k: v for k, v in job.items() if k != "logits"}
@@ -183,19 +165,10 @@ def test_draws_agree_on_the_same_logits(node, tmp_path):
 
 def _random_strings(n: int) -> list[str]:
     rng = random.Random(0)
-    pools = [
-        (0x20, 0x7E),
-        (0x00, 0x20),
-        (0x80, 0x24F),
-        (0x370, 0x52F),
-        (0x590, 0x6FF),
-        (0x900, 0x97F),
-        (0x2000, 0x206F),
-        (0x3000, 0x30FF),
-        (0x4E00, 0x9FFF),
-        (0xAC00, 0xD7A3),
-        (0x1F300, 0x1FAFF),
-        (0x10000, 0x10FFFF),
+    pools = [  # (lowest, highest) code points, in hexadecimal
+        [int(end, 16) for end in pool.split("-")]
+        for pool in "20-7E 0-20 80-24F 370-52F 590-6FF 900-97F 2000-206F "
+        "3000-30FF 4E00-9FFF AC00-D7A3 1F300-1FAFF 10000-10FFFF".split()
     ]
     out = []
     for _ in range(n):
@@ -243,14 +216,9 @@ def _random_checkpoint(path: pathlib.Path) -> GPT:
     with torch.no_grad():  # sharper distributions than N(0, 0.02) gives
         model.tok_emb.weight.mul_(20)
         model.pos_emb.weight.mul_(20)
-    torch.save(
-        {
-            "config": dataclasses.asdict(config),
-            "merges": [list(pair) for pair in merges],
-            "state_dict": {k: v.half() for k, v in model.state_dict().items()},
-        },
-        path,
-    )
+    state = {k: v.half() for k, v in model.state_dict().items()}
+    saved = dict(config=dataclasses.asdict(config), state_dict=state)
+    torch.save(dict(saved, merges=[list(pair) for pair in merges]), path)
     loaded, stored = load_gpt(path)
     assert stored == merges
     return loaded
@@ -263,31 +231,15 @@ def exported(tmp_path_factory):
     return model, ex.export(tmp / "gpt.pt", tmp / "weights.js")
 
 
-def _data(weights: pathlib.Path) -> tuple[str, dict]:
-    return lp.read_export(weights, ex.PREFIX)
-
-
 def test_the_export_carries_the_architecture(exported):
     model, weights = exported
-    _, data = _data(weights)
+    _, data = lp.read_export(weights, ex.PREFIX)
     assert (data["format"], data["format_version"]) == (ex.FORMAT, 1)
-    assert data["architecture"] == {
-        "model": "decoder-only",
-        "vocab_size": 300,
-        "context": 12,
-        "d_model": 18,
-        "num_heads": 3,
-        "num_layers": 2,
-        "d_ff": 30,
-        "activation": "relu",
-        "norm": "pre",
-        "final_norm": True,
-        "layer_norm_eps": 1e-5,
-        "positional": "learned",
-        "attention_bias": True,
-        "tied_output": True,
-        "window_restart": 6,
-    }
+    want = dict(model="decoder-only", vocab_size=300, context=12, d_model=18)
+    want |= dict(num_heads=3, num_layers=2, d_ff=30, activation="relu")
+    want |= dict(norm="pre", final_norm=True, layer_norm_eps=1e-5)
+    want |= dict(positional="learned", attention_bias=True, tied_output=True)
+    assert data["architecture"] == dict(want, window_restart=6)
     assert [n for n, _, _ in data["tensors"]] == list(model.state_dict())
 
 
@@ -305,23 +257,14 @@ def _reference(model: GPT, ids: list[int], start: int):
 def test_the_engine_computes_the_exported_model(node, exported, tmp_path):
     model, weights = exported
     runs = [
-        {
-            "prompt": [5, 80, 290, 32, 7],
-            "n": 30,
-            "seed": s,
-            "t": t,
-            "k": k,
-            "p": p,
-        }
+        dict(prompt=[5, 80, 290, 32, 7], n=30, seed=s, t=t, k=k, p=p)
         for s, (t, k, p) in enumerate(SETTINGS[:4] + SETTINGS[5:7])
     ]
     # a prompt longer than the context: the window starts inside it
     long = list(range(3, 300, 15))
-    runs += [
-        {"prompt": long, "n": 10, "seed": 9, "t": 0.9, "k": None, "p": None}
-    ]
+    runs += [dict(prompt=long, n=10, seed=9, t=0.9, k=None, p=None)]
     got = _run(node, tmp_path, {"weights": str(weights), "runs": runs})["runs"]
-    worst = {"logits": 0.0, "attention": 0.0}
+    worst = ec.Worst()
     restarts = 0
     for run, js in zip(runs, got):
         want = generate_seeded(
@@ -343,73 +286,48 @@ def test_the_engine_computes_the_exported_model(node, exported, tmp_path):
         for i, start in enumerate(js["start"]):
             ids = js["ids"][: len(run["prompt"]) + i]
             logits, attention = _reference(model, ids, start)
-            worst["logits"] = max(
-                worst["logits"],
-                (torch.tensor(js["logits"][i]) - logits).abs().max().item(),
-            )
-            worst["attention"] = max(
-                worst["attention"],
-                (torch.tensor(js["attention"][i]) - attention)
-                .abs()
-                .max()
-                .item(),
-            )
+            worst.see("logits", js["logits"][i], logits)
+            worst.see("attention", js["attention"][i], attention)
     print(
         f"\nlargest differences from PyTorch {worst}; "
         f"{restarts} window restarts"
     )
     assert restarts >= len(runs)  # every run went past the context
-    assert worst["logits"] <= LOGIT_TOL
-    assert worst["attention"] <= ATTENTION_TOL
+    worst.within(logits=LOGIT_TOL, attention=ATTENTION_TOL)
 
 
-REFUSALS = {  # change: (field, value or DROP, words the refusal must hold)
-    "version 2": ("format_version", 2, "format version 2"),
-    "another format": ("format", "course-pronouncer", "not a GPT export"),
-    "no heads": (
-        "architecture.num_heads",
-        lp.DROP,
-        "lacks architecture.num_heads",
-    ),
-    "unknown setting": ("architecture.rotary", True, "architecture.rotary"),
-    "post-norm": ("architecture.norm", "post", "architecture.norm"),
-    "gelu": ("architecture.activation", "gelu", "architecture.activation"),
-    "heads": ("architecture.num_heads", 4, "multiple of num_heads"),
-    "sinusoidal": (
-        "architecture.positional",
-        "sinusoidal",
-        "architecture.positional",
-    ),
-    "another pattern": (
-        "tokenizer.template",
-        lambda t: t.replace("'s|", ""),
-        "tokenizer.template",
-    ),
-    "merges": ("tokenizer.merges", lambda m: m[:-1], "tokenizer.merges"),
-    "classes": ("tokenizer.classes.digit", lp.DROP, "tokenizer.classes"),
-    "missing tensor": (
-        "tensors",
-        lambda ts: [t for t in ts if t[0] != "stack.norm.bias"],
-        "lacks tensor stack.norm.bias",
-    ),
-    "wrong shape": (
-        "tensors.0.1",
-        [300, 17],
-        "tensor tok_emb.weight has shape [300,17]",
-    ),
-    "short fp16": ("fp16", lambda f: f[: len(f) // 2], "fp16 holds"),
-    "no export": (None, None, "holds no export"),  # a file without it
-}
+REFUSALS = ec.tamperings(  # name | field | value | words the refusal holds
+    """
+version 2 | format_version | 2 | format version 2
+another format | format | "course-pronouncer" | not a GPT export
+no heads | architecture.num_heads | DROP | lacks architecture.num_heads
+unknown setting | architecture.rotary | True | architecture.rotary
+post-norm | architecture.norm | "post" | architecture.norm
+gelu | architecture.activation | "gelu" | architecture.activation
+heads | architecture.num_heads | 4 | multiple of num_heads
+sinusoidal | architecture.positional | "sinusoidal" | architecture.positional
+another pattern | tokenizer.template | lambda t: t.replace("'s|", "")
+    | tokenizer.template
+merges | tokenizer.merges | lambda m: m[:-1] | tokenizer.merges
+classes | tokenizer.classes.digit | DROP | tokenizer.classes
+missing tensor | tensors | lambda ts: [t for t in ts
+    if t[0] != "stack.norm.bias"] | lacks tensor stack.norm.bias
+wrong shape | tensors.0.1 | [300, 17]
+    | tensor tok_emb.weight has shape [300,17]
+short fp16 | fp16 | lambda f: f[: len(f) // 2] | fp16 holds
+no export | - | None | holds no export
+"""
+)
 
 
-@pytest.mark.parametrize("change", REFUSALS)
-def test_a_tampered_export_is_refused(node, exported, tmp_path, change):
-    field, value, words = REFUSALS[change]
-    other = lp.tampered(
-        exported[1], ex.PREFIX, field and (field, value), tmp_path / "w.js"
+@pytest.mark.parametrize("change, words", REFUSALS)
+def test_a_tampered_export_is_refused(node, exported, tmp_path, change, words):
+    def run(weights):
+        return _run(node, tmp_path, {"weights": str(weights)})
+
+    ec.assert_refused(
+        run, exported[1], ex.PREFIX, change, words, tmp_path / "w.js"
     )
-    got = _run(node, tmp_path, {"weights": str(other)})
-    assert words in got.get("refused", ""), got
 
 
 def test_the_exporter_refuses_what_the_page_would_get_wrong(monkeypatch):
@@ -422,8 +340,8 @@ def test_the_exporter_refuses_what_the_page_would_get_wrong(monkeypatch):
     raises(ValueError, "not utils.gpt.GPT", ex.architecture, nn.Linear(2, 2))
     from utils.gpt2 import GPT2Config
 
-    with pytest.raises(ValueError, match="FFN"):  # GPT-2's GELU
-        ex.architecture(GPT(GPT2Config(vocab_size=260, **SIZES)))
+    gpt2 = GPT(GPT2Config(vocab_size=260, **SIZES))
+    raises(ValueError, "FFN", ex.architecture, gpt2)  # GPT-2's GELU
     monkeypatch.setattr(bpe, "PATTERN", re.compile(r"\w+|\s+|[^\w\s]+"))
     raises(ValueError, "PATTERN", ex.tokenizer, {(104, 101): 256})
 

@@ -26,17 +26,20 @@ another format version, another format, a missing or unknown architecture
 field, a setting it does not compute, a missing or misshapen tensor.
 The exporter itself must refuse a model the page would get wrong.
 tests/test_live_pronouncer.py (slow) checks the stored model in Chromium;
-tests/live_pages.py holds what these tests share with the GPT's.
+tests/live_pages.py and tests/export_checks.py hold what these tests share
+with the GPT's.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 
 import pytest
 import torch
 
+from tests import export_checks as ec
 from tests import live_pages as lp
 from tools import ROOT
 from tools.editions import export_pronouncer as ex
@@ -129,23 +132,12 @@ def test_the_export_carries_the_architecture(exported):
     norm, model, weights = exported
     _, data = lp.read_export(weights, ex.PREFIX)
     assert (data["format"], data["format_version"]) == (ex.FORMAT, 2)
-    arch = data["architecture"]
-    assert arch == {
-        "model": "encoder-decoder",
-        "d_model": 18,
-        "num_heads": 3,
-        "num_encoder_layers": 2,
-        "num_decoder_layers": 2,
-        "d_ff": 30,
-        "activation": "relu",
-        "norm": norm,
-        "final_norm": norm == "pre",
-        "layer_norm_eps": 1e-5,
-        "embedding_scale": 18**0.5,
-        "positional": {"kind": "sinusoidal", "base": 10000.0, "max_len": 40},
-        "attention_bias": True,
-        "share_embeddings": False,
-    }
+    want = dict(model="encoder-decoder", d_model=18, num_heads=3, d_ff=30)
+    want |= dict(num_encoder_layers=2, num_decoder_layers=2, activation="relu")
+    want |= dict(norm=norm, final_norm=norm == "pre", layer_norm_eps=1e-5)
+    want |= dict(embedding_scale=18**0.5, attention_bias=True)
+    want["positional"] = {"kind": "sinusoidal", "base": 10000.0, "max_len": 40}
+    assert data["architecture"] == dict(want, share_embeddings=False)
     assert data["letters"]["tokens"] == pr.letter_vocab().itos
     assert data["phonemes"]["eos_id"] == pr.phoneme_vocab(False).eos_id
     names = [n for n, _, _ in data["tensors"]]
@@ -178,43 +170,29 @@ def test_the_engine_computes_the_exported_model(node, exported):
     norm, model, weights = exported
     got = _run(node, weights, WORDS)
     pad = pr.phoneme_vocab(False).pad_id
-    worst = {"logp": 0.0, "attention": 0.0, "score": 0.0}
+    worst = ec.Worst()
     for word in WORDS:
         js = got[word]
         want = _torch_answers(model, word, js["greedy"])
         assert js["greedy"] == want["greedy"], (norm, word)
-        logp = torch.tensor(
-            [
-                [float("-inf") if v is None else v for v in row]
-                for row in js["logp"]
-            ]
-        )
+        rows = [[-math.inf if v is None else v for v in r] for r in js["logp"]]
+        logp = torch.tensor(rows)
         assert logp.shape == want["logp"].shape, (norm, word)
-        assert (
-            torch.isinf(logp[:, pad]).all()
-            and logp.isfinite()[:, pad + 1 :].all()
-        )
+        finite = logp.isfinite()
+        assert torch.isinf(logp[:, pad]).all() and finite[:, pad + 1 :].all()
         keep = torch.arange(logp.size(1)) != pad
-        diff = (logp[:, keep] - want["logp"][:, keep]).abs().max().item()
-        worst["logp"] = max(worst["logp"], diff)
+        worst.see("logp", logp[:, keep], want["logp"][:, keep])
         # the greedy run's attention: one row per step it took
         attention = torch.tensor(js["attention"])
         steps = attention.size(2)
         assert attention.shape == want["attention"][:, :, :steps].shape
-        diff = (attention - want["attention"][:, :, :steps]).abs().max().item()
-        worst["attention"] = max(worst["attention"], diff)
-        assert [p for p, _ in js["beam"]] == [p for p, _ in want["beam"]], (
-            norm,
-            word,
-            js["beam"],
-            want["beam"],
-        )
-        for (_, s), (_, t) in zip(js["beam"], want["beam"]):
-            worst["score"] = max(worst["score"], abs(s - t))
+        worst.see("attention", attention, want["attention"][:, :, :steps])
+        beams = js["beam"], want["beam"]
+        assert [p for p, _ in beams[0]] == [p for p, _ in beams[1]], beams
+        for (_, s), (_, t) in zip(*beams):
+            worst.see("score", s, t)
     print(f"\n{norm}-norm: largest differences from PyTorch {worst}")
-    assert worst["logp"] <= LOGP_TOL
-    assert worst["attention"] <= ATTENTION_TOL
-    assert worst["score"] <= SCORE_TOL
+    worst.within(logp=LOGP_TOL, attention=ATTENTION_TOL, score=SCORE_TOL)
 
 
 def test_the_engine_sees_the_norm_placement(node, exported, tmp_path):
@@ -223,11 +201,8 @@ def test_the_engine_sees_the_norm_placement(node, exported, tmp_path):
     norm, _, weights = exported
     head, data = lp.read_export(weights, ex.PREFIX)
     if norm == "pre":  # as Post-Norm, the final norms are refused: drop them
-        data["tensors"] = [
-            t
-            for t in data["tensors"]
-            if ".layers." in t[0] or "norm" not in t[0]
-        ]
+        ts = data["tensors"]
+        ts[:] = [t for t in ts if ".layers." in t[0] or "norm" not in t[0]]
     data["architecture"]["norm"] = "post" if norm == "pre" else "pre"
     data["architecture"]["final_norm"] = norm == "post"
     if norm == "post":  # Pre-Norm needs final norms: borrow layer 0's
@@ -244,79 +219,55 @@ def test_the_engine_sees_the_norm_placement(node, exported, tmp_path):
     assert (a - b).abs().max().item() > 1e-2
 
 
-TAMPERED = {  # change: (field, value or DROP, words the refusal must hold)
-    "version 1": ("format_version", 1, "format version 1"),
-    "version 3": ("format_version", 3, "format version 3"),
-    "no version": ("format_version", lp.DROP, "format version undefined"),
-    "another format": ("format", "something-else", "not a pronouncer export"),
-    "no norm": ("architecture.norm", lp.DROP, "lacks architecture.norm"),
-    "no architecture": ("architecture", lp.DROP, "lacks architecture"),
-    "unknown setting": (
-        "architecture.rotary",
-        True,
-        "architecture.rotary is a setting this page does not",
-    ),
-    "sandwich norm": (
-        "architecture.norm",
-        "sandwich",
-        'architecture.norm must be "post" or "pre"',
-    ),
-    "learned positions": (
-        "architecture.positional.kind",
-        "learned",
-        "architecture.positional.kind",
-    ),
-    "gelu": ("architecture.activation", "gelu", "architecture.activation"),
-    "heads": ("architecture.num_heads", 4, "multiple of num_heads"),
-    "final norm": ("architecture.final_norm", lambda v: not v, "final_norm"),
-    "missing tensor": (
-        "tensors",
-        lambda ts: [t for t in ts if t[0] != "generator.bias"],
-        "lacks tensor generator.bias",
-    ),
-    "extra tensor": (
-        "tensors",
-        lambda ts: [*ts, ["encoder.layers.0.extra", [18], 0]],
-        "encoder.layers.0.extra is not part",
-    ),
-    "wrong shape": (
-        "tensors.0.1",
-        [28, 18],
-        "src_embed.lut.weight has shape [28,18]",
-    ),
-    "short fp16": ("fp16", lambda s: s[:400], "fp16 holds"),
-    "no export": (None, None, "holds no export"),  # a file without it
-}
+TAMPERED = ec.tamperings(  # name | field | value | words the refusal holds
+    """
+version 1 | format_version | 1 | format version 1
+version 3 | format_version | 3 | format version 3
+no version | format_version | DROP | format version undefined
+another format | format | "something-else" | not a pronouncer export
+no norm | architecture.norm | DROP | lacks architecture.norm
+no architecture | architecture | DROP | lacks architecture
+unknown setting | architecture.rotary | True
+    | architecture.rotary is a setting this page does not
+sandwich norm | architecture.norm | "sandwich"
+    | architecture.norm must be "post" or "pre"
+learned positions | architecture.positional.kind | "learned"
+    | architecture.positional.kind
+gelu | architecture.activation | "gelu" | architecture.activation
+heads | architecture.num_heads | 4 | multiple of num_heads
+final norm | architecture.final_norm | lambda v: not v | final_norm
+missing tensor | tensors | lambda ts: [t for t in ts
+    if t[0] != "generator.bias"] | lacks tensor generator.bias
+extra tensor | tensors | lambda ts: [*ts, ["encoder.layers.0.extra", [18], 0]]
+    | encoder.layers.0.extra is not part
+wrong shape | tensors.0.1 | [28, 18] | src_embed.lut.weight has shape [28,18]
+short fp16 | fp16 | lambda s: s[:400] | fp16 holds
+no export | - | None | holds no export
+"""
+)
 
 
-@pytest.mark.parametrize("change", TAMPERED)
-def test_a_tampered_export_is_refused(node, tmp_path, exports, change):
-    field, value, words = TAMPERED[change]
-    weights = lp.tampered(
-        exports["pre"][1],
-        ex.PREFIX,
-        field and (field, value),
-        tmp_path / "weights.js",
-    )
-    got = _run(node, weights, ["cat"])
-    assert "refused" in got, f"{change}: not refused"
-    assert words in got["refused"], (change, got["refused"])
+@pytest.mark.parametrize("change, words", TAMPERED)
+def test_a_tampered_export_is_refused(node, tmp_path, exports, change, words):
+    def run(weights):
+        return _run(node, weights, ["cat"])
+
+    out = tmp_path / "weights.js"
+    ec.assert_refused(run, exports["pre"][1], ex.PREFIX, change, words, out)
 
 
-def test_the_exporter_refuses_what_the_page_cannot_compute(exported):
+def test_the_exporter_refuses_what_the_page_cannot_compute(
+    exported, monkeypatch
+):
     _, model, _ = exported
     assert ex.architecture(model)["d_ff"] == 30
     sub = next(m for m in model.modules() if isinstance(m, Residual))
-    sub.norm_first = not sub.norm_first
-    try:
+    with monkeypatch.context() as m:  # the shared model, put back after
+        m.setattr(sub, "norm_first", not sub.norm_first)
         raises(ValueError, "Pre-Norm and Post-Norm", ex.architecture, model)
-    finally:
-        sub.norm_first = not sub.norm_first
-    norm = model.decoder.layers[0].sub1.norm
-    norm.eps = 1e-6
-    try:
+    with monkeypatch.context() as m:
+        m.setattr(model.decoder.layers[0].sub1.norm, "eps", 1e-6)
         raises(ValueError, "different eps", ex.architecture, model)
-    finally:
-        norm.eps = 1e-5
-    with pytest.raises(ValueError, match="not Transformer"):
-        ex.architecture(torch.nn.Linear(2, 2))
+    assert ex.architecture(model)["d_ff"] == 30  # as it was
+    linear = torch.nn.Linear(2, 2)
+    raises(ValueError, "not Transformer", ex.architecture, linear)

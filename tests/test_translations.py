@@ -129,11 +129,8 @@ def test_the_glossary_accepts_natural_and_d2l_forms():
 
 
 def test_chinese_uses_one_word_per_concept():
-    found = [
-        msg
-        for p in translations.pages()
-        for msg in translations.term_problems(p)
-    ]
+    pages = translations.pages()
+    found = [m for p in pages for m in translations.term_problems(p)]
     table = "; ".join(
         f"{c}: {pref} (not {', '.join(rej)})"
         for c, pref, rej in translations.TERMS
@@ -155,39 +152,66 @@ def test_figure_labels_and_code_comments_use_one_word_per_concept():
     assert not found, "\n".join(found)
 
 
-def rejected_then_accepted(bad: str, good: str) -> None:
-    """The sentence with a rejected form is caught, its rewording is not."""
-    assert translations.rejected_forms(translations.chinese_prose(bad)), bad
-    good_forms = translations.rejected_forms(translations.chinese_prose(good))
-    assert not good_forms, good
+DECIDED = [  # a sentence with a rejected form; its rewording passes
+    # issue #48
+    ("训练好的注音模型。", "训练好的发音模型。"),
+    ("读音模型读入字母。", "发音模型读入字母。"),
+    ("这个词有两种读音。", "这个词有两种发音；多音字有几种读法。"),
+    ("字素到音素转换是一个任务。", "字音转换（字素到音素转换，G2P）。"),
+    ("前瞻掩码的形状。", "因果掩码的形状。"),
+    ("讲义这样写。", "笔记这样写。"),
+    ("讲座笔记这样写。", "笔记这样写。"),
+    ("完全正确率为一半。", "完全匹配率为一半。"),
+    ("True = 允许关注。", "True = 可以关注。"),
+    ("没有可关注的键。", "没有可以关注的键；查询会关注键。"),
+    ("批量规范化对列归一化。", "批归一化（批量规范化）对列归一化。"),
+    ("基于位置的前馈网络。", "逐位置前馈网络（基于位置的前馈网络）。"),
+    ("用了暂退法。", "用了 dropout（暂退法）。"),
+    ("标为 LayerNorm。", "层归一化（LayerNorm）；代码 `nn.LayerNorm`。"),
+    ("标为 BatchNorm。", "标为批归一化。"),
+    ("**需要的准备：**", "**你需要：**"),
+    ("你将会得到这些。", "**你将得到：**"),
+    ("损失所看的位置。", "损失计算的位置。"),
+    ("这是乔装的步数。", "这并非只是更多的步数。"),
+    ("需要打分的位置对数。", "需要打分的位置对的个数。"),
+    # issue #63 (locale/zh/terms/terms.yml)
+    ("加载保存的模型。", "加载存储的模型。"),
+    ("与训练脚本存下的分数相同。", "与训练脚本存储的分数相同。"),
+    ("在全部测试词上解码。", "在全部测试单词上解码；测试词元不是单词。"),
+    ("训练词和验证词。", "训练单词和验证单词；训练词表。"),
+    ("字符 5-gram 和 n-gram。", "字符 5 元语法和 n元语法。"),
+    ("每个 unigram 和 bigram。", "每个一元语法和二元语法。"),
+    ("词元三元模型胜过字符 5 元模型。", "词元三元语法胜过 BPE 词元模型。"),
+    ("一个 5 元联合序列模型。", "一个 5 元语法联合序列模型。"),
+    ("一张二元计数表。", "一张二元语法计数表。"),
+    ("样本的抄录率。", "样本的照抄率。"),
+    ("样本的复制率。", "样本的照抄率。"),
+    ("你的提示显示为灰色。", "你的提示词显示为灰色。"),
+    ("在全景图上。", "在课程地图上。"),
+    ("500 条中完全正确的占一半。", "完全匹配率为一半。"),
+    ("位置 1 到 15。", "位置 1 至 15；从 0.5 降到 0.3。"),
+    (
+        "以 bos 开头，以 eos 结尾。",
+        "以 BOS 开头，以 EOS 结尾；`bos` 是代码。",
+    ),
+    ("验证剧本上的损失。", "验证集剧本上的损失。"),
+    ("测试剧本合起来。", "测试集剧本合起来。"),
+    ("集成能换来多少。", "集成的收益有多大。"),
+    ("### 第二种意见：重新打分", "### 借助另一个模型：重新打分"),
+    ("差别来自平局。", "差别出在计数相同的字节对上。"),
+    ("模式检测：准确率", "基序检测：准确率"),
+    ("只看计数", "仅计数"),
+    ("广播到分数的形状，再取 AND", "广播到分数的形状，再做逻辑与（AND）"),
+]
 
 
-def test_the_new_terms_are_enforced():
-    """Issue #48's decisions: each rejected form is found in a sentence, and
+@pytest.mark.parametrize("bad, good", DECIDED)
+def test_the_decided_terms_are_enforced(bad, good):
+    """Issues #48 and #63: each rejected form is found in a sentence, and
     the accepted one (or the other name in parentheses) passes."""
-    for bad, good in [
-        ("训练好的注音模型。", "训练好的发音模型。"),
-        ("读音模型读入字母。", "发音模型读入字母。"),
-        ("这个词有两种读音。", "这个词有两种发音；多音字有几种读法。"),
-        ("字素到音素转换是一个任务。", "字音转换（字素到音素转换，G2P）。"),
-        ("前瞻掩码的形状。", "因果掩码的形状。"),
-        ("讲义这样写。", "笔记这样写。"),
-        ("讲座笔记这样写。", "笔记这样写。"),
-        ("完全正确率为一半。", "完全匹配率为一半。"),
-        ("True = 允许关注。", "True = 可以关注。"),
-        ("没有可关注的键。", "没有可以关注的键；查询会关注键。"),
-        ("批量规范化对列归一化。", "批归一化（批量规范化）对列归一化。"),
-        ("基于位置的前馈网络。", "逐位置前馈网络（基于位置的前馈网络）。"),
-        ("用了暂退法。", "用了 dropout（暂退法）。"),
-        ("标为 LayerNorm。", "层归一化（LayerNorm）；代码 `nn.LayerNorm`。"),
-        ("标为 BatchNorm。", "标为批归一化。"),
-        ("**需要的准备：**", "**你需要：**"),
-        ("你将会得到这些。", "**你将得到：**"),
-        ("损失所看的位置。", "损失计算的位置。"),
-        ("这是乔装的步数。", "这并非只是更多的步数。"),
-        ("需要打分的位置对数。", "需要打分的位置对的个数。"),
-    ]:
-        rejected_then_accepted(bad, good)
+    rejected, prose = translations.rejected_forms, translations.chinese_prose
+    assert rejected(prose(bad)), bad
+    assert not rejected(prose(good)), good
 
 
 def test_english_connectives_left_are_found():
@@ -419,13 +443,10 @@ def test_the_store_round_trips(tmp_path, monkeypatch):
     files = sorted(translations.LOCALE.glob("*.yml"))
     assert files, "no translation files in locale/zh"
     monkeypatch.setattr(translations, "LOCALE", tmp_path)
+    book = translations.ROOT / "book"
     for original in files:
-        book = translations.ROOT / "book"
-        page = next(
-            p
-            for p in book.glob(f"{original.stem}.*")
-            if p.suffix in (".ipynb", ".md")
-        )
+        pages = book.glob(f"{original.stem}.*")
+        page = next(p for p in pages if p.suffix in (".ipynb", ".md"))
         monkeypatch.setattr(translations, "LOCALE", original.parent)
         entries = translations.load(page)
         monkeypatch.setattr(translations, "LOCALE", tmp_path)
@@ -468,11 +489,9 @@ def test_sync_marks_a_changed_english_unit_as_outdated(scratch):
 
 def test_a_translation_left_in_english_is_reported(scratch):
     _, chapter = scratch
-    translations.sync(chapter)
-    entries = translations.load(chapter)
+    entries = filled(chapter)
     key = next(iter(entries))
-    for k, entry in entries.items():
-        entry["zh"] = entry["en"] if k == key else "译文"
+    entries[key]["zh"] = entries[key]["en"]
     translations.save(chapter, entries)
     [msg] = translations.problems(chapter)
     assert f"[{key}] still English" in msg
@@ -507,10 +526,8 @@ def test_the_live_pages_texts_are_translated(node):
     under Node) has its Chinese in locale/zh/live/widgets.yml, with the same
     {name} slots and the glossary's words; every entry there is still
     shown (the Chinese pages load them as _static/engine/zh.js)."""
-    scripts = [
-        translations.ROOT / "_static" / "pronouncer" / "pronouncer.js",
-        translations.ROOT / "_static" / "gpt" / "gpt_page.js",
-    ]
+    static = translations.ROOT / "_static"
+    scripts = [static / "pronouncer/pronouncer.js", static / "gpt/gpt_page.js"]
     english = set(lp.run_node(node, LIVE_SCRIPTS, *scripts))
     table = translations.live_texts()
     slots = re.compile(r"\{\w+\}")
@@ -522,41 +539,6 @@ def test_the_live_pages_texts_are_translated(node):
         prose = slots.sub(" ", zh)
         assert not translations.rejected_forms(prose), (en, zh)
     assert "COURSE_LIVE_ZH" in translations.live_texts_js()
-
-
-def test_the_terms_of_issue_63_are_enforced():
-    """Issue #63's decisions (locale/zh/terms/terms.yml): each rejected form
-    is found in a sentence, and the accepted one passes."""
-    for bad, good in [
-        ("加载保存的模型。", "加载存储的模型。"),
-        ("与训练脚本存下的分数相同。", "与训练脚本存储的分数相同。"),
-        ("在全部测试词上解码。", "在全部测试单词上解码；测试词元不是单词。"),
-        ("训练词和验证词。", "训练单词和验证单词；训练词表。"),
-        ("字符 5-gram 和 n-gram。", "字符 5 元语法和 n元语法。"),
-        ("每个 unigram 和 bigram。", "每个一元语法和二元语法。"),
-        ("词元三元模型胜过字符 5 元模型。", "词元三元语法胜过 BPE 词元模型。"),
-        ("一个 5 元联合序列模型。", "一个 5 元语法联合序列模型。"),
-        ("一张二元计数表。", "一张二元语法计数表。"),
-        ("样本的抄录率。", "样本的照抄率。"),
-        ("样本的复制率。", "样本的照抄率。"),
-        ("你的提示显示为灰色。", "你的提示词显示为灰色。"),
-        ("在全景图上。", "在课程地图上。"),
-        ("500 条中完全正确的占一半。", "完全匹配率为一半。"),
-        ("位置 1 到 15。", "位置 1 至 15；从 0.5 降到 0.3。"),
-        (
-            "以 bos 开头，以 eos 结尾。",
-            "以 BOS 开头，以 EOS 结尾；`bos` 是代码。",
-        ),
-        ("验证剧本上的损失。", "验证集剧本上的损失。"),
-        ("测试剧本合起来。", "测试集剧本合起来。"),
-        ("集成能换来多少。", "集成的收益有多大。"),
-        ("### 第二种意见：重新打分", "### 借助另一个模型：重新打分"),
-        ("差别来自平局。", "差别出在计数相同的字节对上。"),
-        ("模式检测：准确率", "基序检测：准确率"),
-        ("只看计数", "仅计数"),
-        ("广播到分数的形状，再取 AND", "广播到分数的形状，再做逻辑与（AND）"),
-    ]:
-        rejected_then_accepted(bad, good)
 
 
 def test_colon_density_is_counted_per_page(scratch, monkeypatch):

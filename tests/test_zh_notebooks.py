@@ -149,17 +149,11 @@ def test_an_untranslated_unit_keeps_its_english():
 
 
 def test_setup_call_asks_for_chinese():
-    english = next(
-        c.source
-        for c in nbformat.read(CHAPTERS[0], as_version=4).cells
-        if c.cell_type == "code"
-    )
-    ours = zh_notebooks.zh_setup(english)
-    assert zh_notebooks.ZH_SETUP_CALL in ours
-    assert (
-        ours.replace(zh_notebooks.ZH_SETUP_CALL, zh_notebooks.SETUP_CALL)
-        == english
-    )
+    cells = nbformat.read(CHAPTERS[0], as_version=4).cells
+    english = next(c.source for c in cells if c.cell_type == "code")
+    ours, call = zh_notebooks.zh_setup(english), zh_notebooks.ZH_SETUP_CALL
+    assert call in ours
+    assert ours.replace(call, zh_notebooks.SETUP_CALL) == english
     raises(ValueError, "does not call", zh_notebooks.zh_setup, "import utils")
 
 
@@ -168,9 +162,8 @@ def _current_copy(page, tmp_path, monkeypatch):
     monkeypatch.setattr(zh_notebooks, "ZH", tmp_path / "zh")
     target = zh_notebooks.zh_path(page)
     target.parent.mkdir(parents=True)
-    target.write_bytes(
-        (ROOT / "zh" / page.resolve().relative_to(ROOT)).read_bytes()
-    )
+    stored = ROOT / "zh" / page.resolve().relative_to(ROOT)
+    target.write_bytes(stored.read_bytes())
     assert zh_notebooks.problems(page) == []
     return target
 
@@ -191,18 +184,11 @@ def _code_cell_with(nb, kind):
     raise AssertionError(f"no code cell with {kind} output")
 
 
-@pytest.mark.parametrize(
-    "change, expect",
-    [
-        ("code", "code differs"),
-        ("markdown", "markdown differs"),
-        ("caption", "metadata"),
-        ("text", "text outputs differ"),
-        ("image", "images, the English has"),
-        ("stamp", "figure label table"),
-        ("error", "error in the Chinese run: KeyError"),
-    ],
-)
+@pytest.mark.parametrize("change, expect", [
+    ("code", "code differs"), ("markdown", "markdown differs"),
+    ("caption", "metadata"), ("text", "text outputs differ"),
+    ("image", "images, the English has"), ("stamp", "figure label table"),
+    ("error", "error in the Chinese run: KeyError")])  # fmt: skip
 def test_a_stale_chinese_notebook_is_found(
     change, expect, tmp_path, monkeypatch
 ):
@@ -299,9 +285,8 @@ def test_prose_only_regeneration_keeps_outputs(tmp_path, monkeypatch):
     zh_notebooks.retranslate(page)
     assert zh_notebooks.problems(page) == []
     after = nbformat.read(target, as_version=4)
-    assert next(c for c in after.cells if c.id == key).source.endswith(
-        "（新译）"
-    )
+    edited = next(c for c in after.cells if c.id == key)
+    assert edited.source.endswith("（新译）")
     code = [(c.id, c.outputs) for c in before.cells if c.cell_type == "code"]
     assert code == [
         (c.id, c.outputs) for c in after.cells if c.cell_type == "code"
@@ -322,16 +307,11 @@ def test_chinese_code_differs_from_the_english_in_comments_only(page):
 
     english = nbformat.read(page, as_version=4)
     chinese = nbformat.read(zh_notebooks.zh_path(page), as_version=4)
-    pairs = [
-        (e, z)
-        for e, z in zip(english.cells, chinese.cells)
-        if e.cell_type == "code"
-    ]
+    cells = zip(english.cells, chinese.cells)
+    pairs = [(e, z) for e, z in cells if e.cell_type == "code"]
     setup_en, setup_zh = pairs[0]
-    pairs[0] = (
-        nbformat.v4.new_code_cell(zh_notebooks.zh_setup(setup_en.source)),
-        setup_zh,
-    )
+    setup = zh_notebooks.zh_setup(setup_en.source)
+    pairs[0] = (nbformat.v4.new_code_cell(setup), setup_zh)
     strip = code_comments.strip_comments
     differ = [z.id for e, z in pairs if strip(e.source) != strip(z.source)]
     assert not differ, f"code (not comments) differs in cells {differ}"
