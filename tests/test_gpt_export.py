@@ -267,20 +267,12 @@ def test_the_engine_computes_the_exported_model(node, exported, tmp_path):
     worst = ec.Worst()
     restarts = 0
     for run, js in zip(runs, got):
-        want = generate_seeded(
-            model,
-            run["prompt"],
-            run["n"],
-            Mulberry32(run["seed"]),
-            temperature=run["t"],
-            top_k=run["k"],
-            top_p=run["p"],
-        )
+        prompt, n, rng = run["prompt"], run["n"], Mulberry32(run["seed"])
+        settings = dict(temperature=run["t"], top_k=run["k"], top_p=run["p"])
+        want = generate_seeded(model, prompt, n, rng, **settings)
         assert js["ids"] == want, run
         if run["t"] == 0:
-            greedy = model.generate(
-                torch.tensor([run["prompt"]]), run["n"], temperature=0
-            )
+            greedy = model.generate(torch.tensor([prompt]), n, temperature=0)
             assert js["ids"] == greedy[0].tolist()
         restarts += len(set(js["start"])) - 1
         for i, start in enumerate(js["start"]):
