@@ -7,8 +7,7 @@
 
 The teacher is an ensemble, the mean of its members' next-phoneme
 probabilities: the first recipe's 7 stored runs
-(``tools/runs/pronouncer_ensemble.py``), or those and the second recipe's
-full runs (``NINE``, ``python -m tools.runs.distill --teacher nine``).
+(``tools/runs/pronouncer_ensemble.py``).
 ``teacher_table`` reads every training pair through it, teacher-forced,
 once, and keeps each pair's rows (fp16) under the pair's token ids, so a
 student's step looks its batch up instead of running its members. The
@@ -29,32 +28,19 @@ from tools import ROOT
 from tools.runs import pronouncer_ensemble
 from utils.batches import encode_batch, group_pairs
 from utils.ensemble import Ensemble, distill_loss, pair_key
-from utils.pronouncer import load_pronouncer, train_pronouncer
+from utils.pronouncer import train_pronouncer
 from utils.training import threads
 
 WORK = ROOT / "_build" / "pronouncer"  # where train_pronouncer's runs are
 FIRST = tuple(f"s{seed}" for seed in range(7))  # the first recipe's seeds
-NINE = FIRST + ("f128_s0", "l128_kd_s0")  # and the second recipe's full runs
-TEACHERS = {"seven": FIRST, "nine": NINE}
 TABLE = WORK / "teacher_s0-6.pt"
 HEAD = ROOT / "book" / "data" / "pronouncer_teacher_head.pt"
 HEAD_STEPS = 2  # the steps a replay retrains
 
 
-def table_path(teacher: str):
-    """Where the table of ``TEACHERS[teacher]`` is kept."""
-    return TABLE if teacher == "seven" else WORK / f"teacher_{teacher}.pt"
-
-
 def members(names) -> list:
-    """The runs named (``s{k}``: the first recipe's seed k; otherwise a
-    second-recipe run's stored fp16 weights in ``WORK``), loaded."""
-    return [
-        pronouncer_ensemble.members([int(n[1:])])[0]
-        if n in FIRST
-        else load_pronouncer(WORK / f"{n}_fp16.pt")[0]
-        for n in names
-    ]
+    """The first recipe's runs named ``s{k}`` (seed k), loaded."""
+    return pronouncer_ensemble.members([int(n[1:]) for n in names])
 
 
 @torch.no_grad()
@@ -92,8 +78,7 @@ def head(recipe: str, steps: int = HEAD_STEPS) -> dict:
     cfg = tp.RECIPES[recipe]
     _, splits, vocabs = tp.data()
     pads = (vocabs[0].pad_id, vocabs[1].pad_id)
-    table = table_path(tp.TAUGHT_BY.get(recipe, "seven"))
-    reading = _Reading(torch.load(table, weights_only=True))
+    reading = _Reading(torch.load(TABLE, weights_only=True))
     loss = distill_loss(
         reading, tp.DISTILLED[recipe], cfg.label_smoothing, pads
     )
@@ -113,11 +98,10 @@ def main(args) -> None:
         return
     _, splits, vocabs = data()
     with threads(1):
-        table = teacher_table(splits["train"], vocabs, TEACHERS[args.teacher])
-    path = table_path(args.teacher)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(table, path)
-    print(f"{len(table)} pairs -> {path}")
+        table = teacher_table(splits["train"], vocabs)
+    TABLE.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(table, TABLE)
+    print(f"{len(table)} pairs -> {TABLE}")
 
 
 if __name__ == "__main__":
@@ -125,5 +109,4 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--head", help="a distilled recipe: store its head")
-    parser.add_argument("--teacher", choices=TEACHERS, default="seven")
     main(parser.parse_args())

@@ -153,22 +153,15 @@ RECIPES["l128_kd"] = RECIPES["l128"]
 # l128_kd: validation 26.65%, test 26.90%, level with the baseline (26.92%,
 # p = 0.98), short of the 25% target. Its last third opened a gap of 6.6
 # points between training and validation words while validation flattened.
-# A stronger teacher is not on hand: the 7 first-recipe runs averaged with
-# f128 and l128_kd (distill.NINE; recipe l128_kd9, not run) score 26.2% on
-# validation words as the 7 alone do, 26.63% on test against their 26.54%.
-# So more regularisation: the dropout 0.2, one run.
-RECIPES["l128_kd9"] = RECIPES["l128"]
+# Next, more regularisation: the dropout 0.2, one run.
 RECIPES["l128_kd_dp2"] = dataclasses.replace(RECIPES["l128"], dropout=0.2)
-DISTILLED = dict.fromkeys(
-    ("t128_kd", "l128_kd", "l128_kd9", "l128_kd_dp2"), 0.5
-)
-TAUGHT_BY = {"l128_kd9": "nine"}  # the others: "seven" (distill.TEACHERS)
+DISTILLED = dict.fromkeys(("t128_kd", "l128_kd", "l128_kd_dp2"), 0.5)
 STORED = "l128_kd"  # the recipe whose seed-0 run is the stored pronouncer
 RECIPE_ROWS = OUT / "pronouncer_recipe.jsonl"  # one row per finished run
 # A full run keeps its weights at the end of each of its last AVERAGED
 # epochs (404 steps of 256 words); the stored model is the average of the
 # last k of them (k = 1: the final weights) with the best validation WER.
-FULL, AVERAGED, EPOCH = {"l128", "l128_kd", "l128_kd9", "l128_kd_dp2"}, 5, 404
+FULL, AVERAGED, EPOCH = {"l128", "l128_kd", "l128_kd_dp2"}, 5, 404
 
 
 def snapshot_steps(cfg) -> list[int]:
@@ -283,8 +276,7 @@ def run(
     if alpha:
         from tools.runs import distill
 
-        teacher = distill.table_path(TAUGHT_BY.get(args.recipe, "seven"))
-        table = torch.load(teacher, weights_only=True)
+        table = torch.load(distill.TABLE, weights_only=True)
         pads = (vocabs[0].pad_id, vocabs[1].pad_id)
         loss = distill.distill_loss(table, alpha, cfg.label_smoothing, pads)
     model, h = train_pronouncer(
@@ -375,9 +367,6 @@ def recipe_row(args, cfg, model, h, world, stress) -> dict:
         "processes": world.size,
         "trained_with_stress": stress,
         "distilled": DISTILLED.get(args.recipe, 0.0),  # the teacher's share
-        "teacher": TAUGHT_BY.get(args.recipe, "seven")
-        if args.recipe in DISTILLED
-        else None,
         "steps_done": done,
         "seconds": round(h["seconds"], 1),
         "numeric_mode": numeric_mode.stamp(),
