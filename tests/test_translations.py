@@ -1,21 +1,8 @@
-"""The Chinese edition is complete, current and uses the glossary's terms.
-
-(a) every page in _toc.yml has a current Chinese translation of every unit
-    (one failure listing every untranslated, outdated or still-English unit,
-    by page);
-(b) every glossary term a chapter links with {term} appears in the chapter's
-    Chinese text in one of the forms the glossary accepts for it (its bold
-    text: the name and the names in its parentheses, so softmax may stay
-    softmax);
-(c) one word per concept: no rejected form of translations.TERMS anywhere in
-    the Chinese, the first 词元 of a chapter written 词元（token）, one
-    solution heading;
-(d) the store round-trips and `sync` marks a changed English unit as
-    outdated. The Chinese notebooks the Chinese site is built from are
-    checked by tests/test_zh_notebooks.py.
-Both editions' builds are checked by the strict build test
-(tests/test_book.py). See tools/editions/translations.py and README.md
-("Chinese edition").
+"""The Chinese edition (tools/editions/translations.py) is complete,
+current and uses the glossary's terms: (a) every unit of every page is
+translated and current; (b) every linked glossary term appears in one of its
+accepted Chinese forms; (c) one word per concept (translations.TERMS);
+(d) the store round-trips and `sync` marks changed English as outdated.
 """
 
 from __future__ import annotations
@@ -46,8 +33,7 @@ def test_every_page_has_a_current_translation():
 
 
 def glossary_bold() -> dict[str, str]:
-    """Glossary entry (its first name) -> the bold text of its definition
-    line, which holds its Chinese names (tests/test_book.py reads it too)."""
+    """Glossary entry (first name) -> its definition's bold Chinese names."""
     block = (
         GLOSSARY.read_text().split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
     )
@@ -65,10 +51,8 @@ def glossary_bold() -> dict[str, str]:
 
 
 def chinese_forms() -> dict[str, tuple[str, ...]]:
-    """Glossary entry (its first name) -> the Chinese forms it accepts: the
-    bold text's name and every name in its parentheses, separated by 、 or ；
-    ("集束搜索（束搜索）" -> ("集束搜索", "束搜索");
-    "softmax（归一化指数函数）" -> ("softmax", "归一化指数函数"))."""
+    """Glossary entry -> its accepted Chinese forms: the bold name and those
+    in its parentheses ("集束搜索（束搜索）" -> ("集束搜索", "束搜索"))."""
     forms = {}
     for name, bold in glossary_bold().items():
         parts = re.split(r"[（()）、；;]", bold)
@@ -93,8 +77,7 @@ def linked_terms(text: str) -> set[str]:
 
 
 def test_chinese_text_uses_the_glossary_terms():
-    """Checked over the translated units only: an untranslated unit is test
-    (a)'s."""
+    """Over the translated units only (an untranslated one is test (a)'s)."""
     forms, missing = chinese_forms(), []
     for page in translations.pages():
         if page.name == GLOSSARY.name:
@@ -142,12 +125,7 @@ def test_chinese_uses_one_word_per_concept():
 
 
 def test_figure_labels_and_code_comments_use_one_word_per_concept():
-    """The figures and the code comments speak the prose's words: no Chinese
-    figure text (locale/zh/figures/labels.yml, flat or by figure) and no
-    Chinese comment (locale/zh/code/comments.yml) holds a rejected form of
-    TERMS. Figure texts kept as they are (an English example word, a code
-    name such as ``memory`` in ``decode(tgt, memory)``) are not Chinese
-    prose, but LayerNorm / BatchNorm drawn as they are is."""
+    """Figure texts and code comments hold no rejected form of TERMS."""
     found = translations.comment_and_label_problems()
     assert not found, "\n".join(found)
 
@@ -207,8 +185,7 @@ DECIDED = [  # a sentence with a rejected form; its rewording passes
 
 @pytest.mark.parametrize("bad, good", DECIDED)
 def test_the_decided_terms_are_enforced(bad, good):
-    """Issues #48 and #63: each rejected form is found in a sentence, and
-    the accepted one (or the other name in parentheses) passes."""
+    """Issues #48 and #63: the rejected form is found, the accepted passes."""
     rejected, prose = translations.rejected_forms, translations.chinese_prose
     assert rejected(prose(bad)), bad
     assert not rejected(prose(good)), good
@@ -307,9 +284,7 @@ def test_d2l_names_are_given_at_first_use(scratch, tmp_path):
 
 
 def test_the_chinese_reads_as_chinese():
-    """No English connective, colon chain or English-shaped chapter opener in
-    the edition (translations.style_problems), and d2l-zh's names are given
-    where the edition's word is first used (translations.aside_problems)."""
+    """No style problem, and d2l-zh's names given at first use."""
     pages = translations.pages()
     found = [m for p in pages for m in translations.style_problems(p)]
     found += translations.aside_problems(pages)
@@ -380,18 +355,17 @@ def test_term_problems_names_page_unit_and_form(scratch):
     found = translations.term_problems(chapter)
     name = chapter.name
     assert found[0].startswith(f"{name} [{keys[1]}] the chapter's first 词元")
-    assert sorted(m.split(" for ")[0] for m in found[1:]) == sorted(
-        [
-            f"{name} [{keys[2]}] 'token'",
-            f"{name} [{keys[2]}] '堆栈'",
-            f"{name} [{keys[2]}] '遮住'",
-            f"{name} [{keys[3]}] '单元格'",
-            f"{name} [{keys[3]}] 'one-hot'",
-            f"{name} [{solution}] '练习 1 解答说明'",
-            f"{name} [{solution}] the heading of solution 1 is not "
-            "解答 1 及讲解",
-        ]
-    ), found
+    want = [
+        f"{name} [{keys[2]}] 'token'",
+        f"{name} [{keys[2]}] '堆栈'",
+        f"{name} [{keys[2]}] '遮住'",
+        f"{name} [{keys[3]}] '单元格'",
+        f"{name} [{keys[3]}] 'one-hot'",
+        f"{name} [{solution}] '练习 1 解答说明'",
+        f"{name} [{solution}] the heading of solution 1 is not 解答 1 及讲解",
+    ]
+    got = sorted(m.split(" for ")[0] for m in found[1:])
+    assert got == sorted(want), found
 
     # Code and maths are not prose, and the chapter's first 词元（token）
     # is the one English token allowed: a second one is rejected.
@@ -418,8 +392,7 @@ def test_linked_terms_reads_both_forms_of_the_role():
 
 @pytest.fixture
 def scratch(tmp_path, monkeypatch):
-    """A temporary store (never locale/ itself) and a copy of chapter 3 to
-    edit."""
+    """A temporary store (never locale/) and a copy of chapter 3 to edit."""
     store = tmp_path / "locale"
     monkeypatch.setattr(translations, "LOCALE", store)
     chapter = tmp_path / "book" / "03_masks.ipynb"
@@ -429,8 +402,7 @@ def scratch(tmp_path, monkeypatch):
 
 
 def filled(chapter, zh: str = "译文") -> dict:
-    """The chapter's store synced, every unit's Chinese set to ``zh`` and
-    saved: its entries."""
+    """Sync the chapter's store, set every unit's Chinese to ``zh``, save."""
     translations.sync(chapter)
     entries = translations.load(chapter)
     for entry in entries.values():
@@ -498,10 +470,7 @@ def test_a_translation_left_in_english_is_reported(scratch):
 
 
 def test_every_code_comment_is_translated():
-    """tools/editions/code_comments.py: every English comment of the chapters
-    (but those in EXEMPT) and of the setup cell has its Chinese in
-    locale/zh/code/comments.yml; `python -m tools.editions.translations check`
-    lists them."""
+    """Every comment of the chapters (but EXEMPT) and the setup cell."""
     from tools.editions import code_comments
 
     failing, _ = code_comments.problems(translations.pages())
@@ -513,8 +482,7 @@ def test_every_code_comment_is_translated():
     assert setup and all(c.text in table for c in setup)
 
 
-# Prints the English texts of the live pages' widgets (their scripts' TEXT;
-# process.argv[2:] are the scripts).
+# Prints the live widgets' English texts (TEXT of the scripts in argv[2:]).
 LIVE_SCRIPTS = r"""
 const texts = process.argv.slice(2).map((f) => Object.values(require(f).TEXT));
 console.log(JSON.stringify(texts.flat()));
@@ -522,10 +490,8 @@ console.log(JSON.stringify(texts.flat()));
 
 
 def test_the_live_pages_texts_are_translated(node):
-    """Every text the live pages' widgets show (their scripts' English, read
-    under Node) has its Chinese in locale/zh/live/widgets.yml, with the same
-    {name} slots and the glossary's words; every entry there is still
-    shown (the Chinese pages load them as _static/engine/zh.js)."""
+    """Every live widget text has its Chinese (same {slots}, the glossary's
+    words) and every Chinese entry is still shown."""
     static = translations.ROOT / "_static"
     scripts = [static / "pronouncer/pronouncer.js", static / "gpt/gpt_page.js"]
     english = set(lp.run_node(node, LIVE_SCRIPTS, *scripts))
@@ -542,8 +508,7 @@ def test_the_live_pages_texts_are_translated(node):
 
 
 def test_colon_density_is_counted_per_page(scratch, monkeypatch):
-    """Issue #63: short paragraphs escape the paragraph check, so the density
-    is counted over the whole page too (but for the pages in COLONS_LEFT)."""
+    """Issue #63: short paragraphs escape the paragraph check."""
     _, chapter = scratch
     text = "做法：相乘。这是一个凑足长度的普通中文句子而已。"  # 1 in 21
     entries = filled(chapter, text)
