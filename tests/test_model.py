@@ -13,15 +13,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from utils.attention import AttentionCache
 from utils.masks import causal_mask, decoder_mask, padding_mask
-from utils.layers import (
-    DecoderLayer,
-    EncoderLayer,
-    FeedForward,
-    LayerNorm,
-    load_torch_decoder_layer_weights,
-    load_torch_encoder_layer_weights,
-    xavier_init,
-)
+from utils.layers import DecoderLayer, EncoderLayer, FeedForward, LayerNorm
+from utils.layers import load_torch_decoder_layer_weights, xavier_init
+from utils.layers import load_torch_encoder_layer_weights
 from utils.model import Transformer, parameter_count, shape_trace
 from tests.conftest import raises, raising
 
