@@ -13,12 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from utils.attention import (
-    MultiHeadAttention,
-    load_torch_mha_weights,
-    masked_softmax,
-    scaled_dot_product_attention,
-)
+from utils.attention import MultiHeadAttention, load_torch_mha_weights
+from utils.attention import masked_softmax, scaled_dot_product_attention
 from utils.scoring import AdditiveAttention, BilinearAttention
 from tests.conftest import raises, raising
 
