@@ -231,8 +231,7 @@ def test_colon_chains_are_found():
     assert len(translations.colon_chains(chain + "\n\n" + chain)) == 2
 
 
-def test_style_problems_name_page_unit_and_pattern(scratch, monkeypatch):
-    _, chapter = scratch
+def test_style_problems_name_page_unit_and_pattern(chapter, monkeypatch):
     # a page of a few characters: its colon density over the whole page is
     # test_colon_density_is_counted_per_page's business
     monkeypatch.setattr(translations, "COLONS_LEFT", {"03_"})
@@ -257,8 +256,7 @@ def test_style_problems_name_page_unit_and_pattern(scratch, monkeypatch):
     ], found
 
 
-def test_d2l_names_are_given_at_first_use(scratch, tmp_path):
-    _, chapter = scratch
+def test_d2l_names_are_given_at_first_use(chapter, tmp_path):
     entries = filled(chapter)
     prose = [k for k in entries if "/" not in k]
     entries[prose[1]]["zh"] = "批归一化对列归一化；dropout 只在训练时生效。"
@@ -305,9 +303,8 @@ def test_a_wrapped_comment_never_starts_a_line_with_punctuation():
 
 
 def test_an_other_name_in_parentheses_and_the_index_are_allowed(
-    scratch, monkeypatch
+    chapter, monkeypatch
 ):
-    _, chapter = scratch
     translations.sync(chapter)
     entries = translations.load(chapter)
     key = next(iter(entries))
@@ -329,8 +326,7 @@ def test_an_other_name_in_parentheses_and_the_index_are_allowed(
         assert bool(found) == flagged, (zh, found)
 
 
-def test_term_problems_names_page_unit_and_form(scratch):
-    _, chapter = scratch
+def test_term_problems_names_page_unit_and_form(chapter):
     translations.sync(chapter)
     entries, units = translations.load(chapter), translations.units(chapter)
     for key, entry in entries.items():
@@ -391,14 +387,13 @@ def test_linked_terms_reads_both_forms_of_the_role():
 
 
 @pytest.fixture
-def scratch(tmp_path, monkeypatch):
-    """A temporary store (never locale/) and a copy of chapter 3 to edit."""
-    store = tmp_path / "locale"
-    monkeypatch.setattr(translations, "LOCALE", store)
+def chapter(tmp_path, monkeypatch):
+    """A copy of chapter 3 to edit, with a temporary store (never locale/)."""
+    monkeypatch.setattr(translations, "LOCALE", tmp_path / "locale")
     chapter = tmp_path / "book" / "03_masks.ipynb"
     chapter.parent.mkdir()
     shutil.copy(translations.ROOT / "book" / "03_masks.ipynb", chapter)
-    return store, chapter
+    return chapter
 
 
 def filled(chapter, zh: str = "译文") -> dict:
@@ -429,8 +424,7 @@ def test_the_store_round_trips(tmp_path, monkeypatch):
         )
 
 
-def test_sync_marks_a_changed_english_unit_as_outdated(scratch):
-    _, chapter = scratch
+def test_sync_marks_a_changed_english_unit_as_outdated(chapter):
     added, changed = translations.sync(chapter)
     units = translations.units(chapter)
     assert (added, changed) == (len(units), 0)
@@ -459,8 +453,7 @@ def test_sync_marks_a_changed_english_unit_as_outdated(scratch):
     ]
 
 
-def test_a_translation_left_in_english_is_reported(scratch):
-    _, chapter = scratch
+def test_a_translation_left_in_english_is_reported(chapter):
     entries = filled(chapter)
     key = next(iter(entries))
     entries[key]["zh"] = entries[key]["en"]
@@ -507,9 +500,8 @@ def test_the_live_pages_texts_are_translated(node):
     assert "COURSE_LIVE_ZH" in translations.live_texts_js()
 
 
-def test_colon_density_is_counted_per_page(scratch, monkeypatch):
+def test_colon_density_is_counted_per_page(chapter, monkeypatch):
     """Issue #63: short paragraphs escape the paragraph check."""
-    _, chapter = scratch
     text = "做法：相乘。这是一个凑足长度的普通中文句子而已。"  # 1 in 21
     entries = filled(chapter, text)
     colons, n = translations.page_colons(chapter)

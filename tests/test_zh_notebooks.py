@@ -182,8 +182,7 @@ def _code_cell_with(nb, kind):
 def test_a_stale_chinese_notebook_is_found(
     change, expect, tmp_path, monkeypatch
 ):
-    page = MASKS
-    target = _current_copy(page, tmp_path, monkeypatch)
+    target = _current_copy(MASKS, tmp_path, monkeypatch)
     nb = nbformat.read(target, as_version=4)
     if change == "code":
         cell = _code_cell_with(nb, "text")
@@ -209,18 +208,16 @@ def test_a_stale_chinese_notebook_is_found(
         ]
     elif change == "error":
         cell = _code_cell_with(nb, "image")
-        cell.outputs.insert(
-            0,
-            nbformat.v4.new_output(
-                "error", ename="KeyError", evalue="'Loss' has no entry"
-            ),
+        error = nbformat.v4.new_output(
+            "error", ename="KeyError", evalue="'Loss' has no entry"
         )
+        cell.outputs.insert(0, error)
     else:
         monkeypatch.setattr(zh_notebooks, "label_stamp", lambda: "changed")
     nbformat.write(nb, target)
-    problems = zh_notebooks.problems(page)
+    problems = zh_notebooks.problems(MASKS)
     assert any(expect in p for p in problems), problems
-    hint = zh_notebooks.regenerate_hint(page)
+    hint = zh_notebooks.regenerate_hint(MASKS)
     assert "python -m tools.editions.zh_notebooks book/03_masks.ipynb" in hint
 
 
@@ -246,11 +243,10 @@ def test_chinese_source_tree_takes_the_chinese_notebooks(
     tmp_path, monkeypatch
 ):
     monkeypatch.setattr(build_book, "ZH_SRC", tmp_path / "zh_src")
-    page = MASKS
-    monkeypatch.setattr(translations, "pages", lambda: [page])
+    monkeypatch.setattr(translations, "pages", lambda: [MASKS])
     source = build_book.zh_source()
-    built = source / "book" / page.name
-    assert built.read_bytes() == zh_notebooks.zh_path(page).read_bytes()
+    built = source / "book" / MASKS.name
+    assert built.read_bytes() == zh_notebooks.zh_path(MASKS).read_bytes()
     config = (source / "_config.yml").read_text()
     assert "language: zh_CN" in config and build_book.ZH_TITLE in config
     # the Colab buttons open the Colab notebooks
@@ -262,17 +258,16 @@ def test_chinese_source_tree_takes_the_chinese_notebooks(
 
 
 def test_prose_only_regeneration_keeps_outputs(tmp_path, monkeypatch):
-    page = MASKS
-    target = _current_copy(page, tmp_path, monkeypatch)
+    target = _current_copy(MASKS, tmp_path, monkeypatch)
     before = nbformat.read(target, as_version=4)
-    store = translations.load(page)
+    store = translations.load(MASKS)
     key = next(c.id for c in before.cells if c.cell_type == "markdown")
     store[key]["zh"] += "（新译）"
     monkeypatch.setattr(translations, "LOCALE", tmp_path / "locale")
-    translations.save(page, store)
-    assert any("markdown differs" in p for p in zh_notebooks.problems(page))
-    zh_notebooks.retranslate(page)
-    assert zh_notebooks.problems(page) == []
+    translations.save(MASKS, store)
+    assert any("markdown differs" in p for p in zh_notebooks.problems(MASKS))
+    zh_notebooks.retranslate(MASKS)
+    assert zh_notebooks.problems(MASKS) == []
     after = nbformat.read(target, as_version=4)
     edited = next(c for c in after.cells if c.id == key)
     assert edited.source.endswith("（新译）")
