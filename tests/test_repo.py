@@ -132,15 +132,6 @@ def _is_chapter_or_template(path: pathlib.Path) -> bool:
     return path.stem[:2].isdigit() or path.stem == "template"
 
 
-def _solution_cells(cells: list[dict]) -> list[dict]:
-    return [
-        c
-        for c in cells
-        if c["cell_type"] == "code"
-        and "solution" in c["metadata"].get("tags", [])
-    ]
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_chapter_structure(path):
     cells = _cells(path)
@@ -155,7 +146,12 @@ def test_chapter_structure(path):
     exercises = re.findall(r"^### Exercise \d+", text, re.M)
     assert 2 <= len(exercises) <= 4, len(exercises)
     # code cells tagged "solution": one per exercise, at least 2
-    solutions = _solution_cells(cells)
+    solutions = [
+        c
+        for c in cells
+        if c["cell_type"] == "code"
+        and "solution" in c["metadata"].get("tags", [])
+    ]
     assert len(solutions) >= 2, len(solutions)
     for c in solutions:
         first = "".join(c["source"]).splitlines()[:1]
