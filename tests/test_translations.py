@@ -13,8 +13,9 @@ import shutil
 import nbformat
 import pytest
 from tests import live_pages as lp
-from tools.editions import translations
+from tools.editions import code_comments, translations
 from tools.editions.glossary_links import GLOSSARY, glossary_terms
+from tools.editions.notebooks import setup_source
 
 TERM_ROLE = re.compile(r"\{term\}`([^`]*)`")
 
@@ -196,8 +197,7 @@ def test_english_connectives_left_are_found():
     assert left("两个掩码做 AND 组合。") == ["AND"]
     assert left("这张表是一个 **buffer**：它随模型移动。") == ["buffer"]
     assert left("查询 and 键，或者 the 值。") == ["and", "the"]
-    # not connectives: code, maths, roles, links, quotations, italic
-    # English examples, names and titles of papers and books
+    # not connectives: code, maths, roles, links, quotations, examples, names
     for fine in [
         "把 `mask and keep` 与 $a \\text{ and } b$ 比较。",
         "它指的是 *the robot*，依附于 *the orders*。",
@@ -232,8 +232,7 @@ def test_colon_chains_are_found():
 
 
 def test_style_problems_name_page_unit_and_pattern(chapter, monkeypatch):
-    # a page of a few characters: its colon density over the whole page is
-    # test_colon_density_is_counted_per_page's business
+    # the page-wide colon density: test_colon_density_is_counted_per_page's
     monkeypatch.setattr(translations, "COLONS_LEFT", {"03_"})
     entries, units = filled(chapter), translations.units(chapter)
     opener = next(
@@ -290,8 +289,6 @@ def test_the_chinese_reads_as_chinese():
 
 
 def test_a_wrapped_comment_never_starts_a_line_with_punctuation():
-    from tools.editions import code_comments
-
     source = "x = 1\n# the seed, or COURSE_SEED when set\n"
     # 38 wide characters fill 76 of the 77 columns: the ） goes on
     cut = "种子" * 19 + "）。"
@@ -363,8 +360,7 @@ def test_term_problems_names_page_unit_and_form(chapter):
     got = sorted(m.split(" for ")[0] for m in found[1:])
     assert got == sorted(want), found
 
-    # Code and maths are not prose, and the chapter's first 词元（token）
-    # is the one English token allowed: a second one is rejected.
+    # Code and maths are not prose; only the chapter's first 词元（token）.
     entries[keys[1]]["zh"] = (
         "每个词元（token）都能看到 `token`；之后只写词元。"
     )
@@ -464,12 +460,8 @@ def test_a_translation_left_in_english_is_reported(chapter):
 
 def test_every_code_comment_is_translated():
     """Every comment of the chapters (but EXEMPT) and the setup cell."""
-    from tools.editions import code_comments
-
     failing, _ = code_comments.problems(translations.pages())
     assert not failing, "\n".join(failing[:30])
-    from tools.editions.notebooks import setup_source
-
     setup = code_comments.comments(setup_source())
     table = code_comments.load()
     assert setup and all(c.text in table for c in setup)
