@@ -9,15 +9,9 @@ import re
 import unicodedata
 
 import pytest
-from tools.editions.notebooks import (
-    EXTRA_NOTEBOOKS,
-    ROOT,
-    SETUP_MARKER,
-    config,
-    course_notebooks,
-    setup_source,
-    toc_files,
-)
+from tools.editions.notebooks import EXTRA_NOTEBOOKS, ROOT, SETUP_MARKER
+from tools.editions.notebooks import config, course_notebooks, setup_source
+from tools.editions.notebooks import toc_files
 
 NOTEBOOKS = course_notebooks()
 IDS = [p.stem for p in NOTEBOOKS]
