@@ -1,7 +1,5 @@
-"""The KV cache computes what full recomputation computes, at a cost that
-grows linearly per step instead of quadratically. The cached step is
-``Transformer.decode(tokens, memory, src_mask, cache=...)``: the model's own
-code path, fed only the new positions."""
+"""The KV cache computes what full recomputation computes, at a linear cost
+per step; the cached step is the model's own ``decode(..., cache=...)``."""
 
 from __future__ import annotations
 
@@ -36,8 +34,7 @@ def step(model, cache, memory, src_mask, tokens):
 
 
 def steps(model, cache, memory, src_mask, tgt, times):
-    """Positions ``times`` of ``tgt`` one by one through ``cache`` (None: a
-    fresh cache each time), their states joined."""
+    """Positions ``times`` one by one through ``cache`` (None: fresh each)."""
     out = []
     for t in times:
         now = model.start_cache() if cache is None else cache
@@ -162,8 +159,7 @@ def test_padding_inside_the_cached_prefix_is_masked():
 
 
 def _no_padding_mask(model) -> KVCache:
-    """A cache whose mask is causal only: what the cache computes without
-    its padding mask."""
+    """A cache whose mask is causal only (no padding mask)."""
     cache = model.start_cache()
     cache.extend = lambda tokens, pad_id: KVCache.extend(
         cache, tokens, pad_id=-1
