@@ -206,8 +206,7 @@ def test_every_row_the_pronouncer_reads_was_trained(kind):
 
 
 def _trainer(steps: int, n_train: int):
-    """train_pronouncer, quietly, on a 32-wide config and a few real words;
-    the config."""
+    """train_pronouncer, quietly, on a 32-wide config and a few words."""
     cfg = PronouncerConfig(d_model=32, d_ff=64, steps=steps, eval_every=steps)
     split = pr.split_words(20, 20, 0)
     data = {"train": split["train"][:n_train], "valid": split["valid"]}
@@ -270,8 +269,7 @@ def test_a_causal_seven_gram_reads_six_tokens_back():
 
 def test_count_models_by_hand():
     train = ["abc"] * 5 + ["abd"] * 2
-    # causal: after the start a, after a b, after b c (5 against 2), then
-    # the end
+    # causal: a from the start, then b, c (5 against 2), then the end
     clm = ngram.LetterCounts("clm", train, 2)
     guess = clm.logits(pt.encode(["abc"], bos=True)).argmax(-1)[0]
     assert pt.decode(guess[:3]) == "abc" and guess[3] == pt.EOS
