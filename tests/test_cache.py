@@ -81,8 +81,7 @@ def test_a_prefix_block_then_steps_and_padding_in_the_target():
 
 
 def test_the_cache_is_wrong_if_the_position_offset_is_ignored():
-    # a check that can fail: restart the cache at every step (position 0,
-    # no history) and the states no longer match
+    # can fail: restart the cache at every step, the states no longer match
     model, src = small_model(seed=4), ids(11, (2, 5), 5)
     tgt = torch.tensor([[BOS, 4, 5, 6], [BOS, 7, 8, 9]])
     with torch.no_grad():
@@ -203,6 +202,5 @@ def test_num_bytes_counts_both_attentions():
         model.decode(
             torch.tensor([[BOS, 4, 5]]), memory, src_mask, cache=cache
         )
-    # per layer: keys and values, float32, (1, 4 heads, t, 8): t = 3 (self)
-    # and t = 5 (cross)
+    # per layer: K and V, float32, (1, 4 heads, t, 8), t = 3 self + 5 cross
     assert cache.num_bytes() == 2 * 2 * 4 * 8 * 4 * (3 + 5)

@@ -69,8 +69,7 @@ def test_broadcast_shapes_reach_the_score_shape():
     for m in (pad, masks.causal_mask(t), dec):
         assert torch.broadcast_shapes(m.shape, scores) == scores
         check_mask(m, "mask", scores)
-    # the padding mask repeats over query rows; the causal mask over batch and
-    # heads
+    # padding repeats over query rows, the causal mask over batch and heads
     full = masks.padding_mask(IDS).expand(scores)
     assert (full == full[:, :, :1, :]).all()
 
