@@ -13,22 +13,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from utils.attention import (
-    MultiHeadAttention,
-    load_torch_mha_weights,
-    masked_softmax,
-    scaled_dot_product_attention,
-)
+from utils.attention import MultiHeadAttention, load_torch_mha_weights
+from utils.attention import masked_softmax, scaled_dot_product_attention
 from utils.scoring import AdditiveAttention, BilinearAttention
 from tests.conftest import raises, raising
 
 ATOL = RTOL = 1e-5
 close = functools.partial(torch.testing.assert_close, atol=ATOL, rtol=RTOL)
-
-
 pytestmark = pytest.mark.usefixtures("seeded")
-
-
 SHAPES = [  # (batch, heads, Lq, Lk, d_k, d_v)
     (1, 1, 1, 1, 1, 1),
     (2, 3, 4, 4, 8, 8),
@@ -126,7 +118,6 @@ def test_mha_equals_torch(case, kind, masked):
     torch.manual_seed(5)
     x = torch.randn(b, lq, d)
     mem = x if kind == "self" else torch.randn(b, lk, d)
-    kwargs, ours_kwargs = {}, {}
     kwargs = dict(need_weights=True, average_attn_weights=False)
     ours_kwargs = {}
     if masked in ("padding", "key_padding"):
@@ -222,13 +213,9 @@ def test_bilinear_equals_nn_bilinear_and_generalises_dot_product():
     close(dot(q, k, v)[0], F.scaled_dot_product_attention(q, k, v))
 
 
-# ---- issue 14: masks of rank 4 only in the module, sentences instead of
-# cryptic errors
-
-
+# ---- issue 14: masks of rank 4 only, sentences instead of cryptic errors
 def test_the_silently_wrong_padding_mask_is_now_an_error():
-    """A (B, S) padding mask with B == Lq used to broadcast as (Lq, Lk) and
-    mask the wrong pairs without a word; the module's check refuses it."""
+    """A (B, S) mask with B == Lq used to broadcast as (Lq, Lk), silently."""
     ours, theirs = _pair(8, 2)
     x = torch.randn(3, 3, 8)  # B == Lq == 3: the ambiguous case
     keep = torch.tensor([[1, 1, 0], [1, 0, 0], [1, 1, 1]]).bool()
@@ -363,9 +350,8 @@ def test_sizes_numpy_ints_accepted():
 
 
 def test_forward_computes_from_its_first_line_and_keeps_its_weights():
-    """The checks are where a user enters (``check_inputs``, a model's
-    forward), not in every call of every layer; the weights are kept by
-    forward itself, in plain view (chapter 9 prints it)."""
+    """Checks only where a user enters; forward keeps the weights itself, in
+    plain view (chapter 9 prints it)."""
     body = inspect.getsource(MultiHeadAttention.forward).split('"""')[-1]
     assert body.strip().startswith("qh = self.split_heads(self.w_q(q))")
     assert "check" not in body and "def " not in body

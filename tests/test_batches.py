@@ -1,18 +1,12 @@
-"""Vocabularies, padded batches and bucketing (utils/batches.py), on the
-numbers task's pairs."""
+"""utils/batches.py: vocabularies, padded batches, bucketing."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from tools.runs.numbers_task import (
-    chinese_numerals,
-    english_words,
-    make_splits,
-    source_vocab,
-    target_vocab,
-)
+from tools.runs.numbers_task import chinese_numerals, english_words
+from tools.runs.numbers_task import make_splits, source_vocab, target_vocab
 from utils.batches import Vocab, encode_batch, make_batches, pad_fraction
 from utils.batches import source_blocks
 from tests.conftest import raises

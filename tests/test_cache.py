@@ -1,7 +1,5 @@
-"""The KV cache computes what full recomputation computes, at a cost that
-grows linearly per step instead of quadratically. The cached step is
-``Transformer.decode(tokens, memory, src_mask, cache=...)``: the model's own
-code path, fed only the new positions."""
+"""The KV cache computes what full recomputation computes, at a linear cost
+per step; the cached step is the model's own ``decode(..., cache=...)``."""
 
 from __future__ import annotations
 
@@ -36,8 +34,7 @@ def step(model, cache, memory, src_mask, tokens):
 
 
 def steps(model, cache, memory, src_mask, tgt, times):
-    """Positions ``times`` of ``tgt`` one by one through ``cache`` (None: a
-    fresh cache each time), their states joined."""
+    """Positions ``times`` one by one through ``cache`` (None: fresh each)."""
     out = []
     for t in times:
         now = model.start_cache() if cache is None else cache
@@ -84,8 +81,7 @@ def test_a_prefix_block_then_steps_and_padding_in_the_target():
 
 
 def test_the_cache_is_wrong_if_the_position_offset_is_ignored():
-    # a check that can fail: restart the cache at every step (position 0,
-    # no history) and the states no longer match
+    # can fail: restart the cache at every step, the states no longer match
     model, src = small_model(seed=4), ids(11, (2, 5), 5)
     tgt = torch.tensor([[BOS, 4, 5, 6], [BOS, 7, 8, 9]])
     with torch.no_grad():
@@ -162,8 +158,7 @@ def test_padding_inside_the_cached_prefix_is_masked():
 
 
 def _no_padding_mask(model) -> KVCache:
-    """A cache whose mask is causal only: what the cache computes without
-    its padding mask."""
+    """A cache whose mask is causal only (no padding mask)."""
     cache = model.start_cache()
     cache.extend = lambda tokens, pad_id: KVCache.extend(
         cache, tokens, pad_id=-1
@@ -207,6 +202,5 @@ def test_num_bytes_counts_both_attentions():
         model.decode(
             torch.tensor([[BOS, 4, 5]]), memory, src_mask, cache=cache
         )
-    # per layer: keys and values, float32, (1, 4 heads, t, 8): t = 3 (self)
-    # and t = 5 (cross)
+    # per layer: K and V, float32, (1, 4 heads, t, 8), t = 3 self + 5 cross
     assert cache.num_bytes() == 2 * 2 * 4 * 8 * 4 * (3 + 5)

@@ -7,15 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from utils.checks import (
-    check_ids,
-    check_int,
-    check_mask,
-    check_number,
-    check_probability,
-    check_qkv,
-    check_tensor,
-)
+from utils.checks import check_ids, check_int, check_mask, check_number
+from utils.checks import check_probability, check_qkv, check_tensor
 from tests.conftest import raises, raising
 
 

@@ -1,8 +1,5 @@
-"""``proof.runtime.ensure_cjk_font``: what the Chinese setup cell does about
-a CJK font, faked (no apt-get is run, no font file is touched): in Colab with
-apt-get it installs and registers one; with a font already known it installs
-nothing; with no font and no apt-get it says the figures stay in English.
-"""
+"""``proof.runtime.ensure_cjk_font``, faked (no apt-get run, no font file
+touched): install one, or nothing if known, or say figures stay English."""
 
 from __future__ import annotations
 
@@ -25,9 +22,8 @@ class _Font:
 
 @pytest.fixture
 def machine(monkeypatch, tmp_path):
-    """A machine with no CJK font: matplotlib knows DejaVu Sans only, the
-    font files are looked for in an empty folder, every command is recorded
-    instead of run, and the notice has not been said yet."""
+    """A machine with no CJK font (DejaVu Sans only, an empty font folder),
+    commands recorded instead of run, the notice not said yet."""
     state = types.SimpleNamespace(commands=[], apt="/usr/bin/apt-get")
     monkeypatch.setattr(
         font_manager.fontManager, "ttflist", [_Font("DejaVu Sans")]

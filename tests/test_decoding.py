@@ -1,5 +1,4 @@
-"""Greedy decoding and beam search, on a hand-made model whose answers are
-known and on a tiny Transformer."""
+"""Greedy and beam search, on a hand-made model and a tiny Transformer."""
 
 from __future__ import annotations
 
@@ -9,13 +8,8 @@ import math
 import pytest
 import torch
 
-from utils.decoding import (
-    BigramModel,
-    beam_search,
-    greedy_decode,
-    sample_decode,
-    sequence_log_prob,
-)
+from utils.decoding import BigramModel, beam_search, greedy_decode
+from utils.decoding import sample_decode, sequence_log_prob
 from utils.model import Transformer
 from tests.conftest import raises, raising
 
@@ -23,8 +17,7 @@ PAD, BOS, EOS, A, B, C, D = range(7)
 
 
 def bigram(table: dict[int, dict[int, float]]) -> BigramModel:
-    """A BigramModel from {last token: {next token: probability}}; unlisted
-    pairs get ~0."""
+    """A BigramModel from {last: {next: probability}}; others get ~0."""
     p = torch.full((7, 7), 1e-12)
     for last, row in table.items():
         for nxt, prob in row.items():
@@ -50,8 +43,7 @@ def gen(seed: int) -> torch.Generator:
 
 
 def all_scores(model, max_len=4):
-    """Brute force: the probability of every sequence that ends with EOS
-    within max_len tokens."""
+    """Brute force: every sequence ending with EOS within max_len tokens."""
     out = {}
     for n in range(1, max_len + 1):
         for body in itertools.product([A, B, C, D], repeat=n - 1):

@@ -1,9 +1,6 @@
-"""The stored classic baseline (book/data/g2p_baseline.json:
-tools/runs/g2p_baseline.py, Phonetisaurus) was made on today's split of the
-pronouncer's data, and its numbers are sane: scored on every validation and
-test word, consistent with its own per-word record, and in the range a
-joint-sequence n-gram reaches on CMUdict (published: about 24% WER on the
-PRONALSYL split). Nothing here runs Phonetisaurus: ``make baseline`` does."""
+"""The stored classic baseline (tools/runs/g2p_baseline.py, Phonetisaurus)
+was made on today's split, and its numbers are sane (published: about 24%
+WER). Nothing here runs Phonetisaurus: ``make baseline`` does."""
 
 from __future__ import annotations
 

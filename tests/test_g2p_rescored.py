@@ -1,11 +1,6 @@
-"""Chapter 9's rescoring (book/data/g2p_rescored.json, made by
-tools/runs/g2p_rescore.py: Phonetisaurus's n-best lists rescored by the
-pronouncer) belongs to today's files: today's split and members, the same
-tool and version as the classic baseline; each run's lambda is the best on
-its validation words; the stored test totals are what the per-word record
-says; the live words' lists are the first test words'; and the rule the
-chapter applies picks, from the stored scores, what the record says.
-Nothing here runs Phonetisaurus: ``make rescore`` does."""
+"""Chapter 9's rescoring (book/data/g2p_rescored.json, tools/runs/
+g2p_rescore.py) belongs to today's files and its totals are what its per-word
+record says. Nothing here runs Phonetisaurus: ``make rescore`` does."""
 
 from __future__ import annotations
 
@@ -64,9 +59,8 @@ def test_the_totals_match_the_per_word_record(stored):
 
 
 def test_the_parts_of_the_gain_are_ordered(stored):
-    """The stored run's parts: the combination beats each of its two
-    sources on the test words, and no choice from the lists beats the
-    oracle (a right pronunciation anywhere in them)."""
+    """The combination beats each of its two sources; none beats the oracle
+    (a right pronunciation anywhere in the lists)."""
     parts = stored["rows"][0]["parts"]
     alone = ("pronouncer_alone", "cost_alone", "first_listed", "greedy")
     assert all(parts["combined"] < parts[k] for k in alone)

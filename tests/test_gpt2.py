@@ -1,12 +1,6 @@
 """GPT-2's weights and tokenizer files in the course's own code, proven
-offline: ``transformers`` builds a small GPT-2 with random weights (nothing
-downloaded), ``utils.gpt2.load_gpt2`` puts its state dict into
-``utils.gpt.GPT``, and the two compute the same logits and the same greedy
-tokens, with and without the course's KV cache; a weight put in wrongly
-(q and k swapped, a Conv1D weight not transposed) is caught. Then GPT-2's
-two tokenizer files, written from a BPE learned on the plays, read by
-``utils.gpt2.GPT2BPE`` and by Hugging Face ``tokenizers``, give the same
-ids, outside ASCII too."""
+offline against a small random ``transformers`` GPT-2 (the same logits and
+greedy tokens) and Hugging Face ``tokenizers`` (the same ids)."""
 
 from __future__ import annotations
 
@@ -116,9 +110,8 @@ def test_same_logits(theirs):
 
 
 def test_the_hub_file_loads_too(theirs):
-    """The hub's file: no ``transformer.`` prefix, no ``lm_head`` (tied),
-    the causal mask as buffers (``attn.bias``; older files also
-    ``attn.masked_bias``), which the course's GPT builds itself."""
+    """The hub's file: no ``transformer.`` prefix, no ``lm_head`` (tied), the
+    causal mask as buffers (which the course's GPT builds itself)."""
     n, sd = SIZES["n_positions"], unprefixed(theirs)
     del sd["lm_head.weight"]
     for i in range(SIZES["n_layer"]):
@@ -152,9 +145,8 @@ def _untransposed(sd: dict) -> dict:
 
 @pytest.mark.parametrize("spoil", [_swap_q_k, _untransposed])
 def test_a_wrong_weight_changes_the_logits(theirs, spoil):
-    """The comparison can fail: a mapping that swaps q and k, or forgets to
-    transpose a square Conv1D weight, loads without complaint and misses
-    the logits by far more than ``ATOL``."""
+    """The comparison can fail: q and k swapped, or a square Conv1D weight
+    not transposed, load silently and miss by far more than ``ATOL``."""
     assert logits_differ(theirs, spoil(theirs.state_dict())) > 0.1
 
 

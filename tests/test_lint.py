@@ -1,11 +1,6 @@
-"""The library, the tooling, the tests and the notebooks' code cells (every
-chapter of _toc.yml and the template) stay formatted and lint-clean at the
-project's 79 columns (pyproject.toml: pycodestyle, E501 among it, and
-pyflakes, F401 among it), so the code the chapters show and import reads like
-the rest (``make format`` fixes and formats the notebooks); and argument
-checks stay a small part of the library. The Chinese and Colab notebooks are
-generated from the English ones (make zh-notebooks, make colab) and are not
-checked here."""
+"""The library, tooling, tests and the notebooks' code cells stay formatted
+and lint-clean at 79 columns (``make format`` fixes them); argument checks
+stay a small part of the library. (The generated notebooks are not checked.)"""
 
 from __future__ import annotations
 

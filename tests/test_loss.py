@@ -1,5 +1,4 @@
-"""utils.loss against PyTorch's own cross-entropy, and its handling of bad
-input."""
+"""utils.loss against PyTorch's own cross-entropy, and bad input."""
 
 from __future__ import annotations
 
@@ -10,13 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from utils.loss import (
-    masked_cross_entropy,
-    perplexity,
-    sequence_cross_entropy,
-    stable_softmax,
-    token_cross_entropy,
-)
+from utils.loss import masked_cross_entropy, perplexity, sequence_cross_entropy
+from utils.loss import stable_softmax, token_cross_entropy
 from tests.conftest import raises, raising
 
 SHAPES = [(1, 1, 2), (2, 3, 4), (3, 7, 11), (5, 2, 50), (4, 9, 3)]

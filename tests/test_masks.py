@@ -1,5 +1,4 @@
-"""utils.masks against independent constructions (loops, numpy) and PyTorch's
-own attention."""
+"""utils.masks against loops, numpy and PyTorch's own attention."""
 
 from __future__ import annotations
 
@@ -11,11 +10,8 @@ from torch import nn
 
 from utils import masks
 from utils.checks import check_mask
-from utils.attention import (
-    MultiHeadAttention,
-    load_torch_mha_weights,
-    scaled_dot_product_attention,
-)
+from utils.attention import MultiHeadAttention, load_torch_mha_weights
+from utils.attention import scaled_dot_product_attention
 from tests.conftest import raises, raising
 
 pytestmark = pytest.mark.usefixtures("seeded")
@@ -73,8 +69,7 @@ def test_broadcast_shapes_reach_the_score_shape():
     for m in (pad, masks.causal_mask(t), dec):
         assert torch.broadcast_shapes(m.shape, scores) == scores
         check_mask(m, "mask", scores)
-    # the padding mask repeats over query rows; the causal mask over batch and
-    # heads
+    # padding repeats over query rows, the causal mask over batch and heads
     full = masks.padding_mask(IDS).expand(scores)
     assert (full == full[:, :, :1, :]).all()
 
@@ -107,8 +102,7 @@ def _grid(rows: str) -> list[list[bool]]:
 
 
 def test_band_mask_hand_written_cases():
-    """Written out by hand (a row a query, Y: kept), not from the
-    |i - j| <= w formula."""
+    """By hand (a row a query, Y: kept), not from |i - j| <= w."""
     assert masks.band_mask(4, 1).tolist() == _grid("YYNN YYYN NYYY NNYY")
     causal = masks.band_mask(4, 1, causal=True)
     assert causal.tolist() == _grid("YNNN YYNN NYYN NNYY")
@@ -196,8 +190,7 @@ def test_multihead_attention_conventions_agree(mha_pair):
 
 
 def test_passing_the_course_mask_unconverted_to_mha_is_wrong(mha_pair):
-    """The classic bug: forgetting the polarity flip gives a different (wrong)
-    answer."""
+    """The classic bug: without the polarity flip, a wrong answer."""
     ours, theirs, x = mha_pair
     # (2, 5); both rows have real tokens and pads
     keep, x = masks.padding_mask(IDS[:2])[:, 0, 0, :], x[:2]

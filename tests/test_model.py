@@ -1,6 +1,5 @@
-"""utils.model checked against PyTorch's own Transformer layers and against
-properties any correct encoder-decoder must have (causality, padding
-invariance, parameter count)."""
+"""utils.model against PyTorch's Transformer layers and the properties of
+any correct encoder-decoder (causality, padding, parameter count)."""
 
 from __future__ import annotations
 
@@ -10,20 +9,13 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
-
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from utils.attention import AttentionCache
 from utils.masks import causal_mask, decoder_mask, padding_mask
-from utils.layers import (
-    DecoderLayer,
-    EncoderLayer,
-    FeedForward,
-    LayerNorm,
-    load_torch_decoder_layer_weights,
-    load_torch_encoder_layer_weights,
-    xavier_init,
-)
+from utils.layers import DecoderLayer, EncoderLayer, FeedForward, LayerNorm
+from utils.layers import load_torch_decoder_layer_weights, xavier_init
+from utils.layers import load_torch_encoder_layer_weights
 from utils.model import Transformer, parameter_count, shape_trace
 from tests.conftest import raises, raising
 
@@ -32,8 +24,7 @@ pytestmark = pytest.mark.usefixtures("seeded")
 
 
 def small(norm_first: bool = False, **kw) -> Transformer:
-    torch.manual_seed(0)
-    # max_len: a short table, the tests use at most 9 positions
+    torch.manual_seed(0)  # max_len: the tests use at most 9 positions
     sizes = dict(d_model=D, num_heads=H, num_layers=2, d_ff=FF, max_len=64)
     return Transformer(11, 13, norm_first=norm_first, **sizes, **kw).eval()
 
@@ -132,8 +123,7 @@ def test_decoder_layer_equals_torch(norm_first):
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_layer_with_a_cache_equals_the_full_pass(norm_first):
-    """One position at a time through an AttentionCache (GPT's generation
-    runs its blocks so) = all positions at once under the causal mask."""
+    """One position at a time through a cache = all at once, causally."""
     torch.manual_seed(4)
     layer = EncoderLayer(D, H, FF, 0.0, norm_first).eval()
     x = torch.randn(2, 5, D)
@@ -151,8 +141,7 @@ def test_encoder_layer_with_a_cache_equals_the_full_pass(norm_first):
 
 
 def test_attention_weights_are_kept_by_each_attention_module():
-    """``last_weights``: what the module's last call returned, (B, h, Lq,
-    Lk), written in its forward (no hooks, no closures)."""
+    """``last_weights``: the last call's (B, h, Lq, Lk), set in forward."""
     model = small()
     src, tgt = torch.randint(1, 11, (2, 6)), torch.randint(1, 13, (2, 4))
     with torch.no_grad():
@@ -167,8 +156,7 @@ def test_attention_weights_are_kept_by_each_attention_module():
 
 
 class _ValuesRead(TorchDispatchMode):
-    """The operators that copy a tensor's value to Python (``.item()``,
-    ``int(t)``, ``bool(t)``: on a GPU each waits for the device)."""
+    """Records ``.item()``, ``int(t)``, ``bool(t)``: on a GPU, a wait."""
 
     def __init__(self):
         super().__init__()
@@ -203,8 +191,7 @@ def test_layers_never_read_values_back_only_the_entry_does():
 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor")
 def test_pre_norm_stack_equals_nn_transformer():
-    """With Pre-Norm both stacks end in a LayerNorm, so the whole
-    encoder-decoder body matches."""
+    """Both Pre-Norm stacks end in a LayerNorm: the whole body matches."""
     model = small(norm_first=True)
     theirs = nn.Transformer(
         D, H, 2, 2, FF, dropout=0.0, batch_first=True, norm_first=True
@@ -272,9 +259,8 @@ def test_parameter_count_formula(share, norm_first):
 
 
 def test_base_parameter_count_and_nn_transformer():
-    """The paper's base body (6+6 layers, 512, 2048) is nn.Transformer minus
-    its two final LayerNorms; on the meta device 44M parameters take no
-    memory (the formula is checked on real small models above)."""
+    """The base body is nn.Transformer minus its two final LayerNorms (built
+    on the meta device: no memory)."""
     with torch.device("meta"):
         body = nn.Transformer(512, 8, 6, 6, 2048, batch_first=True)
     assert next(body.parameters()).is_meta
@@ -285,8 +271,7 @@ def test_base_parameter_count_and_nn_transformer():
 
 
 def test_xavier_init_is_the_reference_loop():
-    """xavier_init draws what the loop it replaced drew: every matrix, in
-    parameters() order; vectors (biases, LayerNorms) are left as built."""
+    """The same draws as the loop it replaced; vectors left as built."""
     built = Transformer(11, 13, D, H, 2, FF)
     ours, theirs = copy.deepcopy(built), copy.deepcopy(built)
     torch.manual_seed(3)
@@ -331,9 +316,8 @@ def test_shape_trace_order_and_shapes_and_restores_the_mode(training):
     assert torch.is_grad_enabled()  # no_grad stayed local
 
 
-# ---- bad input (issue 14: one set of checks, empty sequences, masks of
-# rank 4); M a fresh small model, S and T ids, T3 a batch of three, MEM and
-# MASK what M.encode(S) gives
+# ---- bad input (issue 14); M a small model, S and T ids, T3 a batch of
+# three, MEM and MASK what M.encode(S) gives
 def cfg(**kw):
     sizes = dict(d_model=D, num_heads=H, num_layers=1, d_ff=FF)
     return Transformer(11, 13, **sizes | kw)
@@ -408,7 +392,6 @@ def test_bad_input_names_the_argument(call, error, match):
 
 
 def test_empty_sequences_batch():
-    # an empty batch is fine: nothing to compute, the right shape
     assert small()(S[:0], T[:0]).shape == (0, 4, 13)
 
 
@@ -418,8 +401,7 @@ def test_int32_ids_work_too():
 
 
 def test_ids_are_range_checked_once_per_forward(monkeypatch):
-    """At the model's entry, not in the embedding's forward: one look at
-    the values (a synchronisation with the device) per tensor."""
+    """At the entry, not in the embedding: one device sync per tensor."""
     import utils.model as M
 
     calls = []
@@ -459,8 +441,7 @@ def test_decode_hides_padded_target_keys():
     model = small()
     src, tgt = torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))
     memory, mask = model.encode(src)  # (the checks of both: in BAD)
-    # decode hides padded target keys (masks.decoder_mask): changing the pad
-    # embedding moves no other position's output; only the pad's own row
+    # changing the pad embedding moves no other position's output
     padded = tgt.clone()
     padded[:, 1] = 0
     with torch.no_grad():

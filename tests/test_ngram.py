@@ -1,7 +1,5 @@
-"""Count baselines: Kneser-Ney by hand on a tiny sequence, modified
-Kneser-Ney's discounts by hand from counts-of-counts, distributions that sum
-to 1 (so bits per character is a real probability's), a word bigram that
-pays for every character; the stored rows recomputed."""
+"""Count baselines: Kneser-Ney and its modified discounts by hand, sums to 1,
+a word bigram that pays for every character; the stored rows recomputed."""
 
 from __future__ import annotations
 
@@ -11,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from utils import kneser_ney, ngram
+from tools.runs import ch11_baselines
+from utils import bpe, kneser_ney, ngram
 from utils import shakespeare as sh
 from tests.conftest import raises, raising
 
@@ -145,8 +144,7 @@ def _last_bytes(context: str, width: int) -> list[int]:
 
 
 def test_modified_sums_to_one_at_every_order(small):
-    """Every order's whole distribution, over all 256 bytes, after seen
-    contexts and unseen ones."""
+    """Over all 256 bytes, after seen contexts and unseen ones."""
     train, _ = small
     for order in range(1, 10):
         model = ngram.char_model(train, order, modified=True)
@@ -250,8 +248,6 @@ def test_bad_arguments(call, error, match):
 
 
 def _stored() -> dict:
-    from tools.runs import ch11_baselines
-
     return json.loads(ch11_baselines.OUT.read_text())
 
 
@@ -291,8 +287,7 @@ def texts() -> dict[str, str]:
 
 
 def test_modified_beats_one_discount_on_the_held_out_plays(texts):
-    """Order 5 on all the training works: three discounts give fewer bits
-    on both held-out splits (Chen and Goodman's finding, here)."""
+    """Order 5: three discounts give fewer bits (Chen and Goodman's)."""
     one = ngram.char_model(texts["train"], 5)
     three = ngram.char_model(texts["train"], 5, modified=True)
     for split in ("valid", "test"):
@@ -326,16 +321,13 @@ def test_stored_modified_rows(texts):
 
 
 def test_stored_bpe_token_rows(texts):
-    from utils import bpe
-
     stored = _stored()["bpe_mkn"]
-    merges = bpe.train_bpe(texts["train"], stored["vocab_size"])
+    vocab = stored["vocab_size"]
+    merges = bpe.train_bpe(texts["train"], vocab)
     ids = {s: np.array(bpe.encode(texts[s], merges)) for s in texts}
     assert {s: len(i) for s, i in ids.items()} == stored["tokens"]
     row = stored["rows"][2]
-    three = ngram.KneserNey(
-        ids["train"], 3, stored["vocab_size"], modified=True
-    )
+    three = ngram.KneserNey(ids["train"], 3, vocab, modified=True)
     for split in ("valid", "test"):
         bits = ngram.token_bits(three, ids[split], texts[split])
         assert bits == pytest.approx(row[split], abs=2e-5), split

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tools.runs.numbers_task import (
-    MAX_NUMBER,
-    chinese_numerals,
-    english_words,
-    make_splits,
-)
+from tools.runs.numbers_task import MAX_NUMBER, chinese_numerals, english_words
+from tools.runs.numbers_task import make_splits
 from tests.conftest import raises
 
 # Written by hand (not by the code under test): number | English | Chinese.
@@ -43,8 +39,7 @@ def test_hand_translated_numbers(n, en, zh):
 
 
 def _chinese_value(chars):
-    """Read Chinese numerals back into an int (an independent parser, for the
-    round trip)."""
+    """Chinese numerals back to an int (an independent parser)."""
     digits = {c: i for i, c in enumerate("零一二三四五六七八九")}
     units = {"十": 10, "百": 100, "千": 1000, "万": 10000}
     total, digit = 0, None

@@ -1,6 +1,5 @@
-"""The task's languages and chapter 9's second convention: the financial
-numerals, the list of valid writings, and a reader written apart from the
-writers that accepts exactly the valid writings."""
+"""Chapter 9's second convention: financial numerals, the valid writings,
+and an independent reader that accepts exactly those."""
 
 from __future__ import annotations
 
@@ -8,15 +7,10 @@ import random
 
 import pytest
 
-from tools.runs.numbers_task import (
-    AMBIGUOUS_CHARS,
-    FINANCIAL_CHARS,
-    MAX_NUMBER,
-    chinese_financial,
-    is_valid_writing,
-    mixed_targets,
-    valid_writings,
-)
+from tools.runs.numbers_task import AMBIGUOUS_CHARS, FINANCIAL_CHARS
+from tools.runs.numbers_task import MAX_NUMBER, chinese_financial
+from tools.runs.numbers_task import is_valid_writing, mixed_targets
+from tools.runs.numbers_task import valid_writings
 from utils.numerals import convention_of, mixes_conventions, read_numeral
 
 # Written by hand (not by the code under test): number, financial writing.

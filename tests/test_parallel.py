@@ -1,8 +1,5 @@
-"""utils.parallel in one process: a step whose batch comes in parts (each
-with its own dropout stream) is the mean of the parts' gradients, the
-parts' streams are kept apart, the cut is even, a run stopped and
-continued (Resumable) is the same run; and the public recipes' linear
-schedule. tests/test_ddp.py runs the same code in two processes."""
+"""utils.parallel in one process (tests/test_ddp.py: in two): gradients of a
+batch in parts, their dropout streams, the cut, resumed runs, the schedule."""
 
 from __future__ import annotations
 
@@ -126,8 +123,7 @@ def test_linear_schedule_rises_then_falls_to_zero():
 
 
 def _resumable_run(path, steps=6, **resume):
-    """A run in two parts with dropout, Adam and a schedule; ``path``:
-    its checkpoint (continued if there)."""
+    """A two-part run (dropout, Adam, a schedule), checkpointed at ``path``."""
     pairs, src, tgt = _pairs()
     halves = dict(enumerate(encode_batch(h, src, tgt)
                             for h in split_parts(pairs, 2)))  # fmt: skip

@@ -1,14 +1,9 @@
 """proof.figures and proof.labels: the funnel every figure the harness shows
-passes through (and, in a reader's plain kernel, none).
-
-Both checks catch a bad figure and pass a good one; a figure fails loudly in
-a real kernel (the cell raises); the Chinese mode translates every text and
-refuses one with no entry; the encoded files carry the record the browser
-test reads.
-"""
+passes through (in a reader's plain kernel, none); the Chinese mode."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 
@@ -116,8 +111,7 @@ def test_figures_are_light_svg_with_a_record():
 
 
 def test_figures_keep_every_number_their_text_shows():
-    """Coordinates are rounded to 0.01 pt; the text a reader sees never is
-    (chapter 8's two schedules peak at 0.00625 and 0.0125)."""
+    """Coordinates are rounded to 0.01 pt, the text shown never is."""
     fig, ax = plt.subplots(figsize=(5, 3))
     ax.plot([0, 1000], [0.00625, 0.0125])
     ax.set(title="peak learning rate 0.00625", xlabel="step 12.3456")
@@ -134,8 +128,7 @@ def test_figures_keep_every_number_their_text_shows():
 
 
 def _chinese(monkeypatch, entries, patterns=()):
-    """Chinese mode with ``entries`` (and ``patterns``) as the label table;
-    skips where no CJK font is installed."""
+    """Chinese mode with this label table; skips without a CJK font."""
     if labels.cjk_font() is None:
         pytest.skip("no CJK font installed")
     monkeypatch.setattr(labels, "table", lambda: (entries, tuple(patterns)))
@@ -158,10 +151,8 @@ def test_chinese_mode_translates_and_refuses_missing_entries(monkeypatch):
 
 
 def test_categorical_ticks_are_translated_and_checked(monkeypatch):
-    """A categorical axis (``ax.barh(names, values)``) makes its tick texts
-    only when drawn: they are translated from the formatter, a missing one
-    raises like any other text, and the axis still converts English data.
-    Every font stack of a Chinese figure ends with the generic sans-serif."""
+    """A categorical axis makes its ticks only when drawn; every font stack
+    ends with the generic sans-serif."""
     table = {"shared embedding": "共享嵌入", "output bias": "输出偏置"}
     _chinese(monkeypatch, table)
     fig, ax = plt.subplots(figsize=(4, 2))
@@ -180,8 +171,7 @@ def test_categorical_ticks_are_translated_and_checked(monkeypatch):
 
 
 def test_no_chinese_entry_mixes_maths_and_cjk(caplog):
-    """mathtext has no font fallback: Chinese beside $maths$ in one text
-    draws missing-glyph boxes, so such entries write the maths as text."""
+    """mathtext has no font fallback: Chinese beside $maths$ draws boxes."""
     if labels.cjk_font() is None:
         pytest.skip("no CJK font installed")
     cjk = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
@@ -202,8 +192,7 @@ def test_maths_numbers_and_symbols_stay():
 
 
 def test_the_table_maps_strings_to_strings():
-    """A flat map of strings, but for ``by figure``: figure name -> a flat
-    map of strings."""
+    """Flat maps of strings (``by figure``: one per figure name)."""
     raw = yaml.safe_load(labels.TABLE.read_text(encoding="utf-8"))
     scoped = raw.pop(labels.BY_FIGURE, {})
     assert isinstance(scoped, dict)
@@ -211,15 +200,13 @@ def test_the_table_maps_strings_to_strings():
         assert table
         assert all(isinstance(x, str) for row in table.items() for x in row)
     for en, zh in labels.entries():
-        # slots keep their names (the order may change), so a pattern
-        # cannot lose a number
+        # slots keep their names, so a pattern cannot lose a number
         slots = sorted(re.findall(r"\{\w+\}", en))
         assert slots == sorted(re.findall(r"\{\w+\}", zh)), en
 
 
 def _sentence_heads(title: str, words: list[str]):
-    """Chapter 2's drawing of its example sentence: the words as the ticks
-    of a weight map."""
+    """Chapter 2's example sentence as the ticks of a weight map."""
     n = len(words)
     weights = [[float(i == j + 1) for j in range(n)] for i in range(n)]
     ax = plotting.heatmap(
@@ -235,15 +222,9 @@ def _sentence_heads(title: str, words: list[str]):
 
 
 def test_an_english_example_stays_english_beside_a_translated_label():
-    """The real table: "robot" is a token of chapter 2's English sentence
-    (kept) and the name of a toy in its first diagram (an entry under that
-    figure's title, translated); nowhere is a Chinese word drawn inside the
-    sentence (what tests/test_zh_notebooks.py looks for in every stored
-    Chinese figure)."""
-    from tools.editions.zh_notebooks import (
-        chinese_inside_english,
-        figure_lines,
-    )
+    """The real table: "robot" in chapter 2's sentence is kept, the toy in
+    its first diagram is translated."""
+    from tools.editions import zh_notebooks as zh
 
     if labels.cjk_font() is None:
         pytest.skip("no CJK font installed")
@@ -254,9 +235,9 @@ def test_an_english_example_stays_english_beside_a_translated_label():
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == words
     assert ax.get_title() == "头 2：代词 -> 名词"
-    svg = figures.encode(fig)[0]["image/svg+xml"]
-    assert " ".join(words) in figure_lines(svg)
-    assert not any(chinese_inside_english(t) for t in figure_lines(svg))
+    lines = zh.figure_lines(figures.encode(fig)[0]["image/svg+xml"])
+    assert " ".join(words) in lines
+    assert not any(zh.chinese_inside_english(t) for t in lines)
 
     fig, ax = diagrams.canvas(4.0, 2.0, title="One query against three keys")
     for j, toy in enumerate(["ball", "car", "robot"]):
@@ -267,8 +248,7 @@ def test_an_english_example_stays_english_beside_a_translated_label():
 
 
 def test_entries_under_a_figure_hold_in_that_figure_only(monkeypatch):
-    """A ``by figure`` entry wins in the figure showing its name and is
-    not there for any other figure, which then needs its own entry."""
+    """A ``by figure`` entry holds in the figure of that title only."""
     table = {"Toys": "玩具", "Words": "单词", "key": "键", "query": "查询"}
     _chinese(monkeypatch, table)
     toy = labels._compile({"robot": "机器人"})
@@ -282,10 +262,8 @@ def test_entries_under_a_figure_hold_in_that_figure_only(monkeypatch):
 
 
 def _run_cells(cells, env_check: str | None):
-    """Execute ``cells`` in a fresh kernel whose COURSE_CHECK_FIGURES is
-    ``env_check`` (None: not "1", as in Colab)."""
-    import os
-
+    """Run ``cells`` in a fresh kernel, COURSE_CHECK_FIGURES=``env_check``
+    (None: not "1", as in Colab)."""
     from nbclient import NotebookClient
 
     env = {**os.environ, "COURSE_CHECK_FIGURES": env_check or "0"}
@@ -310,10 +288,8 @@ _BAD_CELLS = [
 
 
 def test_a_bad_figure_fails_the_cell_under_the_harness():
-    """Under the harness the failure is an exception in the cell itself (so
-    tools.editions.refresh, nbval and the robust run fail), whether the figure
-    is shown by plt.show() or at the end of the cell; a good cell keeps its
-    displayed value."""
+    """Under the harness the cell itself raises (so refresh and nbval fail),
+    shown by plt.show() or at the cell's end; a good cell keeps its value."""
     nb = _run_cells(_BAD_CELLS, "1")
     good, small, overlap = nb.cells[1:4]
     kinds = [o.output_type for o in good.outputs]
@@ -328,9 +304,7 @@ def test_a_bad_figure_fails_the_cell_under_the_harness():
 
 
 def test_a_plain_kernel_gets_no_figure_check():
-    """In a reader's kernel (Colab, jupyter lab: no harness variable) the
-    same setup installs nothing that can fail a figure: the bad figures show,
-    and no cell transformer is added."""
+    """In a reader's kernel (Colab) nothing can fail a figure."""
     nb = _run_cells(_BAD_CELLS, None)
     for cell in nb.cells:
         kinds = [o.output_type for o in cell.outputs]

@@ -1,5 +1,4 @@
-"""utils.positional against independent loop implementations and its
-contract."""
+"""utils.positional against independent loop implementations."""
 
 from __future__ import annotations
 
@@ -10,30 +9,19 @@ import numpy as np
 import pytest
 import torch
 
-from utils.position_probe import (
-    POSITION_KINDS,
-    PositionProbe,
-    previous_token_batch,
-    train_position_probe,
-)
-from utils.positional import (
-    LearnedPositionalEmbedding,
-    PositionalEncoding,
-    apply_rotary,
-    frequencies,
-    shift_matrix,
-    sinusoidal_encoding,
-)
+from utils.position_probe import POSITION_KINDS, PositionProbe
+from utils.position_probe import previous_token_batch, train_position_probe
+from utils.positional import LearnedPositionalEmbedding, PositionalEncoding
+from utils.positional import apply_rotary, frequencies, shift_matrix
+from utils.positional import sinusoidal_encoding
 from tests.conftest import raises, raising
-
 
 pytestmark = pytest.mark.usefixtures("seeded")
 close = functools.partial(torch.testing.assert_close, atol=1e-6, rtol=0)
 
 
 def loop_encoding(max_len, d_model, base=10000.0) -> torch.Tensor:
-    """The paper's formula, one entry at a time, with i counting dimension
-    pairs."""
+    """The paper's formula, one entry at a time (i counts dimension pairs)."""
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
     for pos in range(max_len):
         for i in range(d_model // 2):
@@ -220,8 +208,7 @@ def test_learned_embedding():
 
 
 def rotate_by_complex_numbers(x, base=10000.0):
-    """RoPE written independently: pair (x_2i, x_2i+1) as the complex number
-    x_2i + i x_2i+1, multiplied by exp(i * m * w_i) at position m."""
+    """RoPE independently: x_2i + i x_2i+1 times exp(i m w_i) at position m."""
     t, d = x.shape[-2], x.shape[-1]
     w = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
     angle = torch.arange(t, dtype=torch.float64)[:, None] * w  # (T, d/2)

@@ -1,7 +1,5 @@
-"""PPMd as a baseline: the primed sizes are honest (forking the primed
-encoder gives the bytes that encoding everything again gives, the streams
-decode back to the text), priming helps, bad settings are refused; the
-stored rows recomputed."""
+"""PPMd as a baseline: honest primed sizes (a fork gives the bytes a fresh
+encoding gives), priming helps, bad settings refused; stored rows redone."""
 
 from __future__ import annotations
 

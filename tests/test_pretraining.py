@@ -1,18 +1,18 @@
-"""utils.pretraining on English words: BERT's masking procedure (exact
-counts, then its 80/10/10 rule statistically), the loss on chosen letters
-only, the three attention masks, the hand-over of a masked LM to the
-pronouncer's encoder, sampling and completion, and the first steps of
-chapter 10's stored runs re-run."""
+"""utils.pretraining on English words: masking, losses, masks, the
+hand-over to the pronouncer, sampling, and chapter 10's stored runs."""
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import pathlib
+import random
 
 import pytest
 import torch
 
+from tools.runs import sweep_ch10 as sw
 from utils import ngram
 from utils import finetuning as ft
 from utils import pretraining as pt
@@ -20,11 +20,15 @@ from utils import pronunciation as pr
 from utils.loss import masked_cross_entropy
 from utils.masks import causal_mask, prefix_lm_mask
 from utils.pronouncer import PronouncerConfig, build_pronouncer
+from utils.pronouncer import train_pronouncer
+from utils.training import noam_scheduler
 from tests.conftest import raises
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORDS = [w for w, _ in pr.split_words(2000, 12000, 0)["train"][:20000]]
 IDS = pt.encode(WORDS)
+CFG = PronouncerConfig(d_model=32, d_ff=64, num_layers=2, dropout=0.0)
+SRC = pr.encode_words(["cat", "pronounce"])
 
 
 def _within(k: int, n: int, p: float, sds: float = 4.0) -> bool:
@@ -157,30 +161,30 @@ def test_causal_output_ignores_the_future():
     assert not torch.allclose(c[:, :5], d[:, :5])  # bidirectional sees it
 
 
-def test_masked_lm_becomes_the_pronouncer_encoder():
-    cfg = PronouncerConfig(d_model=32, d_ff=64, num_layers=2, dropout=0.0)
-    torch.manual_seed(1)
-    lm = pt.TinyLM(pt.LMConfig.like(cfg)).eval()
+def _pronouncer_with(state):
+    """A seeded pronouncer (CFG) with ``state`` loaded over its weights."""
     torch.manual_seed(2)
-    model = build_pronouncer(cfg, pr.letter_vocab(), pr.phoneme_vocab(False))
-    state = ft.encoder_state(lm)
+    model = build_pronouncer(CFG, pr.letter_vocab(), pr.phoneme_vocab(False))
     model.load_state_dict({**model.state_dict(), **state})
-    src = pr.encode_words(["cat", "pronounce"])
+    return model
+
+
+def test_masked_lm_becomes_the_pronouncer_encoder():
+    torch.manual_seed(1)
+    lm = pt.TinyLM(pt.LMConfig.like(CFG)).eval()
+    model = _pronouncer_with(ft.encoder_state(lm))
     with torch.no_grad():
-        memory, _ = model.eval().encode(src)
-        hidden = lm(src, pt.attention_mask("mlm", src))
-    real = src != 0
+        memory, _ = model.eval().encode(SRC)
+        hidden = lm(SRC, pt.attention_mask("mlm", SRC))
+    real = SRC != 0
     torch.testing.assert_close(memory[real], hidden[real])
     raises(TypeError, "lm", ft.encoder_state, model)
 
 
 @pytest.mark.parametrize("kind", pt.OBJECTIVES)
 def test_every_row_the_pronouncer_reads_was_trained(kind):
-    """The pronouncer's encoder reads a word's letters and EOS. A causal or
-    prefix LM reads [BOS] and the letters (EOS only as a target), so its EOS
-    row stays exactly at its random start; ``encoder_state`` hands over its
-    [BOS] row in EOS's place. Every row the pronouncer reads must come out
-    of pre-training moved, and none but those rows is touched."""
+    """Every row the pronouncer reads comes out moved (a causal LM's BOS row
+    stands in for its EOS row, which it never reads); no other is touched."""
     pangram = ["thequickbrownfoxjumpsoverthelazydog"]  # every letter
     torch.manual_seed(0)
     start = pt.TinyLM().embed.lut.weight.detach().clone()
@@ -201,20 +205,12 @@ def test_every_row_the_pronouncer_reads_was_trained(kind):
     raises(ValueError, "kind", ft.encoder_state, lm, "bart")
 
 
-def _tiny(steps: int, n_train: int):
-    """A 32-wide pronouncer's config and a few real words to train it on."""
+def _trainer(steps: int, n_train: int):
+    """train_pronouncer, quietly, on a 32-wide config and a few words."""
     cfg = PronouncerConfig(d_model=32, d_ff=64, steps=steps, eval_every=steps)
     split = pr.split_words(20, 20, 0)
     data = {"train": split["train"][:n_train], "valid": split["valid"]}
     splits, vocabs = pr.pronouncer_data(data, stress=False)
-    return cfg, splits, vocabs
-
-
-def _trainer(steps: int, n_train: int):
-    """train_pronouncer on _tiny's config and words, quietly; the config."""
-    from utils.pronouncer import train_pronouncer
-
-    cfg, splits, vocabs = _tiny(steps, n_train)
     kw = dict(vocabs=vocabs, progress=False)
     return functools.partial(train_pronouncer, cfg, splits, **kw), cfg
 
@@ -273,8 +269,7 @@ def test_a_causal_seven_gram_reads_six_tokens_back():
 
 def test_count_models_by_hand():
     train = ["abc"] * 5 + ["abd"] * 2
-    # causal: after the start a, after a b, after b c (5 against 2), then
-    # the end
+    # causal: a from the start, then b, c (5 against 2), then the end
     clm = ngram.LetterCounts("clm", train, 2)
     guess = clm.logits(pt.encode(["abc"], bos=True)).argmax(-1)[0]
     assert pt.decode(guess[:3]) == "abc" and guess[3] == pt.EOS
@@ -327,9 +322,7 @@ def test_masked_accuracy_by_input():
 
 
 def test_the_adamw_recipe_warms_up_clips_and_decays_to_zero(monkeypatch):
-    """``recipe="adamw"``: AdamW, the rate up over 1/24 of the steps and
-    down to 0 by the last, the gradient clipped at 1; a Pre-Norm stack
-    learns the words with it; an unknown recipe is named."""
+    """AdamW, warm-up over 1/24 of the steps, decay to 0, clipping at 1."""
     seen = {}
     real = pt.train
 
@@ -356,11 +349,8 @@ def test_the_adamw_recipe_warms_up_clips_and_decays_to_zero(monkeypatch):
 
 @pytest.mark.exact
 def test_stored_runs_first_steps_replay():
-    """The first steps of tools/runs/sweep_ch10.py's seed-1 runs, re-run: a
-    causal LM and a pronouncer from scratch on 500 labelled words."""
-    from tools.runs import sweep_ch10 as sw
-    from utils.pronouncer import train_pronouncer
-
+    """The first steps of sweep_ch10.py's seed-1 runs (a causal LM, a
+    pronouncer from scratch on 500 words), re-run."""
     lines = sw.OUT.read_text().splitlines()
     rows = {r["run"]: r for r in map(json.loads, lines)}
     d = sw.data()
@@ -378,14 +368,8 @@ def test_stored_runs_first_steps_replay():
 
 
 def test_the_stored_settings_are_the_sweeps():
-    """Chapter 10 reads the runs' settings from their meta row: they must be
-    what tools/runs/sweep_ch10.py runs with (a changed script needs a new
-    sweep)."""
-    import json
-
-    from tools import ROOT
-    from tools.runs import sweep_ch10 as sw
-
+    """Chapter 10 reads the settings from the meta row: a changed
+    sweep_ch10.py needs a new sweep."""
     path = ROOT / "book" / "data" / "ch10_runs.jsonl"
     meta = json.loads(path.read_text().splitlines()[0])
     assert meta["run"] == "meta"
@@ -394,11 +378,8 @@ def test_the_stored_settings_are_the_sweeps():
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_span_corruption_hides_spans_and_keeps_the_rest(seed):
-    """T5's objective on letters: each sentinel in the source stands for
-    the letters the target lists after it; putting them back gives the word;
-    about 15% of the letters are hidden, in spans that never touch."""
-    import random
-
+    """T5's objective: sentinels stand for the target's spans; ~15% hidden,
+    in spans that never touch."""
     rng = random.Random(seed)
     hidden = total = 0
     for word in WORDS[:3000]:
@@ -428,8 +409,6 @@ def test_span_corruption_hides_spans_and_keeps_the_rest(seed):
 
 
 def test_span_corruption_bad_input_and_vocab():
-    import random
-
     raises(ValueError, "'a'", pt.span_corruption, "a", random.Random(0))
     raises(TypeError, "rng", pt.span_corruption, "cat", 0)
     vocab = pt.span_vocab()
@@ -440,22 +419,17 @@ def test_span_corruption_bad_input_and_vocab():
 
 
 def test_seq2seq_state_moves_both_stacks_to_the_pronouncer():
-    """The span-corruption model hands over its encoder and decoder layers
-    and its letter rows; the phoneme side starts at random."""
-    cfg = PronouncerConfig(d_model=32, d_ff=64, num_layers=2, dropout=0.0)
+    """Both stacks and the letter rows move; the phoneme side is random."""
     vocab = pt.span_vocab()
     torch.manual_seed(1)
-    t5 = build_pronouncer(cfg, vocab, vocab)
+    t5 = build_pronouncer(CFG, vocab, vocab)
     state = ft.seq2seq_state(t5)
     assert not any(k.startswith(("tgt_embed", "generator")) for k in state)
     assert any(k.startswith("decoder.") for k in state)
-    torch.manual_seed(2)
-    model = build_pronouncer(cfg, pr.letter_vocab(), pr.phoneme_vocab(False))
-    model.load_state_dict({**model.state_dict(), **state})
-    src = pr.encode_words(["cat", "pronounce"])
+    model = _pronouncer_with(state)
     with torch.no_grad():
-        memory, _ = model.eval().encode(src)
-        want, _ = t5.eval().encode(src)  # the letters' ids are the same
+        memory, _ = model.eval().encode(SRC)
+        want, _ = t5.eval().encode(SRC)  # the letters' ids are the same
     torch.testing.assert_close(memory, want)
 
 
@@ -479,8 +453,6 @@ def test_init_lr_slows_or_freezes_the_started_weights():
 
 
 def test_noam_scales_each_group():
-    from utils.training import noam_scheduler
-
     a, b = (torch.nn.Parameter(torch.zeros(1)) for _ in "ab")
     opt = torch.optim.Adam([{"params": [a]}, {"params": [b]}], lr=1.0)
     noam_scheduler(opt, 64, 10, scales=(1.0, 0.25))
@@ -492,14 +464,8 @@ def test_noam_scales_each_group():
 
 
 def test_counting_on_the_denoising_task():
-    """tools/runs/sweep_ch10.py's count baseline: a word's probability is the
-    product of the causal counts' next-token probabilities (as ``logits``
-    gives them); ``restore`` fills one sentinel with the likeliest word; the
-    stored 5-gram score on the first 100 sources replays."""
-    import math
-
-    from tools.runs import sweep_ch10 as sw
-
+    """sweep_ch10.py's count baseline: word probabilities by hand, restore,
+    and the stored 5-gram score replayed."""
     words = ["cat"] * 10 + ["cart", "chart"] * 2 + ["dog"] * 5
     counts = ngram.LetterCounts("clm", words, 3)
     ids = pt.encode(["cart"], bos=True)  # BOS c a r t EOS
@@ -524,13 +490,8 @@ def test_counting_on_the_denoising_task():
 
 
 def test_the_t5_probe_measures_what_the_decoder_reads():
-    """tools/runs/sweep_ch10.py's probe of T5's target: the least loss without
-    the source, by hand; swapped sources leave no pair its own; the
-    encoder's spread is 0 for an encoder that writes one vector."""
-    import math
-
-    from tools.runs import sweep_ch10 as sw
-
+    """sweep_ch10.py's probe of T5's target: the source-free loss by hand,
+    swapped sources, the encoder's spread."""
     vocab = pt.span_vocab()
     train = [(["c", "<0>"], ["<0>", "e"])] * 2 + [(["c", "<0>"], ["<0>", "a"])]
     valid = [(["b", "<0>"], ["<0>", "e"])]
@@ -575,12 +536,8 @@ def test_the_t5_probe_measures_what_the_decoder_reads():
 
 @pytest.mark.exact
 def test_the_t5_probes_replay_their_first_steps():
-    """The stored probes of T5's target (tools/runs/sweep_ch10.py --probe t5),
-    at the recipe's rate and at a quarter of it, re-run for their first
-    steps: the committed code made them."""
-    from tools.runs import sweep_ch10 as sw
-    from utils.pronouncer import train_pronouncer
-
+    """The stored T5 probes (at the recipe's rate and a quarter of it):
+    their first steps re-run."""
     rows, d, vocab = sw.stored_rows(), sw.data(), pt.span_vocab()
     for factor in (sw.PROBE_FACTOR, 0.25):
         _, history = train_pronouncer(

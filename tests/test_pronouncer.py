@@ -1,6 +1,5 @@
-"""Chapter 8's pronouncer: one config, the model it builds, a deterministic
-training run that a checkpoint continues (on the retired numbers task's
-pairs: any pairs of token lists will do)."""
+"""Chapter 8's pronouncer: its config, model, and a deterministic run that a
+checkpoint continues (on the numbers task's pairs: any pairs will do)."""
 
 from __future__ import annotations
 
@@ -10,11 +9,8 @@ import pytest
 import torch
 
 from tools.runs.numbers_task import make_splits, source_vocab, target_vocab
-from utils.pronouncer import (
-    PronouncerConfig,
-    build_pronouncer,
-    train_pronouncer,
-)
+from utils.pronouncer import PronouncerConfig, build_pronouncer
+from utils.pronouncer import train_pronouncer
 from utils.training import noam_lr
 from tests.conftest import raises, raising
 
@@ -81,8 +77,7 @@ def test_the_splits_are_the_data_trained_on():
 
 
 def test_a_stopped_run_continues_to_the_same_result(tmp_path):
-    """Stopped after steps 1 and 2 (mid-epoch) and continued from its
-    checkpoint, a run crosses epochs and ends as one never stopped."""
+    """Stopped mid-epoch and continued, a run ends as one never stopped."""
     splits = {"train": SPLITS["train"][:300], "valid": SPLITS["valid"]}
     cfg = dataclasses.replace(TINY, steps=8, eval_every=4)  # 3 batches/epoch
     whole = _train(cfg, splits)
@@ -141,9 +136,8 @@ def test_bad_settings_name_the_field(call, error, match):
 
 
 def test_records_keep_the_retired_settings_at_their_one_value():
-    """The numbers task's two settings left the config, not the stored
-    records: as_dict writes them as every record holds them, from_dict
-    takes them at those values only, nothing else unknown (see BAD)."""
+    """The numbers task's two settings left the config, not the records:
+    written as they hold them, read at those values only (see BAD)."""
     record = TINY.as_dict()
     assert record["max_train_words"] == 6 and record["min_size_share"] == 0
     assert PronouncerConfig.from_dict(record) == TINY

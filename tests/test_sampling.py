@@ -1,5 +1,4 @@
-"""Temperature, top-k, top-p and seeded sampling, on hand-computed cases and
-against torch.topk / torch.multinomial."""
+"""Temperature, top-k, top-p, seeded sampling: by hand and against torch."""
 
 from __future__ import annotations
 
@@ -8,13 +7,8 @@ import math
 import pytest
 import torch
 
-from utils.sampling import (
-    apply_temperature,
-    next_token_probs,
-    sample,
-    top_k_filter,
-    top_p_filter,
-)
+from utils.sampling import apply_temperature, next_token_probs, sample
+from utils.sampling import top_k_filter, top_p_filter
 from tests.conftest import raises
 
 PROBS = torch.tensor([0.5, 0.3, 0.15, 0.05])

@@ -52,9 +52,8 @@ def test_glue_writes_a_range_in_chinese(monkeypatch, capsys):
     ids=["proof's replaces the seed", "utils' ignores the harness seed"],
 )
 def test_course_seed(monkeypatch, setup, seed):
-    """COURSE_SEED=1 and setup(seed=0) draw as the seed ``seed`` does, not
-    as the other: proof.setup (the harness's) takes COURSE_SEED, the
-    learner's utils.setup does what it says: the seed it is given."""
+    """With COURSE_SEED=1, proof.setup (the harness's) takes COURSE_SEED, the
+    learner's utils.setup(seed=0) the seed it is given."""
     monkeypatch.setenv("COURSE_SEED", "1")
     setup(seed=0)
     drawn = torch.rand(3)

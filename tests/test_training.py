@@ -1,5 +1,4 @@
-"""The training loop and its hooks, warm-up schedule, Adam settings, the
-teacher-forced loss, evaluators, progress bar."""
+"""The training loop, hooks, warm-up, Adam, losses, evaluators, progress."""
 
 from __future__ import annotations
 
@@ -12,17 +11,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from utils.training import (
-    Progress,
-    adamw,
-    evaluate_loss,
-    evaluate_perplexity,
-    noam_lr,
-    noam_scheduler,
-    paper_adam,
-    teacher_forced_loss,
-    train,
-)
+from utils.training import Progress, adamw, evaluate_loss, evaluate_perplexity
+from utils.training import noam_lr, noam_scheduler, paper_adam
+from utils.training import teacher_forced_loss, train
 from tools.runs.numbers_task import source_vocab, target_vocab
 from utils.batches import encode_batch
 from tests.conftest import raises

@@ -1,21 +1,8 @@
-"""The Chinese edition is complete, current and uses the glossary's terms.
-
-(a) every page in _toc.yml has a current Chinese translation of every unit
-    (one failure listing every untranslated, outdated or still-English unit,
-    by page);
-(b) every glossary term a chapter links with {term} appears in the chapter's
-    Chinese text in one of the forms the glossary accepts for it (its bold
-    text: the name and the names in its parentheses, so softmax may stay
-    softmax);
-(c) one word per concept: no rejected form of translations.TERMS anywhere in
-    the Chinese, the first 词元 of a chapter written 词元（token）, one
-    solution heading;
-(d) the store round-trips and `sync` marks a changed English unit as
-    outdated. The Chinese notebooks the Chinese site is built from are
-    checked by tests/test_zh_notebooks.py.
-Both editions' builds are checked by the strict build test
-(tests/test_book.py). See tools/editions/translations.py and README.md
-("Chinese edition").
+"""The Chinese edition (tools/editions/translations.py) is complete,
+current and uses the glossary's terms: (a) every unit of every page is
+translated and current; (b) every linked glossary term appears in one of its
+accepted Chinese forms; (c) one word per concept (translations.TERMS);
+(d) the store round-trips and `sync` marks changed English as outdated.
 """
 
 from __future__ import annotations
@@ -26,8 +13,9 @@ import shutil
 import nbformat
 import pytest
 from tests import live_pages as lp
-from tools.editions import translations
+from tools.editions import code_comments, translations
 from tools.editions.glossary_links import GLOSSARY, glossary_terms
+from tools.editions.notebooks import setup_source
 
 TERM_ROLE = re.compile(r"\{term\}`([^`]*)`")
 
@@ -46,8 +34,7 @@ def test_every_page_has_a_current_translation():
 
 
 def glossary_bold() -> dict[str, str]:
-    """Glossary entry (its first name) -> the bold text of its definition
-    line, which holds its Chinese names (tests/test_book.py reads it too)."""
+    """Glossary entry (first name) -> its definition's bold Chinese names."""
     block = (
         GLOSSARY.read_text().split(":::{glossary}", 1)[1].split("\n:::", 1)[0]
     )
@@ -65,10 +52,8 @@ def glossary_bold() -> dict[str, str]:
 
 
 def chinese_forms() -> dict[str, tuple[str, ...]]:
-    """Glossary entry (its first name) -> the Chinese forms it accepts: the
-    bold text's name and every name in its parentheses, separated by 、 or ；
-    ("集束搜索（束搜索）" -> ("集束搜索", "束搜索");
-    "softmax（归一化指数函数）" -> ("softmax", "归一化指数函数"))."""
+    """Glossary entry -> its accepted Chinese forms: the bold name and those
+    in its parentheses ("集束搜索（束搜索）" -> ("集束搜索", "束搜索"))."""
     forms = {}
     for name, bold in glossary_bold().items():
         parts = re.split(r"[（()）、；;]", bold)
@@ -93,8 +78,7 @@ def linked_terms(text: str) -> set[str]:
 
 
 def test_chinese_text_uses_the_glossary_terms():
-    """Checked over the translated units only: an untranslated unit is test
-    (a)'s."""
+    """Over the translated units only (an untranslated one is test (a)'s)."""
     forms, missing = chinese_forms(), []
     for page in translations.pages():
         if page.name == GLOSSARY.name:
@@ -142,12 +126,7 @@ def test_chinese_uses_one_word_per_concept():
 
 
 def test_figure_labels_and_code_comments_use_one_word_per_concept():
-    """The figures and the code comments speak the prose's words: no Chinese
-    figure text (locale/zh/figures/labels.yml, flat or by figure) and no
-    Chinese comment (locale/zh/code/comments.yml) holds a rejected form of
-    TERMS. Figure texts kept as they are (an English example word, a code
-    name such as ``memory`` in ``decode(tgt, memory)``) are not Chinese
-    prose, but LayerNorm / BatchNorm drawn as they are is."""
+    """Figure texts and code comments hold no rejected form of TERMS."""
     found = translations.comment_and_label_problems()
     assert not found, "\n".join(found)
 
@@ -207,8 +186,7 @@ DECIDED = [  # a sentence with a rejected form; its rewording passes
 
 @pytest.mark.parametrize("bad, good", DECIDED)
 def test_the_decided_terms_are_enforced(bad, good):
-    """Issues #48 and #63: each rejected form is found in a sentence, and
-    the accepted one (or the other name in parentheses) passes."""
+    """Issues #48 and #63: the rejected form is found, the accepted passes."""
     rejected, prose = translations.rejected_forms, translations.chinese_prose
     assert rejected(prose(bad)), bad
     assert not rejected(prose(good)), good
@@ -219,8 +197,7 @@ def test_english_connectives_left_are_found():
     assert left("两个掩码做 AND 组合。") == ["AND"]
     assert left("这张表是一个 **buffer**：它随模型移动。") == ["buffer"]
     assert left("查询 and 键，或者 the 值。") == ["and", "the"]
-    # not connectives: code, maths, roles, links, quotations, italic
-    # English examples, names and titles of papers and books
+    # not connectives: code, maths, roles, links, quotations, examples, names
     for fine in [
         "把 `mask and keep` 与 $a \\text{ and } b$ 比较。",
         "它指的是 *the robot*，依附于 *the orders*。",
@@ -254,10 +231,8 @@ def test_colon_chains_are_found():
     assert len(translations.colon_chains(chain + "\n\n" + chain)) == 2
 
 
-def test_style_problems_name_page_unit_and_pattern(scratch, monkeypatch):
-    _, chapter = scratch
-    # a page of a few characters: its colon density over the whole page is
-    # test_colon_density_is_counted_per_page's business
+def test_style_problems_name_page_unit_and_pattern(chapter, monkeypatch):
+    # the page-wide colon density: test_colon_density_is_counted_per_page's
     monkeypatch.setattr(translations, "COLONS_LEFT", {"03_"})
     entries, units = filled(chapter), translations.units(chapter)
     opener = next(
@@ -280,8 +255,7 @@ def test_style_problems_name_page_unit_and_pattern(scratch, monkeypatch):
     ], found
 
 
-def test_d2l_names_are_given_at_first_use(scratch, tmp_path):
-    _, chapter = scratch
+def test_d2l_names_are_given_at_first_use(chapter, tmp_path):
     entries = filled(chapter)
     prose = [k for k in entries if "/" not in k]
     entries[prose[1]]["zh"] = "批归一化对列归一化；dropout 只在训练时生效。"
@@ -307,9 +281,7 @@ def test_d2l_names_are_given_at_first_use(scratch, tmp_path):
 
 
 def test_the_chinese_reads_as_chinese():
-    """No English connective, colon chain or English-shaped chapter opener in
-    the edition (translations.style_problems), and d2l-zh's names are given
-    where the edition's word is first used (translations.aside_problems)."""
+    """No style problem, and d2l-zh's names given at first use."""
     pages = translations.pages()
     found = [m for p in pages for m in translations.style_problems(p)]
     found += translations.aside_problems(pages)
@@ -317,8 +289,6 @@ def test_the_chinese_reads_as_chinese():
 
 
 def test_a_wrapped_comment_never_starts_a_line_with_punctuation():
-    from tools.editions import code_comments
-
     source = "x = 1\n# the seed, or COURSE_SEED when set\n"
     # 38 wide characters fill 76 of the 77 columns: the ） goes on
     cut = "种子" * 19 + "）。"
@@ -330,9 +300,8 @@ def test_a_wrapped_comment_never_starts_a_line_with_punctuation():
 
 
 def test_an_other_name_in_parentheses_and_the_index_are_allowed(
-    scratch, monkeypatch
+    chapter, monkeypatch
 ):
-    _, chapter = scratch
     translations.sync(chapter)
     entries = translations.load(chapter)
     key = next(iter(entries))
@@ -354,8 +323,7 @@ def test_an_other_name_in_parentheses_and_the_index_are_allowed(
         assert bool(found) == flagged, (zh, found)
 
 
-def test_term_problems_names_page_unit_and_form(scratch):
-    _, chapter = scratch
+def test_term_problems_names_page_unit_and_form(chapter):
     translations.sync(chapter)
     entries, units = translations.load(chapter), translations.units(chapter)
     for key, entry in entries.items():
@@ -380,21 +348,19 @@ def test_term_problems_names_page_unit_and_form(scratch):
     found = translations.term_problems(chapter)
     name = chapter.name
     assert found[0].startswith(f"{name} [{keys[1]}] the chapter's first 词元")
-    assert sorted(m.split(" for ")[0] for m in found[1:]) == sorted(
-        [
-            f"{name} [{keys[2]}] 'token'",
-            f"{name} [{keys[2]}] '堆栈'",
-            f"{name} [{keys[2]}] '遮住'",
-            f"{name} [{keys[3]}] '单元格'",
-            f"{name} [{keys[3]}] 'one-hot'",
-            f"{name} [{solution}] '练习 1 解答说明'",
-            f"{name} [{solution}] the heading of solution 1 is not "
-            "解答 1 及讲解",
-        ]
-    ), found
+    want = [
+        f"{name} [{keys[2]}] 'token'",
+        f"{name} [{keys[2]}] '堆栈'",
+        f"{name} [{keys[2]}] '遮住'",
+        f"{name} [{keys[3]}] '单元格'",
+        f"{name} [{keys[3]}] 'one-hot'",
+        f"{name} [{solution}] '练习 1 解答说明'",
+        f"{name} [{solution}] the heading of solution 1 is not 解答 1 及讲解",
+    ]
+    got = sorted(m.split(" for ")[0] for m in found[1:])
+    assert got == sorted(want), found
 
-    # Code and maths are not prose, and the chapter's first 词元（token）
-    # is the one English token allowed: a second one is rejected.
+    # Code and maths are not prose; only the chapter's first 词元（token）.
     entries[keys[1]]["zh"] = (
         "每个词元（token）都能看到 `token`；之后只写词元。"
     )
@@ -417,20 +383,17 @@ def test_linked_terms_reads_both_forms_of_the_role():
 
 
 @pytest.fixture
-def scratch(tmp_path, monkeypatch):
-    """A temporary store (never locale/ itself) and a copy of chapter 3 to
-    edit."""
-    store = tmp_path / "locale"
-    monkeypatch.setattr(translations, "LOCALE", store)
+def chapter(tmp_path, monkeypatch):
+    """A copy of chapter 3 to edit, with a temporary store (never locale/)."""
+    monkeypatch.setattr(translations, "LOCALE", tmp_path / "locale")
     chapter = tmp_path / "book" / "03_masks.ipynb"
     chapter.parent.mkdir()
     shutil.copy(translations.ROOT / "book" / "03_masks.ipynb", chapter)
-    return store, chapter
+    return chapter
 
 
 def filled(chapter, zh: str = "译文") -> dict:
-    """The chapter's store synced, every unit's Chinese set to ``zh`` and
-    saved: its entries."""
+    """Sync the chapter's store, set every unit's Chinese to ``zh``, save."""
     translations.sync(chapter)
     entries = translations.load(chapter)
     for entry in entries.values():
@@ -457,8 +420,7 @@ def test_the_store_round_trips(tmp_path, monkeypatch):
         )
 
 
-def test_sync_marks_a_changed_english_unit_as_outdated(scratch):
-    _, chapter = scratch
+def test_sync_marks_a_changed_english_unit_as_outdated(chapter):
     added, changed = translations.sync(chapter)
     units = translations.units(chapter)
     assert (added, changed) == (len(units), 0)
@@ -487,8 +449,7 @@ def test_sync_marks_a_changed_english_unit_as_outdated(scratch):
     ]
 
 
-def test_a_translation_left_in_english_is_reported(scratch):
-    _, chapter = scratch
+def test_a_translation_left_in_english_is_reported(chapter):
     entries = filled(chapter)
     key = next(iter(entries))
     entries[key]["zh"] = entries[key]["en"]
@@ -498,23 +459,15 @@ def test_a_translation_left_in_english_is_reported(scratch):
 
 
 def test_every_code_comment_is_translated():
-    """tools/editions/code_comments.py: every English comment of the chapters
-    (but those in EXEMPT) and of the setup cell has its Chinese in
-    locale/zh/code/comments.yml; `python -m tools.editions.translations check`
-    lists them."""
-    from tools.editions import code_comments
-
+    """Every comment of the chapters (but EXEMPT) and the setup cell."""
     failing, _ = code_comments.problems(translations.pages())
     assert not failing, "\n".join(failing[:30])
-    from tools.editions.notebooks import setup_source
-
     setup = code_comments.comments(setup_source())
     table = code_comments.load()
     assert setup and all(c.text in table for c in setup)
 
 
-# Prints the English texts of the live pages' widgets (their scripts' TEXT;
-# process.argv[2:] are the scripts).
+# Prints the live widgets' English texts (TEXT of the scripts in argv[2:]).
 LIVE_SCRIPTS = r"""
 const texts = process.argv.slice(2).map((f) => Object.values(require(f).TEXT));
 console.log(JSON.stringify(texts.flat()));
@@ -522,10 +475,8 @@ console.log(JSON.stringify(texts.flat()));
 
 
 def test_the_live_pages_texts_are_translated(node):
-    """Every text the live pages' widgets show (their scripts' English, read
-    under Node) has its Chinese in locale/zh/live/widgets.yml, with the same
-    {name} slots and the glossary's words; every entry there is still
-    shown (the Chinese pages load them as _static/engine/zh.js)."""
+    """Every live widget text has its Chinese (same {slots}, the glossary's
+    words) and every Chinese entry is still shown."""
     static = translations.ROOT / "_static"
     scripts = [static / "pronouncer/pronouncer.js", static / "gpt/gpt_page.js"]
     english = set(lp.run_node(node, LIVE_SCRIPTS, *scripts))
@@ -541,10 +492,8 @@ def test_the_live_pages_texts_are_translated(node):
     assert "COURSE_LIVE_ZH" in translations.live_texts_js()
 
 
-def test_colon_density_is_counted_per_page(scratch, monkeypatch):
-    """Issue #63: short paragraphs escape the paragraph check, so the density
-    is counted over the whole page too (but for the pages in COLONS_LEFT)."""
-    _, chapter = scratch
+def test_colon_density_is_counted_per_page(chapter, monkeypatch):
+    """Issue #63: short paragraphs escape the paragraph check."""
     text = "做法：相乘。这是一个凑足长度的普通中文句子而已。"  # 1 in 21
     entries = filled(chapter, text)
     colons, n = translations.page_colons(chapter)

@@ -1,9 +1,5 @@
-"""The fork's CI workflow (.github/workflows/ci.yml): valid for GitHub
-Actions, and running what the README says CI runs.
-
-Validated with check-jsonschema against GitHub's own workflow schema (which
-it ships, so nothing is downloaded); part of ``make unit``.
-"""
+"""The fork's CI workflow: valid (check-jsonschema's own copy of GitHub's
+schema, nothing downloaded) and running what the README says CI runs."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""The Chinese notebooks (zh/book/*.ipynb, tools/editions/zh_notebooks.py) are
-current.
-
-Fast: nothing is executed. For every chapter in _toc.yml the Chinese notebook
-exists and is the English one translated: the same cells, the same code (the
-setup call aside), the current translations of the prose, captions and alt
-text, the same text outputs as the English notebook (so changing the English
-code or its outputs makes it stale), an image wherever the English has one,
-and the stamp of the figure label table it was drawn with. Each failure names
-the command that regenerates it.
-"""
+"""The Chinese notebooks (zh/book/*.ipynb, tools/editions/zh_notebooks.py)
+are the English ones translated and current; nothing is executed. Each
+failure names the command that regenerates it."""
 
 from __future__ import annotations
 
@@ -19,11 +11,13 @@ import nbformat
 import pytest
 
 from tools import ROOT
-from tools.editions import build_book, translations, zh_notebooks
+from tools.editions import build_book, code_comments, translations
+from tools.editions import zh_notebooks
 from tools.editions.notebooks import toc_notebooks
 from tests.conftest import raises
 
 CHAPTERS = toc_notebooks()
+MASKS = ROOT / "book" / "03_masks.ipynb"
 
 
 @pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
@@ -39,10 +33,8 @@ def test_chinese_notebook_is_current(page):
 
 @pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
 def test_no_figure_draws_a_chinese_word_inside_english(page):
-    """An English example (chapter 2's sentence, a word the model reads)
-    stays English in the Chinese figures: a label entry that also matches
-    one of its tokens ("robot") draws "the 机器人 must obey ..."; such an
-    entry belongs under its figure (``by figure`` in the label table)."""
+    """An English example stays English in the Chinese figures (an entry
+    matching one of its tokens belongs under its figure)."""
     target = zh_notebooks.zh_path(page)
     if not target.is_file():
         pytest.skip("no Chinese notebook (test_chinese_notebook_is_current)")
@@ -107,13 +99,12 @@ def test_every_chapter_has_its_chinese_notebook_and_nothing_else():
 def test_translate_replaces_prose_captions_alt_and_labels_only(
     tmp_path, monkeypatch
 ):
-    page = ROOT / "book" / "03_masks.ipynb"
-    units = translations.units(page)
+    units = translations.units(MASKS)
     fake = {
         k: {"en": v, "zh": f"中文 {i}"}
         for i, (k, v) in enumerate(units.items())
     }
-    english = nbformat.read(page, as_version=4)
+    english = nbformat.read(MASKS, as_version=4)
     chinese = copy.deepcopy(english)
     zh_notebooks.translate(chinese, fake)
     assert [c.id for c in chinese.cells] == [c.id for c in english.cells]
@@ -139,8 +130,7 @@ def test_translate_replaces_prose_captions_alt_and_labels_only(
 
 
 def test_an_untranslated_unit_keeps_its_english():
-    page = ROOT / "book" / "03_masks.ipynb"
-    english = nbformat.read(page, as_version=4)
+    english = nbformat.read(MASKS, as_version=4)
     chinese = copy.deepcopy(english)
     zh_notebooks.translate(chinese, {})
     assert [c.source for c in chinese.cells] == [
@@ -192,8 +182,7 @@ def _code_cell_with(nb, kind):
 def test_a_stale_chinese_notebook_is_found(
     change, expect, tmp_path, monkeypatch
 ):
-    page = ROOT / "book" / "03_masks.ipynb"
-    target = _current_copy(page, tmp_path, monkeypatch)
+    target = _current_copy(MASKS, tmp_path, monkeypatch)
     nb = nbformat.read(target, as_version=4)
     if change == "code":
         cell = _code_cell_with(nb, "text")
@@ -219,18 +208,16 @@ def test_a_stale_chinese_notebook_is_found(
         ]
     elif change == "error":
         cell = _code_cell_with(nb, "image")
-        cell.outputs.insert(
-            0,
-            nbformat.v4.new_output(
-                "error", ename="KeyError", evalue="'Loss' has no entry"
-            ),
+        error = nbformat.v4.new_output(
+            "error", ename="KeyError", evalue="'Loss' has no entry"
         )
+        cell.outputs.insert(0, error)
     else:
         monkeypatch.setattr(zh_notebooks, "label_stamp", lambda: "changed")
     nbformat.write(nb, target)
-    problems = zh_notebooks.problems(page)
+    problems = zh_notebooks.problems(MASKS)
     assert any(expect in p for p in problems), problems
-    hint = zh_notebooks.regenerate_hint(page)
+    hint = zh_notebooks.regenerate_hint(MASKS)
     assert "python -m tools.editions.zh_notebooks book/03_masks.ipynb" in hint
 
 
@@ -256,15 +243,13 @@ def test_chinese_source_tree_takes_the_chinese_notebooks(
     tmp_path, monkeypatch
 ):
     monkeypatch.setattr(build_book, "ZH_SRC", tmp_path / "zh_src")
-    page = ROOT / "book" / "03_masks.ipynb"
-    monkeypatch.setattr(translations, "pages", lambda: [page])
+    monkeypatch.setattr(translations, "pages", lambda: [MASKS])
     source = build_book.zh_source()
-    built = source / "book" / page.name
-    assert built.read_bytes() == zh_notebooks.zh_path(page).read_bytes()
+    built = source / "book" / MASKS.name
+    assert built.read_bytes() == zh_notebooks.zh_path(MASKS).read_bytes()
     config = (source / "_config.yml").read_text()
     assert "language: zh_CN" in config and build_book.ZH_TITLE in config
     # the Colab buttons open the Colab notebooks
-    # (tools/editions/colab_notebooks.py)
     assert "path_to_book: colab/zh\n" in config
     english = (ROOT / "_config.yml").read_text()
     assert 'path_to_book: "colab"' in english
@@ -273,17 +258,16 @@ def test_chinese_source_tree_takes_the_chinese_notebooks(
 
 
 def test_prose_only_regeneration_keeps_outputs(tmp_path, monkeypatch):
-    page = ROOT / "book" / "03_masks.ipynb"
-    target = _current_copy(page, tmp_path, monkeypatch)
+    target = _current_copy(MASKS, tmp_path, monkeypatch)
     before = nbformat.read(target, as_version=4)
-    store = translations.load(page)
+    store = translations.load(MASKS)
     key = next(c.id for c in before.cells if c.cell_type == "markdown")
     store[key]["zh"] += "（新译）"
     monkeypatch.setattr(translations, "LOCALE", tmp_path / "locale")
-    translations.save(page, store)
-    assert any("markdown differs" in p for p in zh_notebooks.problems(page))
-    zh_notebooks.retranslate(page)
-    assert zh_notebooks.problems(page) == []
+    translations.save(MASKS, store)
+    assert any("markdown differs" in p for p in zh_notebooks.problems(MASKS))
+    zh_notebooks.retranslate(MASKS)
+    assert zh_notebooks.problems(MASKS) == []
     after = nbformat.read(target, as_version=4)
     edited = next(c for c in after.cells if c.id == key)
     assert edited.source.endswith("（新译）")
@@ -300,11 +284,8 @@ def test_the_stamped_table_is_the_one_the_figures_use():
 
 @pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: p.stem)
 def test_chinese_code_differs_from_the_english_in_comments_only(page):
-    """Code comments are translated (tools/editions/code_comments.py); with
-    every comment stripped, each code cell is the English one (the setup call
-    aside), and the outputs are checked equal by the test above."""
-    from tools.editions import code_comments
-
+    """Stripped of comments, each code cell is the English one (the setup
+    call aside); the outputs are checked by the test above."""
     english = nbformat.read(page, as_version=4)
     chinese = nbformat.read(zh_notebooks.zh_path(page), as_version=4)
     cells = zip(english.cells, chinese.cells)
@@ -329,8 +310,7 @@ def test_chinese_code_differs_from_the_english_in_comments_only(page):
 
 
 def test_comments_are_wrapped_to_79_columns_and_code_kept():
-    from tools.editions import code_comments as cc
-
+    cc = code_comments
     source = (
         "x = 1  # one\n"
         "    # a long run of comment lines that the table\n"
