@@ -433,6 +433,25 @@ def test_the_stored_run_replays_exactly():
     assert [np.float32(x) for x in live] == [np.float32(x) for x in stored]
 
 
+def test_the_stored_pilots_are_their_recipes_run_to_the_end():
+    """Chapter 11 compares the pilots of ch11_pilots.jsonl as the recipes
+    of those names in tools/runs/train_gpt.py, each run to its last step."""
+    from tools.runs.train_gpt import PILOTS, RECIPES
+
+    data, _ = _stored()
+    rows = [json.loads(x) for x in (data / "ch11_pilots.jsonl").open()]
+    assert sorted(r["recipe_name"] for r in rows) == sorted(PILOTS)
+    for row in rows:
+        recipe, made = RECIPES[row["recipe_name"]], row["meta"]["recipe"]
+        want = recipe.as_dict()  # lr2e3 was made before the "fused" field
+        assert made == {k: want[k] for k in made}, row["recipe_name"]
+        assert set(want) - set(made) <= {"fused"}
+        assert row["complete"] and row["steps_done"] == recipe.steps
+        assert [r["step"] for r in row["rows"]] == list(
+            range(recipe.eval_every, recipe.steps + 1, recipe.eval_every)
+        )
+
+
 @pytest.mark.exact  # the portable numeric mode, as the run was made
 @pytest.mark.slow
 def test_the_stored_weights_score_the_stored_test_bpc():
