@@ -1,23 +1,12 @@
-"""The browser and Node fixtures the tests share.
-
-In a real browser (tests/test_browser.py, test_phone.py,
-test_live_pronouncer.py, test_live_gpt.py): ``site_url`` serves the built
-site (the root conftest.py's ``built_site``: both editions) on 127.0.0.1;
-``chromium`` is the system's headless Chromium driven by Playwright
-(``executable_path``: ``playwright install`` is never needed), one per test
-module; ``new_context`` and ``open_page`` give browser contexts in which
-every request outside the site is blocked and reported; ``screenshot``
-saves a full-page JPEG to _build/screenshots/ for a person to look at.
-Under Node (test_pronouncer_export.py, test_gpt_export.py,
-test_translations.py): ``node``, which runs the live pages' scripts.
-
-Without Chromium, Playwright or Node the tests that need them skip, with a
-hint, except under CI=true, where they fail.
-
-And what many unit tests share: ``seeded`` (one random state to start
-from), ``raises`` (an expected error in one line) and ``raising`` (a table
-of bad calls as parametrized cases).
-"""
+"""Fixtures the tests share. Browser (test_browser, test_phone,
+test_live_*): ``site_url`` serves the built site (both editions) on
+127.0.0.1; ``chromium`` is the system's headless Chromium under Playwright,
+one per module; ``new_context`` / ``open_page`` block and report every
+request outside the site; ``screenshot`` saves a JPEG to _build/screenshots/.
+Node (the export tests, test_translations): ``node``. Without Chromium,
+Playwright or Node those tests skip with a hint, except under CI=true, where
+they fail. Unit tests: ``seeded``, ``raises`` (an expected error in one
+line), ``raising`` (a table of bad calls as parametrized cases)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""The strict site build of both editions: every page rebuilt, any warning
-fails, one HTML page per TOC entry in _build/html/ (English) and
-_build/html/zh/ (Chinese).
-
-The build itself runs once per pytest run (the `built_site` fixture in
-conftest.py), shared with the browser test. The Chinese edition's own pieces
-are checked here too, without a build: its site title is the intro's heading,
-and the Chinese glossary's index (Chinese term -> English entry, in pinyin
-order) lists every entry's Chinese name and only names the glossary gives.
-"""
+"""The strict build of both editions (once per run, the `built_site`
+fixture): every page rebuilt, any warning fails, one HTML page per TOC
+entry in _build/html/ and _build/html/zh/. Without a build: the Chinese
+site title is the intro's heading, and the Chinese glossary's index (in
+pinyin order) lists every entry's Chinese name and only those."""
 
 from __future__ import annotations
 

@@ -1,40 +1,18 @@
-"""The website as readers see it, checked in a real browser (headless
-Chromium).
-
-The site is built once per run (the `built_site` fixture in conftest.py) and
-served on 127.0.0.1 (the `site_url` fixture in tests/conftest.py, with the
-browser). Every page is opened at a desktop (1280x800) and a phone
-(390x844) viewport with every request outside 127.0.0.1 blocked, and must show:
-no failed or external request, no console error, all maths typeset, every image
-loaded, no code, output or equation block wider than its column (at 1280 px),
-no page wider than its window (a phone must not scroll sideways), and, on a
-chapter, a Colab link to that chapter's own Colab notebook in the page's
-language (English: colab/book/NN_name.ipynb; Chinese:
-colab/zh/book/NN_name.ipynb, made by tools/editions/colab_notebooks.py; the
-last test checks those links alone). Both editions
-are checked the same way: English at /, Chinese at /zh/ (built by
-tools/editions/build_book.py). Every page must also show a language switch
-inside the window leading to the same page in the other edition, and no Chinese
-character may be drawn as a missing-glyph box (each distinct CJK character of
-the page is drawn on a canvas in the font of the text that holds it and
-compared with the box drawn for an unassigned code point, U+0378; without a CJK
-font, e.g. `FONTCONFIG_FILE` pointing at a config with only DejaVu, this
-fails). A Chinese page must also show none of the theme's English UI strings
-that the Chinese edition translates (_ext/locale/zh_CN/LC_MESSAGES/*.po, the
-togglebutton hints, the folded-cell labels, 列印成 PDF) in any text, tooltip,
-label or alt text outside code, outputs and maths; and no other English at all
-in its header bar, footer, buttons and dropdown menus or in any tooltip, label
-or alt text (file types, "Ctrl", licence and brand names excepted; the language
-switch is marked lang="en" and addressed to English readers). The same probe
-run on the English pages must find those strings there, so it is known to see
-them. A full-page screenshot (JPEG) of each page at both sizes goes to
-_build/screenshots/ for a person to look at.
-
-Chromium comes from the system (Debian: `apt-get install chromium`); Playwright
-drives it (`executable_path`), so `playwright install` is never needed. Without
-Chromium the test skips, except under CI=true, where it fails
-(tests/conftest.py).
-"""
+"""The website as readers see it, in headless Chromium (the system's,
+driven by Playwright: no `playwright install`; without it the test skips,
+and fails under CI=true). The site is built once and served on 127.0.0.1
+(tests/conftest.py); every page of both editions (English at /, Chinese
+at /zh/) is opened at 1280x800 and 390x844 with outside requests blocked,
+and must show: no failed or external request, no console error, all maths
+typeset, every image loaded, no block wider than its column (1280 px) nor
+page wider than its window, a Colab link to the chapter's own notebook in
+the page's language, a language switch to the same page, and no CJK
+character drawn as a missing-glyph box (compared on a canvas with the box
+of U+0378). A Chinese page shows none of the theme's English strings that
+the edition translates, and no other English in its header, footer,
+buttons, menus, tooltips, labels or alt text (file types, "Ctrl", licence
+and brand names excepted); the same probe finds them on the English pages,
+so it is known to see them. Screenshots go to _build/screenshots/."""
 
 from __future__ import annotations
 

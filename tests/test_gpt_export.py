@@ -1,33 +1,13 @@
 """The live GPT's export (tools/editions/export_gpt.py) and its JavaScript
-(_static/gpt/gpt.js on the shared engine, _static/engine/engine.js) equal
-the Python side, under Node. Fast: no browser.
-
-- The seeded generator: ``proof.rng.Mulberry32`` and the script's give the
-  same 32-bit integers and the same floats, for several seeds.
-- Sampling: ``proof.rng.draw_token`` and the script's ``drawToken``, given
-  the same float32 logits (random ones, and ones full of exact ties), draw
-  the same ids at every setting (greedy, temperature, top-k, top-p, both).
-  Same logits in, same rule: these must be equal every time.
-- The tokenizer, on the real export's merges: ``utils.bpe.encode`` and the
-  script give the same ids for strings in many scripts, control and space
-  characters outside ASCII, emoji, and random strings drawn from every
-  plane of Unicode; every token decodes to Python's text; and the script's
-  decode gives back each string.
-- The model: a small random GPT (odd sizes; random LayerNorms, so they
-  count; a context of 12, so generation restarts its window several
-  times; one prompt is longer than the context), stored as chapter 11's
-  checkpoint is and exported: greedy and
-  seeded generation give ``generate_seeded``'s ids exactly (greedy also
-  ``GPT.generate``'s), and at every step the logits and every head's
-  attention equal PyTorch's full forward pass over the same window within
-  ``LOGIT_TOL`` / ``ATTENTION_TOL``.
-- A tampered export is refused with a message naming the problem, and the
-  exporter refuses a model or a pattern the page would get wrong.
-
-tests/test_live_gpt.py (slow) checks the stored model in Chromium;
-tests/live_pages.py and tests/export_checks.py hold what these tests share
-with the pronouncer's.
-"""
+(_static/gpt/gpt.js on _static/engine/engine.js) equal the Python side,
+under Node, no browser: the seeded generator (``proof.rng.Mulberry32``);
+``drawToken`` at every sampler setting, ties included; the tokenizer on the
+real merges, for text in every Unicode plane, and back; a small random GPT
+(odd sizes, a context of 12 so the window restarts) generating
+``generate_seeded``'s ids with its logits and attention within
+``LOGIT_TOL`` / ``ATTENTION_TOL``; tampered exports refused with a reason.
+The stored model in Chromium: tests/test_live_gpt.py; shared with the
+pronouncer's: tests/live_pages.py, tests/export_checks.py."""
 
 from __future__ import annotations
 

@@ -1,40 +1,14 @@
-"""The live GPT (book/gpt_live.md, _static/gpt/) equals PyTorch, in a real
-browser.
-
-The site is built once (the `built_site` fixture) and served on 127.0.0.1
-(tests/conftest.py), every request outside it blocked. In both
-editions (English at a phone's 390 px, Chinese at 1280 px) the test presses
-the widget's button, types prompts and settings into the page, presses
-"write", and asserts, against chapter 11's checkpoint in PyTorch:
-
-- the prompt's token ids equal ``utils.bpe.encode``'s (one prompt outside
-  ASCII);
-- greedy continuations of prompts cut from the held-out test plays equal
-  ``GPT.generate(temperature=0)`` token for token; one prompt is long
-  enough that the window fills and restarts;
-- seeded samples at three settings (the chapter's: temperature 0.8; top-k
-  40; top-p 0.9) equal ``proof.rng.generate_seeded`` with the same seed
-  token for token;
-- after every run, the ten most likely tokens the page shows for the last
-  token's position are PyTorch's ten (ids exact, probabilities within
-  ``PROB_TOL``), and every head's attention of that query equals PyTorch's
-  ``self_attn.last_weights`` within ``ATTENTION_TOL``.
-
-Also: neither the engine (the shared one and the GPT's) nor the weights
-are requested before the button is pressed, and the page with its own
-files and the shared widget script stays under ``PAGE_BYTES``;
-the weights file is under ``WEIGHTS_BYTES``; the page writes at least
-``MIN_TOKENS_PER_S`` tokens per second (measured in the page, printed);
-bad settings give a message and no run, without a console error; nothing
-is wider than the window at 390 or 1280 px; the page works opened from
-file:// and
-computes with exactly the model's fp32 weights; an export of an unknown
-format version is refused with the reason on the page. Screenshots at 390
-and 1280 px go to _build/screenshots/live_gpt-*.jpeg.
-tests/test_gpt_export.py (fast, under Node) checks the engine on random
-models and tampered exports; tests/live_pages.py holds what these tests
-share with the pronouncer's.
-"""
+"""The live GPT (book/gpt_live.md) equals PyTorch in Chromium, in both
+editions (English at 390 px, Chinese at 1280 px), on the site served by
+tests/conftest.py with every outside request blocked: the prompt's token
+ids, greedy continuations (one refills the window), seeded samples at the
+chapter's three settings, the ten likeliest tokens (``PROB_TOL``) and every
+head's attention (``ATTENTION_TOL``). Also: nothing loaded before the
+click, the page and weights under their byte budgets, at least
+``MIN_TOKENS_PER_S`` tokens a second, bad settings refused without a
+console error, nothing wider than the window, file:// works, an unknown
+export version refused. Screenshots: _build/screenshots/live_gpt-*.jpeg.
+The engine alone, fast under Node: tests/test_gpt_export.py."""
 
 from __future__ import annotations
 

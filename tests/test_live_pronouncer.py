@@ -1,36 +1,14 @@
-"""The live pronouncer (book/pronouncer_live.md, _static/pronouncer/) equals
-PyTorch, in a real browser.
-
-The site is built once (the `built_site` fixture) and served on 127.0.0.1
-(tests/conftest.py), every request outside it blocked. In both
-editions (English at a phone's 390 px, Chinese at 1280 px) the test presses
-the widget's button, types 50 held-out test words and a few invented ones,
-and asserts, against the same checkpoint in PyTorch:
-
-- the greedy phonemes equal ``pr.pronounce`` exactly;
-- the beam list (beam 4, 4 returned, alpha 0) equals
-  ``pr.pronounce_beam(model, [word], 4, num_return=4)`` in order, each
-  score within ``SCORE_TOL`` (and, called directly, with alpha 1 for a few
-  words);
-- every cross-attention weight (layer, head, step, letter) of the greedy
-  run equals the decoder's ``cross_attn.last_weights`` when it reads the
-  greedy output teacher-forced (as chapter 8 draws them) within
-  ``ATTENTION_TOL``.
-
-Also: the weights are not requested before the button is pressed, and
-the widget's scripts (its own and the shared engine's) stay under
-``SCRIPT_BYTES`` (the bytes before and after are printed); bad input
-(empty, digits, 80 letters, other scripts) gives a message and no answer,
-without a console error; the keystroke-to-greedy-answer time (measured
-in the page from the input event's timestamp) stays under a wide bound
-(the machine may be loaded; it is printed); the page works opened from
-file://; and an export of an unknown format version is refused with the
-reason on the page, nothing computed. Screenshots go to
-_build/screenshots/live_pronouncer-*.jpeg.
-tests/test_pronouncer_export.py (fast, under Node) checks the engine on
-random Pre-Norm and Post-Norm models and on tampered exports;
-tests/live_pages.py holds what these tests share with the GPT's.
-"""
+"""The live pronouncer (book/pronouncer_live.md) equals PyTorch in
+Chromium, in both editions (English at 390 px, Chinese at 1280 px), on the
+site served by tests/conftest.py with every outside request blocked, for 50
+held-out words and a few invented ones: greedy phonemes exactly, the beam
+list (beam 4, alpha 0; alpha 1 called directly) within ``SCORE_TOL``, every
+cross-attention weight of the greedy run within ``ATTENTION_TOL``. Also:
+weights not loaded before the click, the scripts under ``SCRIPT_BYTES``,
+bad input refused without a console error, the keystroke-to-answer time
+under a wide bound (printed), file:// works, an unknown export version
+refused. Screenshots: _build/screenshots/live_pronouncer-*.jpeg. The
+engine alone, fast under Node: tests/test_pronouncer_export.py."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
-"""Chapter 6 and the complexity unit tests pass while the CPU is busy, and
-chapter 10, the chapter that trains most models live, stays within a bound.
-
-Two busy processes, one per core, compete with the notebook: a pure-Python
-spin loop (steals CPU time) and a NumPy matrix-product loop (steals CPU time
-and memory bandwidth, and evicts the caches the timed kernels use). Then
-chapter 6 runs under nbval with the Makefile's flags and the complexity unit
-tests run. With ``-s`` (output not captured) the chapter is executed once
-more, still under load, to print the slopes and ratios its timing cells
-measured; ``make test`` skips that second run. The busy processes are killed
-in the fixture's teardown, whatever happens.
-
-    .venv/bin/python -m pytest -s -p no:cacheprovider
-    tests/test_loaded_machine.py
-"""
+"""Chapter 6 and the complexity unit tests pass while both cores are busy
+(a pure-Python spin loop and a NumPy matrix-product loop that also evicts
+the caches), and chapter 10 stays within a bound. With ``-s`` the chapter
+runs once more under load to print the slopes its timing cells measured
+(``make test`` skips that). The busy processes die in the fixture's
+teardown, whatever happens."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""The portable numeric mode (tools/numerics/numeric_mode.py): the bits the
-stored outputs were made with, reproduced wherever the tests run, Intel or AMD;
-and the claims mode (tools/numerics/claims_mode.py) where they cannot be.
-
-The fingerprint (tools/fingerprint.py) hashes the exact result of every kind of
-operation the notebooks run, from a matrix product to a few training steps of
-every model the chapters train. If this machine computes any of them
-differently in the portable mode, the first test here names the operations,
-which says far more than nbval's failing cells would.
-"""
+"""The portable numeric mode (tools/numerics/numeric_mode.py) reproduces the
+stored bits here, natively and under qemu (Intel, AMD), and the claims mode
+(tools/numerics/claims_mode.py) takes over where it cannot: the fingerprint
+(tools/fingerprint.py) hashes every kind of operation the notebooks run, so
+a failure names the operations nbval's cells would only hint at."""
 
 from __future__ import annotations
 

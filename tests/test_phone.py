@@ -1,20 +1,10 @@
-"""Light and legible on a phone: every page of both editions, in headless
-Chromium at 390x844 (device pixel ratio 2).
-
-- **Weight**: a chapter page's HTML plus the images it loads is at most
-  ``BUDGET_KIB`` (the first visit's scripts, styles and fonts are shared by
-  all pages and cached; they are measured by ``python -m tests.test_phone``).
-- **Figure text**: every figure's smallest text is at least 8 CSS px as
-  shown. ``proof.figures`` records in each image file (SVG description, PNG
-  text chunk) the smallest font size in points and the figure's width in
-  inches; the page gives the width it is drawn at, so the text's CSS size is
-  ``points * shown_width / (72 * width_in)``. An image with no record (a
-  figure that did not go through the funnel) fails.
-
-Reuses the built site, its server and the browser of tests/conftest.py.
-``python -m tests.test_phone`` prints the table of every page instead
-(serving an already built ``_build/html``).
-"""
+"""Light and legible on a phone: every page of both editions in headless
+Chromium at 390x844 (pixel ratio 2). Weight: a chapter's HTML and images
+at most ``BUDGET_KIB`` (shared, cached scripts and fonts apart). Figure
+text: at least 8 CSS px as shown, from the smallest font size (points) and
+width (inches) ``proof.figures`` records in each image, so ``points *
+shown_width / (72 * width_in)``; an image with no record fails. ``python -m
+tests.test_phone`` prints every page's table from a built ``_build/html``."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""The interactive cells also run on ipywidgets 7.7, the version Colab ships.
-
-`make` installs ipywidgets 7.7 into .venv/widgets7
-(tests/requirements-widgets7.txt); here every notebook in the book that calls
-`interact` is executed in a kernel that imports it from there.
-
-It runs through `notebook_tools.notebook_client`, which never plays a widget
-front end: that is what made these runs stall at random before (see its
-docstring). A cell that still takes too long fails fast below with a message.
-"""
+"""The interactive cells also run on ipywidgets 7.7 (Colab's), installed in
+.venv/widgets7 by `make`: every notebook that calls `interact` runs in a
+kernel importing it from there, through `notebook_tools.notebook_client`
+(no widget front end, which made runs stall before); a slow cell fails
+fast with a message."""
 
 from __future__ import annotations
 
