@@ -83,19 +83,18 @@ def heatmap(
                 rotation=45 if setter == ax.set_xticklabels else 0,
             )
     if annotate:
-        lo, hi = np.nanmin(m), np.nanmax(m)
-        for i in range(m.shape[0]):
-            for j in range(m.shape[1]):
-                light = (m[i, j] - lo) < 0.5 * (hi - lo) if hi > lo else True
-                ax.text(
-                    j,
-                    i,
-                    f"{m[i, j]:.2f}",
-                    ha="center",
-                    va="center",
-                    fontsize=10,
-                    color="white" if light else "black",
-                )
+        _annotate(ax, m)
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     return ax
+
+
+def _annotate(ax: plt.Axes, m: np.ndarray) -> None:
+    """Each cell's value written on it, white on the darker half of the
+    colour scale (viridis runs dark to light), black on the lighter."""
+    lo, hi = np.nanmin(m), np.nanmax(m)
+    for (i, j), value in np.ndenumerate(m):
+        light = (value - lo) < 0.5 * (hi - lo) if hi > lo else True
+        color = "white" if light else "black"
+        ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=10,
+                color=color)  # fmt: skip

@@ -116,13 +116,24 @@ def exact_comparison() -> str | None:
     return None
 
 
-def _has_avx2() -> bool:
+def _cpuinfo(field: str) -> str | None:
+    """The first ``field`` line's value in ``/proc/cpuinfo`` (None off
+    Linux)."""
     try:
         with open("/proc/cpuinfo") as f:
-            flags = next(line for line in f if line.startswith("flags"))
+            line = next(x for x in f if x.startswith(field))
     except (OSError, StopIteration):
-        return False
-    return {"avx2", "fma"} <= set(flags.split())
+        return None
+    return line.split(":", 1)[1].strip()
+
+
+def _has_avx2() -> bool:
+    return {"avx2", "fma"} <= set((_cpuinfo("flags") or "").split())
+
+
+def cpu_name() -> str:
+    """The processor's model name, for a timing that says where it ran."""
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 def stamp() -> dict[str, str | int]:

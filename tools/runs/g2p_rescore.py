@@ -218,36 +218,42 @@ def parts(nbest, lps, lam, greedy) -> dict:
     }
 
 
+def rescored(run: str, data: dict, refs: dict, greedy: dict) -> dict:
+    """``run``'s row: the weight picked on the validation words, and the
+    test words' error rates at it."""
+    lps = json.loads(cached(run).read_text())
+
+    def wer(part, lam):
+        hyps = outputs(data[part], lps[part], lam, greedy[part])
+        return pr.word_error_rate(hyps, refs[part], stress=STRESS), hyps
+
+    grid = [round(wer("valid", lam)[0], 6) for lam in GRID]
+    lam = GRID[grid.index(min(grid))]
+    test_wer, hyps = wer("test", lam)
+    row = {
+        "run": run,
+        "valid_wer": dict(zip(map(str, GRID), grid)),
+        "lam": lam,
+        "test": {
+            "wer": test_wer,
+            "per": pr.phoneme_error_rate(hyps, refs["test"], stress=STRESS),
+        },
+        "cpu_seconds": lps["cpu_seconds"],
+    }
+    if run in ("stored", "e7"):
+        row["test_right"] = "".join(
+            "1" if h in r else "0" for h, r in zip(hyps, refs["test"])
+        )
+    print(run, lam, f"{test_wer:.2%}", flush=True)
+    return row
+
+
 def assemble(data: dict) -> dict:
     split = pr.split_words()
     refs = {part: references(split[part]) for part in ("valid", "test")}
     stored = load_pronouncer()[0]
     greedy = {part: pe.pronounce(stored, split[part]) for part in refs}
-    rows = []
-    for run in RUNS:
-        lps = json.loads(cached(run).read_text())
-
-        def wer(part, lam, _lps=lps):
-            hyps = outputs(data[part], _lps[part], lam, greedy[part])
-            return pr.word_error_rate(hyps, refs[part], stress=STRESS), hyps
-
-        grid = [round(wer("valid", lam)[0], 6) for lam in GRID]
-        lam = GRID[grid.index(min(grid))]
-        test_wer, hyps = wer("test", lam)
-        test_per = pr.phoneme_error_rate(hyps, refs["test"], stress=STRESS)
-        row = {
-            "run": run,
-            "valid_wer": dict(zip(map(str, GRID), grid)),
-            "lam": lam,
-            "test": {"wer": test_wer, "per": test_per},
-            "cpu_seconds": lps["cpu_seconds"],
-        }
-        if run in ("stored", "e7"):
-            row["test_right"] = "".join(
-                "1" if h in r else "0" for h, r in zip(hyps, refs["test"])
-            )
-        rows.append(row)
-        print(run, lam, f"{test_wer:.2%}", flush=True)
+    rows = [rescored(run, data, refs, greedy) for run in RUNS]
     # the chapter's live words, scored as the chapter scores them
     words = [w for w, _ in split["test"][:N_LIVE]]
     live_nb = data["test"][:N_LIVE]
