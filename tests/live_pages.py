@@ -160,6 +160,16 @@ def load(page, live: LivePage) -> None:
     page.wait_for_selector(f"{live.root} {live.ready}", timeout=live.timeout)
 
 
+def attention_gap(name: str, got, want: torch.Tensor):
+    """The page's attention weights against PyTorch's: ``([problem], the
+    largest difference)``, a problem (and infinity) if the shapes differ."""
+    got = torch.tensor(got)
+    if got.shape != want.shape:
+        shapes = f"{tuple(got.shape)} != {tuple(want.shape)}"
+        return [f"{name}: attention {shapes}"], float("inf")
+    return [], (got - want).abs().max().item()
+
+
 def wider_than_window(page) -> bool:
     return page.evaluate(
         "document.documentElement.scrollWidth > window.innerWidth"

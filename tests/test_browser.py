@@ -168,6 +168,14 @@ def test_page_as_a_reader_sees_it(
 
     problems = sorted(set(bad_requests))  # an aborted request is also "failed"
     problems += [f"console error: {e}" for e in console_errors]
+    problems += _report_problems(site_url, page, viewport, report)
+    where = f"{page}.html at {width}x{height}, {len(problems)} problems"
+    assert not problems, where + ":\n" + "\n".join(problems)
+
+
+def _report_problems(site_url, page: str, viewport: str, report) -> list:
+    """What the page's inspection (``INSPECT``) found wrong."""
+    problems, chinese = [], page.startswith("zh/")
     labels = {
         "untypeset": "maths left untypeset",
         "mathErrors": "MathJax error",
@@ -186,14 +194,9 @@ def test_page_as_a_reader_sees_it(
             f"CJK font installed? Debian: fonts-noto-cjk): {chars[:60]}; "
             f"first in {tofu[0].split(' in ', 1)[1][:80]}"
         )
-    if (
-        page.startswith("zh/")
-        and viewport == "desktop"
-        and not report["cjkChecked"]
-    ):
+    if chinese and viewport == "desktop" and not report["cjkChecked"]:
         problems.append("no Chinese character checked on a Chinese page")
     problems += _language_problems(site_url, page, report["language"])
-    chinese = page.startswith("zh/")
     if chinese:
         problems += [
             f"English UI string the Chinese edition translates: {item}"
@@ -201,8 +204,7 @@ def test_page_as_a_reader_sees_it(
         ]
         problems += [f"English UI text: {item}" for item in report["english"]]
     elif "Repository" not in " ".join(report["localised"]):
-        # Every page has the GitHub dropdown: the probe must see its English
-        # here.
+        # every page has the GitHub dropdown: the probe must see its English
         problems.append(
             "the English UI probe found no 'Repository' on an English page: "
             f"{report['localised']}"
@@ -210,10 +212,7 @@ def test_page_as_a_reader_sees_it(
     if _is_chapter(page):
         # Each edition opens its own notebook (see _colab_problems).
         problems += _colab_problems(page, report["colab"])
-    where = f"{page}.html at {width}x{height}"
-    assert not problems, f"{where}, {len(problems)} problems:\n" + "\n".join(
-        problems
-    )
+    return problems
 
 
 def _colab_problems(page: str, links: list[str]) -> list[str]:

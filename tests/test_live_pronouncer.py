@@ -124,17 +124,10 @@ def _mismatches(word: str, got: dict, want: dict) -> list[str]:
         for (p, s), (_, t) in zip(got["beam"], want["beam"]):
             if abs(s - t) > SCORE_TOL:
                 problems.append(f"{word}: beam {p!r} score {s} != {t}")
-    attention = torch.tensor(got["attention"])
-    if attention.shape != want["attention"].shape:
-        problems.append(
-            f"{word}: attention {tuple(attention.shape)} != "
-            f"{tuple(want['attention'].shape)}"
-        )
-    else:
-        worst = (attention - want["attention"]).abs().max().item()
-        if worst > ATTENTION_TOL:
-            problems.append(f"{word}: attention differs by {worst:.2e}")
-    return problems
+    found, worst = lp.attention_gap(word, got["attention"], want["attention"])
+    if not found and worst > ATTENTION_TOL:
+        found.append(f"{word}: attention differs by {worst:.2e}")
+    return problems + found
 
 
 @pytest.mark.parametrize("edition", EDITIONS)

@@ -64,12 +64,7 @@ def busy_cpu():
 def _pytest(*args: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     return subprocess.run(
-        [*cmd, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
+        [*cmd, *args], cwd=ROOT, capture_output=True, text=True, timeout=900
     )
 
 

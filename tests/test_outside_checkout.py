@@ -166,14 +166,9 @@ def test_setup_cell_loads_the_course_utils_over_a_foreign_one(tmp_path):
         print("utils.helpers" in sys.modules)
     """)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path,
+                            env=env, capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     init, masks, stale = result.stdout.split()[-3:]
     assert init == str(ROOT / "utils" / "__init__.py"), (

@@ -209,15 +209,9 @@ def _sentence_heads(title: str, words: list[str]):
     """Chapter 2's example sentence as the ticks of a weight map."""
     n = len(words)
     weights = [[float(i == j + 1) for j in range(n)] for i in range(n)]
-    ax = plotting.heatmap(
-        weights,
-        title=title,
-        xlabel="key",
-        ylabel="query",
-        xticklabels=words,
-        yticklabels=words,
-        colorbar=False,
-    )
+    ax = plotting.heatmap(weights, title=title, xlabel="key", ylabel="query",
+                          xticklabels=words, yticklabels=words,
+                          colorbar=False)  # fmt: skip
     return ax.figure
 
 

@@ -249,14 +249,8 @@ def test_a_distilled_run_replays_from_the_rows_it_read(recipe_rows):
         loss = distill_loss(
             head["rows"], row["distilled"], cfg.label_smoothing, pads
         )
-        _, h = train_run(
-            cfg,
-            splits,
-            vocabs,
-            progress=False,
-            stop_after=head["steps"],
-            loss=loss,
-        )
+        _, h = train_run(cfg, splits, vocabs, progress=False,
+                         stop_after=head["steps"], loss=loss)  # fmt: skip
         live = np.array(h["train_loss"], dtype=np.float32)
         stored = row["train_loss_head"][: head["steps"]]
         assert np.array_equal(live, np.array(stored, dtype=np.float32))

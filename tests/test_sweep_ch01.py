@@ -77,24 +77,11 @@ def test_the_chapters_live_seed_rerun_gives_back_its_stored_row(seed):
     portable numeric mode: the same code and numeric mode give the same
     accuracies, to the last of the 1000 test examples."""
     motif, ends = [32, 512], [512]
-    cmd = [
-        sys.executable,
-        "-m",
-        "tools.runs.sweep_ch01",
-        "--seed",
-        str(seed),
-        "--motif",
-        *map(str, motif),
-        "--ends",
-        *map(str, ends),
-    ]
+    cmd = [sys.executable, "-m", "tools.runs.sweep_ch01", "--seed", str(seed)]
+    cmd += ["--motif", *map(str, motif), "--ends", *map(str, ends)]
+    env = numeric_mode.environment("portable")
     done = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        env=numeric_mode.environment("portable"),
-        capture_output=True,
-        text=True,
-        check=True,
+        cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
     row = json.loads(done.stdout.strip().splitlines()[-1])
     i = STORED["seeds"].index(seed)
