@@ -88,7 +88,7 @@ serve: book
 test: $(STAMP)
 	$(BIN)/python -m pytest --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout=300 \
-	  -n 2 --dist loadscope -rs tests book
+	  -n 2 --dist loadscope -rs --durations=20 tests book
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -m "not slow"

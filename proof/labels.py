@@ -13,7 +13,8 @@ up before the table's others.
 An English text with no entry raises ``KeyError`` naming it, so a missing
 entry is found by running the chapter in Chinese (with
 ``COURSE_LABELS_MISSING=FILE`` set, every missing text is appended to FILE,
-one JSON string a line, and left in English: all of a run's gaps at once).
+one JSON string a line, and left in English: all of a run's gaps at once;
+with ``COURSE_LABELS_USED=FILE``, every text translated and what it became).
 Without a CJK font (Colab)
 the figures stay English, and this is said once.
 """
@@ -125,6 +126,7 @@ def cjk_font() -> str | None:
 
 # The key of the entries that hold for one figure only.
 BY_FIGURE = "by figure"
+USED_ENV = "COURSE_LABELS_USED"  # see _record
 
 Table = tuple[dict[str, str], tuple[tuple[re.Pattern, str, str], ...]]
 
@@ -200,11 +202,28 @@ def _look_up(text: str, tables: tuple[Table, ...]) -> str | None:
     return None
 
 
+def scope_names(shown: list[str]) -> list[str]:
+    """The texts among ``shown`` that name ``by figure`` entries."""
+    tables = figure_tables()
+    return [t for t in dict.fromkeys(shown) if t in tables]
+
+
 def scopes(shown: list[str]) -> tuple[Table, ...]:
     """The ``by figure`` entries of a figure that shows the English texts
     ``shown``: those filed under one of them."""
-    tables = figure_tables()
-    return tuple(tables[t] for t in dict.fromkeys(shown) if t in tables)
+    return tuple(figure_tables()[t] for t in scope_names(shown))
+
+
+def _record(names: list[str], text: str, zh: str) -> None:
+    """With ``COURSE_LABELS_USED=FILE`` set, append what one text became
+    (``[scope names, English, Chinese]``, a JSON line): the texts a run
+    translated, which tools/editions/zh_notebooks.py stamps its notebook
+    with."""
+    path = os.environ.get(USED_ENV)
+    if path and needs_translation(text):
+        with open(path, "a", encoding="utf-8") as out:
+            line = json.dumps([names, text, zh], ensure_ascii=False)
+            out.write(line + "\n")
 
 
 def translate(text: str, figure: tuple[Table, ...] = ()) -> str:
@@ -269,16 +288,19 @@ def translate_figure(fig: Figure, strict: bool = True) -> list[str]:
         return missing
 
     # the figure's own entries: filed under a text it shows (its title)
-    figure = scopes([t.get_text() for t in fig.findobj(Text)])
+    names = scope_names([t.get_text() for t in fig.findobj(Text)])
+    figure = tuple(figure_tables()[n] for n in names)
 
     def lookup(text: str) -> str:
         try:
-            return translate(text, figure)
+            zh = translate(text, figure)
         except KeyError:
             if strict:
                 raise
             missing.append(text)
             return text
+        _record(names, text, zh)
+        return zh
 
     family = font_stack()
     for ax in fig.axes:

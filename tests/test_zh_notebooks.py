@@ -10,6 +10,7 @@ import functools
 import nbformat
 import pytest
 
+from proof import labels
 from tools import ROOT
 from tools.editions import build_book, code_comments, translations
 from tools.editions import zh_notebooks
@@ -177,7 +178,8 @@ def _code_cell_with(nb, kind):
 @pytest.mark.parametrize("change, expect", [
     ("code", "code differs"), ("markdown", "markdown differs"),
     ("caption", "metadata"), ("text", "text outputs differ"),
-    ("image", "images, the English has"), ("stamp", "figure label table"),
+    ("image", "images, the English has"),
+    ("label", "figure texts are translated otherwise now"),
     ("error", "error in the Chinese run: KeyError")])  # fmt: skip
 def test_a_stale_chinese_notebook_is_found(
     change, expect, tmp_path, monkeypatch
@@ -212,13 +214,32 @@ def test_a_stale_chinese_notebook_is_found(
             "error", ename="KeyError", evalue="'Loss' has no entry"
         )
         cell.outputs.insert(0, error)
-    else:
-        monkeypatch.setattr(zh_notebooks, "label_stamp", lambda: "changed")
+    else:  # the table translates one of the notebook's figure texts anew
+        _retranslate(monkeypatch, nb, lambda exact, en: {**exact, en: "改"})
     nbformat.write(nb, target)
     problems = zh_notebooks.problems(MASKS)
     assert any(expect in p for p in problems), problems
     hint = zh_notebooks.regenerate_hint(MASKS)
     assert "python -m tools.editions.zh_notebooks book/03_masks.ipynb" in hint
+
+
+def _retranslate(monkeypatch, nb, change):
+    """The label table with its exact entries ``change(exact, en)``d, ``en``
+    an unscoped text of ``nb``'s figures."""
+    texts = zh_notebooks.figure_texts(nb.metadata["course_zh"])
+    exact, patterns = labels.table()
+    en = next(en for names, en, _ in texts if not names and en in exact)
+    monkeypatch.setattr(labels, "table", lambda: (change(exact, en), patterns))
+
+
+def test_a_label_the_notebook_does_not_show_stales_nothing(
+    tmp_path, monkeypatch
+):
+    target = _current_copy(MASKS, tmp_path, monkeypatch)
+    nb = nbformat.read(target, as_version=4)
+    assert nb.metadata["course_zh"]["figure_texts"]  # masks draws figures
+    _retranslate(monkeypatch, nb, lambda exact, _: {**exact, "New": "新"})
+    assert zh_notebooks.problems(MASKS) == []
 
 
 def test_a_missing_chinese_notebook_is_found(tmp_path, monkeypatch):

@@ -28,12 +28,13 @@ notebook is current; tests/test_zh_notebooks.py runs it for every chapter
 from __future__ import annotations
 
 import configparser
-import hashlib
 import itertools
+import json
 import os
 import pathlib
 import re
 import sys
+import tempfile
 
 import nbformat
 
@@ -112,18 +113,37 @@ def expected(page: pathlib.Path) -> nbformat.NotebookNode:
     return nb
 
 
-def label_stamp() -> str:
-    """The hash of the figure label table."""
-    return hashlib.sha256(LABEL_TABLE.read_bytes()).hexdigest()[:16]
+def today(texts: list) -> list:
+    """``[scope names, English, ...]`` figure texts as today's label table
+    makes them: ``[scope names, English, Chinese]`` (``None``: no entry)."""
+    from proof import labels  # not at the top: it imports torch
+
+    scoped = labels.figure_tables()
+    out = []
+    for names, en, *_ in texts:
+        tables = tuple(scoped[n] for n in names if n in scoped)
+        try:
+            out.append([names, en, labels.translate(en, tables)])
+        except KeyError:
+            out.append([names, en, None])
+    return out
 
 
-def stamp(page: pathlib.Path) -> dict:
-    """What the Chinese notebook's metadata records (``course_zh``)."""
+def stamp(page: pathlib.Path, texts: list) -> dict:
+    """What the Chinese notebook's metadata records (``course_zh``): its
+    source, and each figure text its run translated as ``[scope names,
+    English, Chinese]`` (a JSON line each), so a change to the label table
+    stales only the notebooks whose figures it changes."""
     return {
         "source": str(page.resolve().relative_to(ROOT)),
         "language": "zh",
-        "figure_labels": label_stamp(),
+        "figure_texts": [json.dumps(t, ensure_ascii=False) for t in texts],
     }
+
+
+def figure_texts(made: dict) -> list:
+    """The ``[scope names, English, Chinese]`` texts a stamp records."""
+    return [json.loads(t) for t in made.get("figure_texts", [])]
 
 
 def generate(page: pathlib.Path, timeout: int = 600) -> float:
@@ -132,14 +152,24 @@ def generate(page: pathlib.Path, timeout: int = 600) -> float:
     The caller sets the numeric mode and ``COURSE_LANGUAGE=zh`` (see
     ``main``): the kernel inherits this process's environment.
     """
+    from proof.labels import USED_ENV
     from tools.editions.refresh import execute
 
     nb = expected(page)
     target = zh_path(page)
     target.parent.mkdir(parents=True, exist_ok=True)
     setup = next(c for c in nb.cells if c.cell_type == "code").source
-    took = execute(nb, target, timeout, setup=setup)
-    nb.metadata["course_zh"] = stamp(page)
+    with tempfile.TemporaryDirectory() as tmp:
+        used = pathlib.Path(tmp) / "labels.jsonl"
+        used.touch()
+        os.environ[USED_ENV] = str(used)  # the kernel inherits it
+        try:
+            took = execute(nb, target, timeout, setup=setup)
+        finally:
+            del os.environ[USED_ENV]
+        lines = used.read_text(encoding="utf-8").splitlines()
+    texts = sorted({line: json.loads(line) for line in lines}.values())
+    nb.metadata["course_zh"] = stamp(page, texts)
     nbformat.write(nb, target)
     return took
 
@@ -342,11 +372,14 @@ def problems(page: pathlib.Path) -> list[str]:
                 f"({translations.first_words(en.source, 60)!r})"
             )
     made = zh.metadata.get("course_zh", {})
-    if made != stamp(page):
+    texts = figure_texts(made)
+    if made != stamp(page, texts):
+        found.append(f"made from {made or 'nothing recorded'}")
+    changed = [t[1] for t, now in zip(texts, today(texts)) if t != now]
+    if changed:
         found.append(
-            f"made from {made or 'nothing recorded'}, now {stamp(page)} "
-            f"(the figure label table {LABEL_TABLE.relative_to(ROOT)} "
-            "changed?)"
+            f"{len(changed)} figure texts are translated otherwise now "
+            f"({LABEL_TABLE.relative_to(ROOT)}): {changed[:5]}"
         )
     return found
 
