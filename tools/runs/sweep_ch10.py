@@ -19,7 +19,8 @@ models go to ``book/data/ch10_lm_s0.pt`` (fp16). ``--probe t5`` is apart
 from the sweep: the encoder-decoder on T5's own target (``probe_t5``), a
 row per seed. ``--curve KIND`` too: the objective's learning curve
 (``curve``), a row per seed in ``CURVES``, beside the count models' bits on
-the same positions (``curve_counts``).
+the same positions (``curve_counts``); its last weights (fp16) stay in
+``CURVE_MODELS``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from utils.training import evaluate_loss
 OUT = ROOT / "book" / "data" / "ch10_runs.jsonl"
 CURVES = ROOT / "book" / "data" / "ch10_curves.jsonl"
 MODELS = ROOT / "book" / "data" / "ch10_lm_s0.pt"
+CURVE_MODELS = ROOT / "_build" / "ch10"  # each curve's last weights (fp16)
 SEEDS = (0, 1, 2, 3, 4)
 PRE_STEPS = {"mlm": 2000, "clm": 1200, "plm": 1200}
 PRE_BATCH, PRE_LR = 128, 3e-3
@@ -69,8 +71,8 @@ N_TEST = 2000
 # (start, steps) of each fine-tuning arm: the pre-trained encoder and a
 # random one, for the same steps and for three times as many; then the
 # practitioners' choices at the same steps: the masked LM's encoder at a
-# tenth of the rate (GBERT's lower end) or frozen, and the causal and
-# prefix stacks as starts
+# tenth of the rate (GBERT's encoder rates are 5 to 50 times below its
+# decoder's) or frozen, and the causal and prefix stacks as starts
 ARMS = (
     ("pretrained", TUNE_STEPS),
     ("scratch", TUNE_STEPS),
@@ -514,16 +516,23 @@ def curve(kind: str, seed: int, d: dict, size: str = "d64") -> dict:
             since.clear()
 
     start = time.perf_counter()
-    pt.train_lm(kind, d["train"], steps, PRE_BATCH, seed, lr, cfg,
-                hooks=[hook], recipe=recipe)  # fmt: skip
+    model, _ = pt.train_lm(kind, d["train"], steps, PRE_BATCH, seed, lr, cfg,
+                           hooks=[hook], recipe=recipe)  # fmt: skip
+    seconds = round(time.perf_counter() - start, 1)
+    CURVE_MODELS.mkdir(parents=True, exist_ok=True)  # kept for later use
+    state = {n: v.half() for n, v in model.state_dict().items()}
+    name = curve_name(kind, seed, size)
+    torch.save(
+        {"config": vars(cfg), "model": state}, CURVE_MODELS / f"{name}.pt"
+    )
     return {
-        "run": curve_name(kind, seed, size),
+        "run": name,
         "kind": kind,
         "size": size,
         "seed": seed,
         "steps": steps,
         "points": points,
-        "seconds": round(time.perf_counter() - start, 1),
+        "seconds": seconds,
     }
 
 
