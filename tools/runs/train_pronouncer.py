@@ -104,14 +104,10 @@ PUBLIC = dataclasses.replace(
 PILOT = dict(steps=2880)  # 13.3 epochs
 D192 = dict(d_model=192, d_ff=768)
 RECIPES = {
-    "p128": dataclasses.replace(PUBLIC, **PILOT),
     "p192": dataclasses.replace(PUBLIC, **D192, **PILOT),
     # p192 under-fitted (train and validation exact match both about 64%):
     # twice the peak rate, per sample still below the paper's schedule's
     "p128_lr3": dataclasses.replace(PUBLIC, peak_lr=3e-3, **PILOT),
-    # the full runs: 40 epochs, validated every second epoch
-    "r128": dataclasses.replace(PUBLIC, eval_every=432),
-    "r192": dataclasses.replace(PUBLIC, **D192, eval_every=432),
     # the pilots under-fitted with dropout 0.2 (training and validation
     # words equally often right): half the dropout, and twice the steps an
     # epoch (256 words, the rate scaled by the square root); d_model 128
