@@ -289,7 +289,7 @@ def translate_figure(fig: Figure, strict: bool = True) -> list[str]:
 
     # the figure's own entries: filed under a text it shows (its title)
     names = scope_names([t.get_text() for t in fig.findobj(Text)])
-    figure = tuple(figure_tables()[n] for n in names)
+    figure = scopes(names)
 
     def lookup(text: str) -> str:
         try:

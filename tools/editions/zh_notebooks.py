@@ -118,12 +118,10 @@ def today(texts: list) -> list:
     makes them: ``[scope names, English, Chinese]`` (``None``: no entry)."""
     from proof import labels  # not at the top: it imports torch
 
-    scoped = labels.figure_tables()
     out = []
     for names, en, *_ in texts:
-        tables = tuple(scoped[n] for n in names if n in scoped)
         try:
-            out.append([names, en, labels.translate(en, tables)])
+            out.append([names, en, labels.translate(en, labels.scopes(names))])
         except KeyError:
             out.append([names, en, None])
     return out
