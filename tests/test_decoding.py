@@ -102,15 +102,9 @@ def test_beams_are_sorted_and_scores_are_the_sequence_log_probs():
 
 
 def test_wide_beam_finds_the_exact_best_of_a_small_model():
-    model = bigram(
-        {
-            BOS: {A: 0.5, B: 0.5},
-            A: {C: 0.5, D: 0.5},
-            B: {EOS: 0.3, C: 0.7},
-            C: {EOS: 0.2, A: 0.8},
-            D: {EOS: 0.9, B: 0.1},
-        }
-    )
+    model = bigram({BOS: {A: 0.5, B: 0.5}, A: {C: 0.5, D: 0.5},
+                    B: {EOS: 0.3, C: 0.7}, C: {EOS: 0.2, A: 0.8},
+                    D: {EOS: 0.9, B: 0.1}})  # fmt: skip
     [[(seq, score)]] = beam_search(model, SRC, 3, BOS, EOS, beam_size=50)
     best = max(all_scores(model, max_len=3).items(), key=lambda kv: kv[1])
     assert seq.tolist() == list(best[0])
@@ -120,15 +114,9 @@ def test_wide_beam_finds_the_exact_best_of_a_small_model():
 def test_length_normalisation_changes_the_winner():
     # "EOS" at once: 0.4 (log -0.92, 1 token);
     # "A B C EOS": 0.6*0.8*0.8*0.9 = 0.3456 (log -1.06, 4 tokens)
-    model = bigram(
-        {
-            BOS: {EOS: 0.4, A: 0.6},
-            A: {EOS: 0.2, B: 0.8},
-            B: {EOS: 0.2, C: 0.8},
-            C: {EOS: 0.9, D: 0.1},
-            D: {EOS: 1.0},
-        }
-    )
+    model = bigram({BOS: {EOS: 0.4, A: 0.6}, A: {EOS: 0.2, B: 0.8},
+                    B: {EOS: 0.2, C: 0.8}, C: {EOS: 0.9, D: 0.1},
+                    D: {EOS: 1.0}})  # fmt: skip
     kw = dict(beam_size=4, num_return=3)
     [[(raw_best, raw_score), *_]] = beam_search(model, SRC, 6, BOS, EOS, **kw)
     [[(norm_best, norm_score), *_]] = beam_search(

@@ -24,15 +24,11 @@ STORED = ROOT / "tests" / "portable_fingerprint.json"
 TEXT = dict(capture_output=True, text=True)  # subprocess.run's output as str
 
 
-def _parse(returncode: int, stdout: str, stderr: str) -> dict:
-    assert returncode == 0, stderr[-3000:]
-    return json.loads(stdout.strip().splitlines()[-1])
-
-
-def _fingerprint(env: dict[str, str], qemu_cpu: str | None = None) -> dict:
-    cmd = fingerprint.command(qemu_cpu)
+def _fingerprint(env: dict[str, str]) -> dict:
+    cmd = fingerprint.command()
     run = subprocess.run(cmd, cwd=ROOT, env=env, timeout=1800, **TEXT)
-    return _parse(run.returncode, run.stdout, run.stderr)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 def _differences(got: dict, expected: dict) -> list[str]:
@@ -81,19 +77,13 @@ def test_native_code_paths_compute_other_bits():
 
 @pytest.fixture(scope="module")
 def emulated() -> dict[str, dict]:
-    """The fingerprint under each of ``QEMU_CPUS``, both runs at once (about
-    a minute of one core each)."""
+    """The fingerprint under each of ``QEMU_CPUS`` (minutes each; reused
+    while nothing it depends on changes)."""
     if shutil.which("qemu-x86_64") is None:
         if os.environ.get("CI") == "true":
             pytest.fail("qemu-x86_64 missing under CI: .ci/run installs it")
         pytest.skip("qemu-x86_64 not installed (apt-get install qemu-user)")
-    env = numeric_mode.environment("portable")
-    runs = {cpu: fingerprint.start(cpu, env) for cpu in fingerprint.QEMU_CPUS}
-    out = {}
-    for cpu, run in runs.items():
-        stdout, stderr = run.communicate(timeout=1800)
-        out[cpu] = _parse(run.returncode, stdout, stderr)
-    return out
+    return fingerprint.emulated(numeric_mode.environment("portable"))
 
 
 @pytest.mark.exact
@@ -105,6 +95,28 @@ def test_the_same_bits_on_an_emulated_intel_and_amd_cpu(emulated, cpu):
     stored bits. (.ci/run installs qemu-user.)"""
     differ = _differences(emulated[cpu], json.loads(STORED.read_text()))
     assert not differ, f"on an emulated {cpu}: {differ} differ"
+
+
+def test_an_emulated_fingerprint_is_reused_until_an_input_changes(
+    tmp_path, monkeypatch
+):
+    """A warm run reads what an equal run stored; a changed source file or
+    numeric variable runs the fingerprint again (here: one that fails)."""
+    monkeypatch.setattr("tools.ROOT", tmp_path)
+    code = tmp_path / "utils" / "a.py"
+    code.parent.mkdir()
+    code.write_text("x = 1\n")
+    printer = [sys.executable, "-c", 'print(\'{"x": "1"}\')']
+    monkeypatch.setattr(fingerprint, "command", lambda cpu: printer)
+    env = {"MKL_CBWR": "1", "PYTEST_CURRENT_TEST": "a"}
+    run = fingerprint.emulated
+    want = {cpu: {"x": "1"} for cpu in fingerprint.QEMU_CPUS}
+    assert run(env) == want
+    monkeypatch.setattr(fingerprint, "command", lambda cpu: ["false"])
+    assert run({**env, "PYTEST_CURRENT_TEST": "b"}) == want
+    raises(RuntimeError, "on Haswell failed", run, {**env, "MKL_CBWR": "2"})
+    code.write_text("x = 2\n")
+    raises(RuntimeError, "on Haswell failed", run, env)
 
 
 def test_robust_mode_undoes_the_portable_one():

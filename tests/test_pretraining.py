@@ -161,18 +161,22 @@ def test_causal_output_ignores_the_future():
     assert not torch.allclose(c[:, :5], d[:, :5])  # bidirectional sees it
 
 
-def _pronouncer_with(state):
-    """A seeded pronouncer (CFG) with ``state`` loaded over its weights."""
+def _pronouncer_with(state, cfg=CFG):
+    """A seeded pronouncer (``cfg``) with ``state`` loaded over its weights."""
     torch.manual_seed(2)
-    model = build_pronouncer(CFG, pr.letter_vocab(), pr.phoneme_vocab(False))
+    model = build_pronouncer(cfg, pr.letter_vocab(), pr.phoneme_vocab(False))
     model.load_state_dict({**model.state_dict(), **state})
     return model
 
 
-def test_masked_lm_becomes_the_pronouncer_encoder():
+# the chapter's sizes, and the d128 curves' stacks in the pilot's pronouncer
+@pytest.mark.parametrize("cfg, lm_cfg", [
+    (CFG, pt.LMConfig.like(CFG)), (sw.TUNE128, sw.CURVE_SIZES["d128"][0]),
+])  # fmt: skip
+def test_masked_lm_becomes_the_pronouncer_encoder(cfg, lm_cfg):
     torch.manual_seed(1)
-    lm = pt.TinyLM(pt.LMConfig.like(CFG)).eval()
-    model = _pronouncer_with(ft.encoder_state(lm))
+    lm = pt.TinyLM(lm_cfg).eval()
+    model = _pronouncer_with(ft.encoder_state(lm), cfg)
     with torch.no_grad():
         memory, _ = model.eval().encode(SRC)
         hidden = lm(SRC, pt.attention_mask("mlm", SRC))
