@@ -334,7 +334,9 @@ def emulated(env: dict[str, str]) -> dict[str, dict[str, str]]:
         if runs[cpu].returncode != 0:
             raise RuntimeError(f"the fingerprint on {cpu} failed:\n{stderr}")
         kept[cpu].parent.mkdir(parents=True, exist_ok=True)
-        kept[cpu].write_text(stdout.strip().splitlines()[-1])
+        part = kept[cpu].with_suffix(".part")  # the file whole, or none
+        part.write_text(stdout.strip().splitlines()[-1])
+        part.replace(kept[cpu])
     return {cpu: json.loads(path.read_text()) for cpu, path in kept.items()}
 
 

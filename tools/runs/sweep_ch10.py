@@ -4,7 +4,7 @@
     python -m tools.runs.sweep_ch10 --list
     python -m tools.runs.sweep_ch10 --probe t5 [--factor F] [--seeds 0 ...]
     python -m tools.runs.sweep_ch10 --curve clm [--seeds 0 ...] [--size d128]
-    python -m tools.runs.sweep_ch10 --pilot128 [--seeds 0 ...]
+    python -m tools.runs.sweep_ch10 --pilot128 [pretrained|scratch] [--seeds 0]
 
 For each seed: each objective (``KINDS``) is trained on the spellings of
 the pronouncer's training words, rounded to fp16 (as stored) and scored on
@@ -609,9 +609,10 @@ TUNE128 = dataclasses.replace(
 )  # fmt: skip
 TUNE128_ROWS = ROOT / "book" / "data" / "ch10_tune128.jsonl"
 PILOT128 = {"labels": 2000, "steps": 3600, "every": 300}
+PILOT_STARTS = ("pretrained", "scratch")
 
 
-def run_pilot128(seeds, starts=("pretrained", "scratch")) -> None:
+def run_pilot128(seeds, starts=PILOT_STARTS) -> None:
     """The d128 pilot's runs not stored yet, one after the other."""
     d, (n, steps, every) = data(), PILOT128.values()
     if "meta" not in stored_rows(TUNE128_ROWS):
@@ -715,11 +716,11 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--curve", choices=pt.OBJECTIVES, help="item 1")
     parser.add_argument("--size", choices=CURVE_SIZES, default="d64")
-    parser.add_argument("--pilot128", action="store_true", help="item 4")
+    parser.add_argument("--pilot128", nargs="*", choices=PILOT_STARTS)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    if args.pilot128:
-        return run_pilot128(args.seeds or [0])
+    if args.pilot128 is not None:  # item 4; no starts named: both
+        return run_pilot128(args.seeds or [0], args.pilot128 or PILOT_STARTS)
     if args.curve:
         return run_curves(args.curve, args.seeds or [0], args.size)
     if args.cost:

@@ -111,6 +111,11 @@ RECIPES = {
         sample_at=(20,),
     ),
 }
+# b16 ahead by 0.050 bits at equal windows: the whole run that way, the
+# stored run's windows (its evaluations and samples at equal windows)
+RECIPES["b16_full"] = dataclasses.replace(
+    RECIPES["b16"], steps=4800, eval_every=800, sample_at=(600, 2400)
+)
 WORK = ROOT / "_build" / "ch11"
 DATA = ROOT / "book" / "data"
 # a line of verse in the works' form, found in none of them
