@@ -42,7 +42,6 @@ def test_the_tests_run_in_the_portable_mode():
     the mode."""
     for name, value in numeric_mode.PORTABLE.items():
         assert os.environ.get(name) == value, name
-    assert os.environ["MKL_CBWR"] == "COMPATIBLE"  # the vendor-neutral branch
     assert torch.backends.cpu.get_cpu_capability() == "AVX2"
     assert torch.get_num_threads() == 1
 
@@ -64,10 +63,9 @@ def test_this_machine_computes_the_stored_bits():
 def test_native_code_paths_compute_other_bits():
     """The fingerprint can fail: ATen's baseline and AVX2 kernels round
     differently, and it sees it, down to the training runs."""
-    native = numeric_mode.environment("robust")
+    native = {**numeric_mode.environment("robust"), "MKL_CBWR": "COMPATIBLE"}
     native.pop("COURSE_SEED")
     native.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    native.update(MKL_CBWR="COMPATIBLE")
     baseline = _fingerprint({**native, "ATEN_CPU_CAPABILITY": "default"})
     avx2 = _fingerprint({**native, "ATEN_CPU_CAPABILITY": "avx2"})
     differ = set(_differences(baseline, avx2))
@@ -100,12 +98,12 @@ def test_the_same_bits_on_an_emulated_intel_and_amd_cpu(emulated, cpu):
 def test_an_emulated_fingerprint_is_reused_until_an_input_changes(
     tmp_path, monkeypatch
 ):
-    """A warm run reads what an equal run stored; a changed source file or
-    numeric variable runs the fingerprint again (here: one that fails)."""
+    """A warm run reads what an equal run stored; a changed numeric variable
+    or file the fingerprint imports runs it again (here: one that fails)."""
     monkeypatch.setattr("tools.ROOT", tmp_path)
-    code = tmp_path / "utils" / "a.py"
-    code.parent.mkdir()
-    code.write_text("x = 1\n")
+    for name in ("tools/fingerprint.py", "utils/a.py", "utils/b.py"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("from utils import a")
     printer = [sys.executable, "-c", 'print(\'{"x": "1"}\')']
     monkeypatch.setattr(fingerprint, "command", lambda cpu: printer)
     env = {"MKL_CBWR": "1", "PYTEST_CURRENT_TEST": "a"}
@@ -115,7 +113,9 @@ def test_an_emulated_fingerprint_is_reused_until_an_input_changes(
     monkeypatch.setattr(fingerprint, "command", lambda cpu: ["false"])
     assert run({**env, "PYTEST_CURRENT_TEST": "b"}) == want
     raises(RuntimeError, "on Haswell failed", run, {**env, "MKL_CBWR": "2"})
-    code.write_text("x = 2\n")
+    (tmp_path / "utils/b.py").write_text("3")  # not imported: still kept
+    assert run(env) == want
+    (tmp_path / "utils/a.py").write_text("3")
     raises(RuntimeError, "on Haswell failed", run, env)
 
 
@@ -127,11 +127,10 @@ def test_robust_mode_undoes_the_portable_one():
     assert env == want
 
 
-def test_both_modes_check_figures_a_plain_environment_does_not():
+def test_both_modes_check_figures():
     for mode in numeric_mode.MODES:
         env = numeric_mode.environment(mode, base={"PATH": "/bin"})
         assert env["COURSE_CHECK_FIGURES"] == "1"
-    assert "COURSE_CHECK_FIGURES" not in {"PATH": "/bin"}
 
 
 def test_an_unknown_mode_is_refused():

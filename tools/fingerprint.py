@@ -20,6 +20,7 @@ asserts exactly goes through it; that is why the optimiser is fused
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import hashlib
@@ -295,6 +296,33 @@ NUMERIC = ("ATEN_", "MKL_", "ONEDNN_", "DNNL_", "OPENBLAS_", "NPY_", "GLIBC_",
            "OMP_", "KMP_", "COURSE_", "LD_", "PYTHON", "TORCH")  # fmt: skip
 
 
+def _sources(root, module: str = "tools.fingerprint") -> list:
+    """The course's files ``module`` runs: itself and all its imports reach
+    under ``root`` (those inside functions too), so an edit elsewhere, to a
+    chapter's tool say, keeps the emulated fingerprints."""
+    found, todo = set(), [module]
+    while todo:
+        name = todo.pop()
+        stem = root.joinpath(*name.split("."))
+        init = stem / "__init__.py"
+        path = init if init.is_file() else stem.with_suffix(".py")
+        if path in found or not path.is_file():
+            continue  # seen, or not the course's (torch, json...)
+        found.add(path)
+        package = name if path == init else name.rpartition(".")[0]
+        todo += [package] if package else []
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                todo += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):  # from .x / from utils
+                level = node.level
+                up = package.rsplit(".", level - 1)[0] if level else ""
+                base = ".".join(filter(None, (up, node.module)))
+                # `from utils import finetuning` names a module, or not
+                todo += [base] + [f"{base}.{a.name}" for a in node.names]
+    return sorted(found)
+
+
 def _inputs(qemu_cpu: str, env: dict[str, str]) -> str:
     """A hash of all a run's hashes depend on: the course's code, Python,
     every installed package, qemu, this CPU and the numeric variables."""
@@ -304,9 +332,8 @@ def _inputs(qemu_cpu: str, env: dict[str, str]) -> str:
     from tools.numerics.numeric_mode import cpu_name
 
     h = hashlib.sha256(f"{sys.version} {qemu_cpu} {cpu_name()}".encode())
-    for d in ("utils", "proof", "tools"):
-        for path in sorted((ROOT / d).rglob("*.py")):
-            h.update(f"{path.relative_to(ROOT)}".encode() + path.read_bytes())
+    for path in _sources(ROOT):
+        h.update(f"{path.relative_to(ROOT)}".encode() + path.read_bytes())
     packages = sorted(f"{d.name}=={d.version}" for d in distributions())
     qemu = subprocess.run(["qemu-x86_64", "--version"], capture_output=True)
     numeric = {k: v for k, v in env.items() if k.startswith(NUMERIC)}
