@@ -5,6 +5,7 @@
     python -m tools.runs.sweep_ch10 --probe t5 [--factor F] [--seeds 0 ...]
     python -m tools.runs.sweep_ch10 --curve clm [--seeds 0 ...] [--size d128]
     python -m tools.runs.sweep_ch10 --pilot128 [pretrained|scratch] [--seeds 0]
+    python -m tools.runs.sweep_ch10 --table128 [pretrained|scratch] --seeds 0 1
 
 For each seed: each objective (``KINDS``) is trained on the spellings of
 the pronouncer's training words, rounded to fp16 (as stored) and scored on
@@ -22,7 +23,7 @@ row per seed. ``--curve KIND`` too: the objective's learning curve
 (``curve``), a row per seed in ``CURVES``, beside the count models' bits on
 the same positions (``curve_counts``); its last weights (fp16) stay in
 ``CURVE_MODELS`` (seed 0's at d128 in ``STARTS128`` too); ``--pilot128``
-fine-tunes the pronouncer from those (``run_pilot128``).
+fine-tunes the pronouncer from those (``run_d128``), ``--table128`` too.
 """
 
 from __future__ import annotations
@@ -610,26 +611,34 @@ TUNE128 = dataclasses.replace(
 TUNE128_ROWS = ROOT / "book" / "data" / "ch10_tune128.jsonl"
 PILOT128 = {"labels": 2000, "steps": 3600, "every": 300}
 PILOT_STARTS = ("pretrained", "scratch")
+# The table at that size: the d64 table's two budgets, 600 steps and 1,800
+# (where the pilot's validation words stopped improving), on five seeds.
+TABLE128_STEPS = (600, 1800)
 
 
-def run_pilot128(seeds, starts=PILOT_STARTS) -> None:
-    """The d128 pilot's runs not stored yet, one after the other."""
+def run_d128(seeds, starts=PILOT_STARTS, table: bool = False) -> None:
+    """The d128 pilot's runs (``table``: the table's) not stored yet, one
+    after the other; every one scored on the validation words every 300
+    steps, so each shows where it stops improving."""
     d, (n, steps, every) = data(), PILOT128.values()
+    recipe = dataclasses.replace(TUNE128, steps=steps, eval_every=every)
     if "meta" not in stored_rows(TUNE128_ROWS):
         meta = {"numeric_mode": numeric_mode.stamp(), **PILOT128}
-        store({"run": "meta", **meta, "recipe": TUNE128.as_dict()},
+        store({"run": "meta", **meta, "recipe": recipe.as_dict()},
               TUNE128_ROWS)  # fmt: skip
+    plan = [(k, "tune128") for k in TABLE128_STEPS] if table else [
+        (steps, "pilot128")]  # fmt: skip
     for seed in seeds:
-        for init in starts:
-            run = f"pilot128_{n}_{init}_{steps}_s{seed}"
-            if run in stored_rows(TUNE128_ROWS):
-                continue
-            kind = STARTS.get(init, (None,))[0]
-            models = {kind: stored_body(kind, STARTS128)} if kind else {}
-            cfg = dataclasses.replace(TUNE128, steps=steps, seed=seed,
-                                      eval_every=every)  # fmt: skip
-            row = tune(models, n, init, steps, seed, d, cfg=cfg)
-            store({**row, "run": run, "size": "d128"}, TUNE128_ROWS)
+        for steps, name in plan:
+            for init in starts:
+                run = f"{name}_{n}_{init}_{steps}_s{seed}"
+                if run in stored_rows(TUNE128_ROWS):
+                    continue
+                kind = STARTS.get(init, (None,))[0]
+                models = {kind: stored_body(kind, STARTS128)} if kind else {}
+                cfg = dataclasses.replace(recipe, steps=steps, seed=seed)
+                row = tune(models, n, init, steps, seed, d, cfg=cfg)
+                store({**row, "run": run, "size": "d128"}, TUNE128_ROWS)
 
 
 def cost(d: dict) -> dict:
@@ -717,10 +726,12 @@ def main() -> None:
     parser.add_argument("--curve", choices=pt.OBJECTIVES, help="item 1")
     parser.add_argument("--size", choices=CURVE_SIZES, default="d64")
     parser.add_argument("--pilot128", nargs="*", choices=PILOT_STARTS)
+    parser.add_argument("--table128", nargs="*", choices=PILOT_STARTS)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    if args.pilot128 is not None:  # item 4; no starts named: both
-        return run_pilot128(args.seeds or [0], args.pilot128 or PILOT_STARTS)
+    for table, starts in ((False, args.pilot128), (True, args.table128)):
+        if starts is not None:  # item 4; no starts named: both
+            return run_d128(args.seeds or [0], starts or PILOT_STARTS, table)
     if args.curve:
         return run_curves(args.curve, args.seeds or [0], args.size)
     if args.cost:
