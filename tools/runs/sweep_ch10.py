@@ -33,6 +33,7 @@ import collections
 import dataclasses
 import fcntl
 import functools
+import itertools
 import json
 import math
 import random
@@ -617,28 +618,23 @@ TABLE128_STEPS = (600, 1800)
 
 
 def run_d128(seeds, starts=PILOT_STARTS, table: bool = False) -> None:
-    """The d128 pilot's runs (``table``: the table's) not stored yet, one
-    after the other; every one scored on the validation words every 300
-    steps, so each shows where it stops improving."""
+    """The d128 pilot's runs (``table``: the table's) not stored yet, each
+    scored on the validation words every 300 steps (where it stops)."""
     d, (n, steps, every) = data(), PILOT128.values()
     recipe = dataclasses.replace(TUNE128, steps=steps, eval_every=every)
     if "meta" not in stored_rows(TUNE128_ROWS):
-        meta = {"numeric_mode": numeric_mode.stamp(), **PILOT128}
-        store({"run": "meta", **meta, "recipe": recipe.as_dict()},
-              TUNE128_ROWS)  # fmt: skip
-    plan = [(k, "tune128") for k in TABLE128_STEPS] if table else [
-        (steps, "pilot128")]  # fmt: skip
-    for seed in seeds:
-        for steps, name in plan:
-            for init in starts:
-                run = f"{name}_{n}_{init}_{steps}_s{seed}"
-                if run in stored_rows(TUNE128_ROWS):
-                    continue
-                kind = STARTS.get(init, (None,))[0]
-                models = {kind: stored_body(kind, STARTS128)} if kind else {}
-                cfg = dataclasses.replace(recipe, steps=steps, seed=seed)
-                row = tune(models, n, init, steps, seed, d, cfg=cfg)
-                store({**row, "run": run, "size": "d128"}, TUNE128_ROWS)
+        stamp = {"run": "meta", "numeric_mode": numeric_mode.stamp()}
+        store({**stamp, **PILOT128, "recipe": recipe.as_dict()}, TUNE128_ROWS)
+    tag, plan = ("tune128", TABLE128_STEPS) if table else ("pilot128", [steps])
+    for seed, steps, init in itertools.product(seeds, plan, starts):
+        run = f"{tag}_{n}_{init}_{steps}_s{seed}"
+        if run in stored_rows(TUNE128_ROWS):
+            continue
+        kind = STARTS.get(init, (None,))[0]
+        models = {kind: stored_body(kind, STARTS128)} if kind else {}
+        cfg = dataclasses.replace(recipe, steps=steps, seed=seed)
+        row = tune(models, n, init, steps, seed, d, cfg=cfg)
+        store({**row, "run": run, "size": "d128"}, TUNE128_ROWS)
 
 
 def cost(d: dict) -> dict:
@@ -712,17 +708,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="*")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--cost", action="store_true", help="cost_s0 row")
-    parser.add_argument(
-        "--probe", choices=("t5",), help="T5's target (not the sweep's)"
-    )
-    parser.add_argument(
-        "--factor", type=float, default=PROBE_FACTOR,
-        help="the probe's rate factor (the recipe's: 1)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--tune", action="store_true",
-        help="with --probe: fine-tune the pronouncer from it too",
-    )  # fmt: skip
+    parser.add_argument("--probe", choices=("t5",), help="T5's own target")
+    parser.add_argument("--factor", type=float, default=PROBE_FACTOR,
+                        help="the probe's rate factor")  # fmt: skip
+    parser.add_argument("--tune", action="store_true",
+                        help="with --probe: tune from it too")  # fmt: skip
     parser.add_argument("--curve", choices=pt.OBJECTIVES, help="item 1")
     parser.add_argument("--size", choices=CURVE_SIZES, default="d64")
     parser.add_argument("--pilot128", nargs="*", choices=PILOT_STARTS)
