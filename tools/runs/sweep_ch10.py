@@ -613,7 +613,7 @@ TUNE128_ROWS = ROOT / "book" / "data" / "ch10_tune128.jsonl"
 PILOT128 = {"labels": 2000, "steps": 3600, "every": 300}
 PILOT_STARTS = ("pretrained", "scratch")
 # The table at that size: the d64 table's two budgets, 600 steps and 1,800
-# (where the pilot's validation words stopped improving), on five seeds.
+# (where the pilot's validation loss stopped falling), on five seeds.
 TABLE128_STEPS = (600, 1800)
 
 
