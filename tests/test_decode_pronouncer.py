@@ -9,8 +9,8 @@ import json
 
 import pytest
 
+from proof.runtime import split_fingerprint
 from tools.runs import decode_pronouncer as dp
-from tools.runs import pronouncer_split
 from utils.splices import aligned_cuts, splice
 from utils.stats import mcnemar
 
@@ -23,7 +23,7 @@ def _study() -> dict:
 
 def test_the_study_was_made_on_todays_split_and_model():
     study = _study()
-    assert study["split"] == pronouncer_split.fingerprint()
+    assert study["split"] == split_fingerprint()
     weights = dp.MODEL.read_bytes()
     assert study["model_sha256"] == hashlib.sha256(weights).hexdigest()
 

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from tools.runs import g2p_baseline
-from tools.runs.pronouncer_split import fingerprint
+from proof.runtime import split_fingerprint as fingerprint
 from utils import pronunciation as pr
 
 

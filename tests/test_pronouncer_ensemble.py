@@ -10,8 +10,9 @@ import json
 import numpy as np
 import pytest
 
+from proof.runtime import split_fingerprint
 from tools.runs import pronouncer_ensemble as pe
-from tools.runs import pronouncer_split, train_pronouncer
+from tools.runs import train_pronouncer
 from tools.runs.decode_pronouncer import model_hash
 from tools.runs.g2p_baseline import OUT as BASELINE
 
@@ -29,7 +30,7 @@ def _log(seed: int) -> dict:
 
 
 def test_the_study_is_of_todays_split_and_members(study):
-    assert study["split"] == pronouncer_split.fingerprint()
+    assert study["split"] == split_fingerprint()
     assert study["seeds"] == list(range(len(study["seeds"])))
     for seed in study["seeds"]:
         assert study["member_sha256"][str(seed)] == model_hash(

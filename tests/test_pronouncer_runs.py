@@ -171,7 +171,7 @@ def recipe_rows():
 
 
 def test_the_recipe_rows_are_complete_and_consistent(recipe_rows):
-    from tools.runs.pronouncer_split import fingerprint
+    from proof.runtime import split_fingerprint as fingerprint
 
     assert recipe_rows and fingerprint() == recipe_rows[0]["split"]
     for row in recipe_rows:

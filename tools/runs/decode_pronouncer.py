@@ -22,9 +22,10 @@ import hashlib
 import json
 import time
 
+from proof.runtime import split_fingerprint
 from tools import ROOT
 from tools.numerics import numeric_mode
-from tools.runs import pronouncer_split, write_json
+from tools.runs import write_json
 from utils import pronunciation as pr
 from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer
 from utils.splices import best_reference_scores, splice
@@ -190,7 +191,7 @@ def main(argv=None) -> None:
         if has(c, "greedy_splice") and has(c, "beam_right")
     ]
     data = {
-        "split": pronouncer_split.fingerprint(),
+        "split": split_fingerprint(),
         "model_sha256": model_hash(),
         "numeric_mode": numeric_mode.stamp(),
         "block": BLOCK,

@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from proof.runtime import split_fingerprint
 from tools import ROOT
 from tools.numerics import numeric_mode
 from tools.runs import write_json
-from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED, fingerprint
 from utils import pronunciation as pr
 
 OUT = ROOT / "book" / "data" / "g2p_baseline.json"
@@ -146,7 +146,7 @@ def train_and_score(lex: dict, split: dict) -> dict:
 
 
 def main() -> None:
-    split = pr.split_words(N_VALID, N_TEST, SEED)
+    split = pr.split_words()
     lex = lexicon(split["train"])
     out = {
         "numeric_mode": numeric_mode.stamp(),
@@ -155,7 +155,7 @@ def main() -> None:
         "tool": "phonetisaurus",
         "version": importlib.metadata.version("phonetisaurus"),
         "settings": settings(),
-        "split": fingerprint(),
+        "split": split_fingerprint(),
         **train_and_score(lex, split),
     }
     write_json(OUT, out)

@@ -21,10 +21,10 @@ from __future__ import annotations
 import importlib.metadata
 import json
 
+from proof.runtime import split_fingerprint
 from tools import ROOT
 from tools.numerics import numeric_mode
 from tools.runs import g2p_baseline, write_json
-from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED, fingerprint
 from utils import pronunciation as pr
 
 OUT = ROOT / "book" / "data" / "g2p_baselines.json"
@@ -51,12 +51,12 @@ def load() -> dict:
     """The stored file, or an empty one for today's split."""
     if OUT.exists():
         return json.loads(OUT.read_text())
-    split = pr.split_words(N_VALID, N_TEST, SEED)
+    split = pr.split_words()
     lex = g2p_baseline.lexicon(split["train"])
     return {
         "what": "tools/runs/g2p_baselines.py: classic G2P tools and settings "
         "on the course's split; baseline: the lowest validation WER",
-        "split": fingerprint(),
+        "split": split_fingerprint(),
         "train": {
             "words": len(lex),
             "pronunciations": sum(map(len, lex.values())),
@@ -94,7 +94,7 @@ def phonetisaurus_entry(sort: bool, stress: bool) -> dict:
     """Train Phonetisaurus as Balacoon does (``phonetisaurus.train``'s
     settings; the training file sorted by word if ``sort``, with stress if
     ``stress``), score the validation and test words."""
-    split = pr.split_words(N_VALID, N_TEST, SEED)
+    split = pr.split_words()
     lex = g2p_baseline.lexicon(split["train"], stress=stress)
     if sort:
         lex = dict(sorted(lex.items()))
@@ -107,14 +107,14 @@ def phonetisaurus_entry(sort: bool, stress: bool) -> dict:
         "version": importlib.metadata.version("phonetisaurus"),
         "settings": settings,
         "source": BALACOON,
-        "split": fingerprint(),
+        "split": split_fingerprint(),
         **g2p_baseline.train_and_score(lex, split),
     }
 
 
 def main() -> None:
     data = load()
-    if data["split"] != fingerprint():
+    if data["split"] != split_fingerprint():
         raise SystemExit(f"{OUT} was made on another split: remove it")
     store(data, DEFAULTS, defaults_entry())
     for name, (sort, stress) in PHONETISAURUS.items():

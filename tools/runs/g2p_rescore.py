@@ -50,8 +50,8 @@ from pathlib import Path
 
 from tools.numerics import numeric_mode
 
+from proof.runtime import split_fingerprint
 from tools import ROOT
-from tools.runs import pronouncer_split
 from tools.runs.decode_pronouncer import model_hash, references
 from tools.runs.g2p_baseline import lexicon, settings
 from tools.runs import pronouncer_ensemble as pe
@@ -100,7 +100,7 @@ def nbest_lists(model_path: Path, words) -> list[list[list]]:
 
 def cache_dir() -> Path:
     """``CACHE``'s folder for today's split, members and ``NBEST``."""
-    key = [pronouncer_split.fingerprint(), NBEST]
+    key = [split_fingerprint(), NBEST]
     key += [model_hash(member_path(s)) for s in SEEDS]
     digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()
     return CACHE / digest[:16]
@@ -267,7 +267,7 @@ def assemble(data: dict) -> dict:
     return {
         "what": "tools/runs/g2p_rescore.py: Phonetisaurus's n-best lists "
         "rescored by the pronouncer (no stress)",
-        "split": pronouncer_split.fingerprint(),
+        "split": split_fingerprint(),
         "numeric_mode": numeric_mode.stamp(),
         "tool": "phonetisaurus",
         "version": importlib.metadata.version("phonetisaurus"),

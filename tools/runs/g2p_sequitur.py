@@ -37,10 +37,10 @@ import sys
 import time
 from pathlib import Path
 
+from proof.runtime import split_fingerprint
 from tools import ROOT
 from tools.runs import g2p_baselines
 from tools.runs.g2p_baseline import lexicon, scored
-from tools.runs.pronouncer_split import N_TEST, N_VALID, SEED, fingerprint
 from utils import pronunciation as pr
 
 BUILD = ROOT / "_build" / "baselines" / "sequitur"
@@ -48,11 +48,12 @@ BUDGET_HOURS = 3  # of one core, all orders together
 MAX_ORDER = 12
 DEVEL = "5%"
 PREFIX = "sequitur-"
+SEED = 0  # random.seed and PYTHONHASHSEED of every training run
 
 
 def model_dir() -> Path:
     """``BUILD``'s folder for today's split and the package's version."""
-    key = [fingerprint(), importlib.metadata.version("sequitur-g2p")]
+    key = [split_fingerprint(), importlib.metadata.version("sequitur-g2p")]
     digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()
     return BUILD / digest[:16]
 
@@ -152,7 +153,7 @@ def train(order: int, again: bool = False) -> None:
     again and kept only if it scores every word as the stored row says."""
     from sequitur import Translator
 
-    split = pr.split_words(N_VALID, N_TEST, SEED)
+    split = pr.split_words()
     sample = [
         (tuple(word), tuple(p))
         for word, prons in lexicon(split["train"]).items()
@@ -165,7 +166,7 @@ def train(order: int, again: bool = False) -> None:
         "tool": "sequitur-g2p",
         "version": importlib.metadata.version("sequitur-g2p"),
         "settings": settings(order),
-        "split": fingerprint(),
+        "split": split_fingerprint(),
         "train": {
             "words": len(split["train"]),
             "pronunciations": len(sample),
@@ -234,7 +235,7 @@ def main() -> None:
     deadline = time.monotonic() + 60 * (args.max_minutes or 1e9)
     while True:
         data = g2p_baselines.load()
-        if data["split"] != fingerprint():
+        if data["split"] != split_fingerprint():
             raise SystemExit(f"{g2p_baselines.OUT}: another split")
         done = entries(data)
         reason = stop_reason(done)

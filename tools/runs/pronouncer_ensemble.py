@@ -26,8 +26,8 @@ import time
 
 from tools.numerics import numeric_mode
 
+from proof.runtime import split_fingerprint
 from tools import ROOT
-from tools.runs import pronouncer_split
 from tools.runs.decode_pronouncer import model_hash, references
 from utils import pronunciation as pr
 from utils.ensemble import Ensemble
@@ -112,7 +112,7 @@ def main(argv=None) -> None:
     data = {
         "what": "tools/runs/pronouncer_ensemble.py: the stored recipe on "
         "several seeds, alone and averaged (greedy, no stress)",
-        "split": pronouncer_split.fingerprint(),
+        "split": split_fingerprint(),
         "numeric_mode": numeric_mode.stamp(),
         "seeds": seeds,
         "member_sha256": {str(s): model_hash(member_path(s)) for s in seeds},

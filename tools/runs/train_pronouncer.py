@@ -45,6 +45,7 @@ from tools.numerics import numeric_mode
 import numpy as np
 import torch
 
+from proof.runtime import split_fingerprint
 from tools import ROOT
 from tools.runs import ddp
 from tools.runs.probe_pronouncer import BASE
@@ -351,8 +352,6 @@ def run_recipe(args, world) -> None:
 
 def recipe_row(args, cfg, model, h, world, stress) -> dict:
     """A recipe run's row before it is scored: its settings and curves."""
-    from tools.runs.pronouncer_split import fingerprint
-
     done, every = len(h["train_loss"]), cfg.eval_every
     return {
         "run": f"{args.recipe}_s{args.seed}",
@@ -366,7 +365,7 @@ def recipe_row(args, cfg, model, h, world, stress) -> dict:
         "steps_done": done,
         "seconds": round(h["seconds"], 1),
         "numeric_mode": numeric_mode.stamp(),
-        "split": fingerprint(),
+        "split": split_fingerprint(),
         **{k: h.get(k, []) for k in ("valid_step", "valid_loss")},
         **{k: h.get(k, []) for k in ("valid_exact", "train_exact")},
         # the first losses, for a replay (float32, written shortest)
