@@ -1,9 +1,10 @@
 """Chapter 6 and the complexity unit tests pass while both cores are busy
 (a pure-Python spin loop and a NumPy matrix-product loop that also evicts
-the caches), and chapter 10 stays within a bound. With ``-s`` the chapter
-runs once more under load to print the slopes its timing cells measured
-(``make test`` skips that). The busy processes die in the fixture's
-teardown, whatever happens."""
+the caches). With ``-s`` the chapter runs once more under load to print the
+slopes its timing cells measured (``make test`` skips that). The busy
+processes die in the fixture's teardown, whatever happens. (Chapter 10's
+cost under load is proven on a count instead: its loops run on one thread,
+tests/test_pretraining.py.)"""
 
 from __future__ import annotations
 
@@ -19,12 +20,6 @@ pytestmark = pytest.mark.slow
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "06_complexity.ipynb"
-TRAINING = ROOT / "book" / "10_pretraining.ipynb"
-# chapter 10 under nbval: about 45 s on an idle 2-core machine; 506 s beside
-# two busy processes when its loops still used two threads each (issue 37).
-# On one thread: 101 s here beside the two busy processes (and two other
-# jobs); the bound leaves room for a slower runner.
-TRAINING_BOUND = 300
 NBVAL = [
     "--nbval",
     "--nbval-current-env",
@@ -100,13 +95,3 @@ def test_chapter_6_and_complexity_tests_pass_on_a_busy_cpu(busy_cpu, request):
     print(f"\nunder load: nbval {nbval_s:.0f} s, unit tests {unit_s:.0f} s")
     if request.config.getoption("capture") == "no":  # -s: show the margins
         print(_timing_outputs())
-
-
-def test_chapter_10_trains_within_its_bound_on_a_busy_cpu(busy_cpu):
-    start = time.perf_counter()
-    run = _pytest(*NBVAL, str(TRAINING.relative_to(ROOT)))
-    seconds = time.perf_counter() - start
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr
-    assert all(p.poll() is None for p in busy_cpu), "the load stopped early"
-    print(f"\nchapter 10 under load: {seconds:.0f} s")
-    assert seconds < TRAINING_BOUND, seconds

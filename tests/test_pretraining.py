@@ -21,7 +21,7 @@ from utils.loss import masked_cross_entropy
 from utils.masks import causal_mask, prefix_lm_mask
 from utils.pronouncer import PronouncerConfig, build_pronouncer
 from utils.pronouncer import train_pronouncer
-from utils.training import noam_scheduler
+from utils.training import noam_scheduler, threads
 from tests.conftest import raises
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -240,6 +240,24 @@ def test_sampling_and_completion():
     assert [w[: len(p)] for w, p in zip(done, ["pro", "th"])] == ["pro", "th"]
     assert all(len(w) <= len(p) + 4 for w, p in zip(done, ["pro", "th"]))
     raises(ValueError, "kind", pt.complete, "mlm", model, ["pro"])
+
+
+def test_chapter_10s_loops_compute_on_one_thread(monkeypatch):
+    """Beside two busy processes chapter 10 took 506 s while its loops ran on
+    two threads each, 101 s on one: whatever the caller set, training,
+    fine-tuning, sampling and completion run on one (a count, not a time)."""
+    seen = []
+    record = lambda *_: seen.append(torch.get_num_threads())  # noqa: E731
+    step = pt._next_logits
+    monkeypatch.setattr(pt, "_next_logits", lambda *a: record() or step(*a))
+    tune, _ = _trainer(steps=2, n_train=8)
+    with threads(2):
+        pt.train_lm("clm", WORDS[:64], steps=2, batch=8, hooks=[record])
+        tune(hooks=[record])
+        pt.sample_words(pt.TinyLM().eval(), 2, 1.0, max_len=2)
+        pt.complete("plm", pt.TinyLM().eval(), ["a"], max_new=2)
+        assert torch.get_num_threads() == 2
+    assert len(seen) >= 6 and set(seen) == {1}, seen
 
 
 def test_count_models_score_the_same_tokens():
