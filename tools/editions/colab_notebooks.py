@@ -42,7 +42,7 @@ import urllib.parse
 import nbformat
 
 from tools import ROOT
-from tools.editions import translations, zh_notebooks
+from tools.editions import code_comments, translations, zh_notebooks
 from tools.editions.notebooks import config, notebook_args, repo_url, toc_files
 
 COLAB = ROOT / "colab"
@@ -71,39 +71,22 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$", re.MULTILINE)
 EXERCISE = re.compile(r"^(Exercise|练习)\s*\d+")
 FOLDED = ("hide-cell", "hide-input")
 
+# What the Colab notebooks add, in English and in Chinese
+_WORDS = {
+    "figure": ("Fig. {}", "图 {}"),
+    "setup": (
+        "Setup: the course's utils, seed and device",
+        "准备：课程的 utils、随机种子与设备",
+    ),
+    "solution": ("Solution to {}", "答案（{}）"),
+    "solution_n": ("Solution {}", "答案 {}"),
+    "draws": ("The code that draws Fig. {}", "绘制图 {} 的代码"),
+    "hidden": ("Hidden code", "隐藏的代码"),
+    "hidden_about": ("Hidden code: {}", "隐藏的代码：{}"),
+}
 WORDS = {
-    "en": {
-        "figure": "Fig. {}",
-        "setup": "Setup: the course's utils, seed and device",
-        "solution": "Solution to {}",
-        "solution_n": "Solution {}",
-        "draws": "The code that draws Fig. {}",
-        "hidden": "Hidden code",
-        "hidden_about": "Hidden code: {}",
-        "note": "Note",
-        "warning": "Warning",
-        "tip": "Tip",
-        "important": "Important",
-        "caution": "Caution",
-        "seealso": "See also",
-        "hint": "Hint",
-    },
-    "zh": {
-        "figure": "图 {}",
-        "setup": "准备：课程的 utils、随机种子与设备",
-        "solution": "答案（{}）",
-        "solution_n": "答案 {}",
-        "draws": "绘制图 {} 的代码",
-        "hidden": "隐藏的代码",
-        "hidden_about": "隐藏的代码：{}",
-        "note": "注意",
-        "warning": "警告",
-        "tip": "提示",
-        "important": "重要",
-        "caution": "小心",
-        "seealso": "另见",
-        "hint": "提示",
-    },
+    language: {key: pair[i] for key, pair in _WORDS.items()}
+    for i, language in enumerate(LANGUAGES)
 }
 
 SETUP_CELL = """\
@@ -127,7 +110,6 @@ import proof, utils  # the course's library, and the machinery beside it"""
 
 
 def colab_path(page: pathlib.Path, language: str) -> pathlib.Path:
-    """Where the Colab notebook of ``page`` (book/NN_name.ipynb) lives."""
     rel = page.resolve().relative_to(ROOT)
     return COLAB / rel if language == "en" else COLAB / "zh" / rel
 
@@ -153,16 +135,11 @@ def page_url(docname: str, language: str, anchor: str = "") -> str:
 
 
 def colab_url(page_name: str, language: str) -> str:
-    """The Colab address of a chapter's Colab notebook (``NN_name``)."""
+    """The Colab address of chapter ``page_name``'s Colab notebook."""
     repo = urllib.parse.urlparse(repo_url()).path.rstrip("/")
     branch = config()["repository"]["branch"]
     folder = "colab" if language == "en" else "colab/zh"
     return f"{COLAB_URL}{repo}/blob/{branch}/{folder}/book/{page_name}.ipynb"
-
-
-def chapters() -> list[str]:
-    """The numbered chapters' docnames, in order (``book/NN_name``)."""
-    return [f for f in toc_files() if re.fullmatch(r"book/\d\d_[\w-]+", f)]
 
 
 # -- what the roles refer to ------------------------------------------------
@@ -213,7 +190,8 @@ def figure_numbers() -> dict[str, tuple[str, str]]:
     """Each named figure: its page and its number as the site numbers it
     (chapter.n, per chapter; only named, captioned figures get a number)."""
     found = {}
-    for chapter, docname in enumerate(chapters(), start=1):
+    chapters = [f for f in toc_files() if re.fullmatch(r"book/\d\d_.+", f)]
+    for chapter, docname in enumerate(chapters, start=1):
         nb = nbformat.read(ROOT / f"{docname}.ipynb", as_version=4)
         figures = [_figure(c) for c in nb.cells if c.cell_type == "code"]
         named = [f for f in figures if f.get("caption") and f.get("name")]
@@ -223,22 +201,23 @@ def figure_numbers() -> dict[str, tuple[str, str]]:
 
 
 @functools.cache
-def bibliography() -> dict[str, tuple[str, str]]:
+def bibliography() -> dict[str, tuple[str, str, str]]:
     """Each entry of book/references.bib: (authors, year) as the site's
-    author-year style writes them (_ext/course_site.py's ``author_year``)."""
+    author-year style writes them (_ext/course_site.py's ``author_year``),
+    and its anchor (``bibtex_cite_id`` in _config.yml)."""
+    from docutils.nodes import make_id
     from pybtex.database import parse_file
 
     site = runpy.run_path(str(ROOT / "_ext" / "course_site.py"))
     entries = parse_file(ROOT / "book" / "references.bib").entries
-    return {key: site["author_year"](e) for key, e in entries.items()}
-
-
-def bib_anchor(key: str) -> str:
-    """The bibliography entry's anchor (``bibtex_cite_id`` in _config.yml)."""
-    from docutils.nodes import make_id
-
-    template = config()["sphinx"]["config"]["bibtex_cite_id"]
-    return make_id(template.format(key=key, bibliography_count=1))
+    anchor = config()["sphinx"]["config"]["bibtex_cite_id"]
+    return {
+        key: (
+            *site["author_year"](e),
+            make_id(anchor.format(key=key, bibliography_count=1)),
+        )
+        for key, e in entries.items()
+    }
 
 
 def glued(nb) -> dict[str, str]:
@@ -298,18 +277,12 @@ def render_role(name: str, content: str, ctx: dict) -> str:
         for key in [k.strip() for k in target.split(",") if k.strip()]:
             if key not in bibliography():
                 raise Unrendered(f"{role}: no such entry")
-            who, year = bibliography()[key]
-            url = page_url("book/bibliography", language, bib_anchor(key))
+            who, year, anchor = bibliography()[key]
+            url = page_url("book/bibliography", language, anchor)
             said = f"{who} ({year})" if name == "cite:t" else f"{who}, {year}"
             parts.append(f"[{said}]({url})")
         joined = "; ".join(parts)
         return joined if name == "cite:t" else f"({joined})"
-    if name in ("math", "eq"):
-        return f"${content}$"
-    if name in ("sub", "sup"):
-        return f"<{name}>{content}</{name}>"
-    if name in ("abbr", "kbd"):
-        return text
     raise Unrendered(f"{role}: no Markdown for this role")
 
 
@@ -332,29 +305,15 @@ def _html_inline(text: str) -> str:
 
 
 def render_directive(name, title, options, body, ctx) -> str:
-    words = WORDS[ctx["language"]]
-    classes = options.get("class", "").split()
-    if name == "dropdown" or (name == "admonition" and "dropdown" in classes):
-        summary = (
-            f"<summary>{_html_inline(render_roles(title, ctx))}</summary>"
-        )
+    """An admonition (the one directive the book uses) as Markdown."""
+    if name != "admonition":
+        raise Unrendered(f"directive {{{name}}}: no Markdown for it")
+    title = render_roles(title, ctx)
+    if "dropdown" in options.get("class", "").split():
+        summary = f"<summary>{_html_inline(title)}</summary>"
         return f"<details>\n{summary}\n\n{body}\n\n</details>"
-    if name in words or name == "admonition":
-        heading = render_roles(title, ctx)
-        if name != "admonition":
-            heading = words[name] + (f": {heading}" if title else "")
-        quoted = "\n".join(f"> {line}".rstrip() for line in body.splitlines())
-        return f"> **{heading}**\n>\n{quoted}"
-    if name == "math":
-        return f"$$\n{body}\n$$"
-    if name in ("code-block", "code", "code-cell"):
-        return f"```{title}\n{body}\n```"
-    if name == "figure":
-        caption = body.strip() or options.get("alt", "")
-        alt = options.get("alt", caption).replace("]", "")
-        url = f"{site_url()}_images/{pathlib.Path(title).name}"
-        return f"![{alt}]({url})\n\n*{caption}*"
-    raise Unrendered(f"directive {{{name}}}: no Markdown for it")
+    quoted = "\n".join(f"> {line}".rstrip() for line in body.splitlines())
+    return f"> **{title}**\n>\n{quoted}"
 
 
 def render_markdown(text: str, ctx: dict) -> str:
@@ -403,8 +362,6 @@ def render_markdown(text: str, ctx: dict) -> str:
 def setup_cell(language: str) -> str:
     """The first code cell; its comments in ``language`` (the Chinese ones
     from locale/zh/code/comments.yml, as every chapter's code)."""
-    from tools.editions import code_comments
-
     extra = "" if language == "en" else f', language="{language}"'
     source = SETUP_CELL.format(
         title=WORDS[language]["setup"], url=repo_url(), language=extra
@@ -440,8 +397,7 @@ def _title(cell, heading: str, ctx: dict) -> str:
 
 def _short(title: str, room: int = 79 - len("#@title ")) -> str:
     """``title`` cut (at a space when it can) to fit a 79-column line."""
-    from tools.editions.code_comments import width
-
+    width = code_comments.width
     if width(title) <= room:
         return title
     while width(title + "…") > room:
@@ -464,10 +420,6 @@ def caption_cell(cell, ctx: dict):
 
 def convert(page: pathlib.Path, language: str) -> nbformat.NotebookNode:
     """The Colab notebook of ``page`` in ``language`` (module doc)."""
-    if language not in LANGUAGES:
-        raise ValueError(
-            f"language must be one of {LANGUAGES}, got {language!r}"
-        )
     source = source_path(page, language)
     nb, where = nbformat.read(source, as_version=4), zh_notebooks.shown(source)
     ctx = {"language": language, "glue": glued(nb), "solutions": 0}
