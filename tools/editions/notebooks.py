@@ -78,10 +78,15 @@ def toc_files() -> list[str]:
     return TOC_ENTRY.findall((ROOT / "_toc.yml").read_text())
 
 
+def toc_pages() -> list[pathlib.Path]:
+    """The pages of the book (from _toc.yml), in order."""
+    pages = (ROOT / f"{f}{x}" for f in toc_files() for x in (".ipynb", ".md"))
+    return [page for page in pages if page.exists()]
+
+
 def toc_notebooks() -> list[pathlib.Path]:
     """The notebooks listed in _toc.yml (the chapters readers see)."""
-    pages = (ROOT / f"{f}.ipynb" for f in toc_files())
-    return [page for page in pages if page.exists()]
+    return [page for page in toc_pages() if page.suffix == ".ipynb"]
 
 
 def notebook_args(argv: list[str], flag: str) -> tuple[list, bool]:

@@ -35,6 +35,7 @@ import sys
 import yaml
 
 from tools import NOT_PROSE, ROOT
+from tools.editions.notebooks import toc_pages as pages
 
 LOCALE = ROOT / "locale" / "zh"
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -101,18 +102,13 @@ def first_words(text: str, n: int = 70) -> str:
     return " ".join(text.split())[:n]
 
 
-class _Literal(str):
-    pass
+class _Dumper(yaml.Dumper):
+    def represent_str(self, value: str):  # a multi-line text as a block
+        style = "|" if "\n" in value else None
+        return self.represent_scalar("tag:yaml.org,2002:str", value, style)
 
 
-def _literal(dumper: yaml.Dumper, value: _Literal):
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar(
-        "tag:yaml.org,2002:str", str(value), style=style
-    )
-
-
-yaml.add_representer(_Literal, _literal)
+_Dumper.add_representer(str, _Dumper.represent_str)
 
 # The first lines of every locale/zh/<page>.yml (as they are: the store
 # round-trips)
@@ -127,10 +123,13 @@ HEADER = (
 def save(page: pathlib.Path, entries: dict[str, dict[str, str]]) -> None:
     path = store_path(page)
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {
-        k: {f: _Literal(v) for f, v in e.items()} for k, e in entries.items()
-    }
-    body = yaml.dump(doc, allow_unicode=True, sort_keys=False, width=1000)
+    body = yaml.dump(
+        entries,
+        Dumper=_Dumper,
+        allow_unicode=True,
+        sort_keys=False,
+        width=1000,
+    )
     path.write_text(HEADER.format(name=page.name) + body)
 
 
@@ -152,11 +151,6 @@ def sync(page: pathlib.Path) -> tuple[int, int]:
     return added, changed
 
 
-def _needs_chinese(text: str) -> bool:
-    prose = NOT_PROSE.sub(" ", text)
-    return len(re.findall(r"[A-Za-z]{3,}", prose)) >= 3
-
-
 # Eight English words in a row outside code, maths, roles, links and quotation
 # marks: a sentence left in English (names and terms in Chinese prose are
 # shorter: "PyTorch 的 nn.MultiheadAttention"; an English example sentence or a
@@ -165,8 +159,11 @@ QUOTED = re.compile(r"“[^”]*”|\"[^\"\n]*\"|「[^」]*」|『[^』]*』")
 ENGLISH_RUN = re.compile(r"(?:[A-Za-z][\w'’-]*[\s,;:.()]+){7}[A-Za-z]")
 
 
-def _english_left(zh: str) -> str | None:
-    """The first English sentence-like run left in a translation, if any."""
+def _english_left(text: str, zh: str) -> str | None:
+    """The first English sentence-like run left in ``zh``, the translation of
+    ``text``, if any (a text of fewer than three English words needs none)."""
+    if len(re.findall(r"[A-Za-z]{3,}", NOT_PROSE.sub(" ", text))) < 3:
+        return None
     if not CJK.search(zh):
         return first_words(zh)
     found = ENGLISH_RUN.search(QUOTED.sub(" ", NOT_PROSE.sub(" ", zh)))
@@ -184,7 +181,7 @@ def problems(page: pathlib.Path) -> list[str]:
             found.append(f"{where} untranslated: {first!r}")
         elif entry.get("en") != text or "en_now" in entry:
             found.append(f"{where} outdated (English changed): {first!r}")
-        elif _needs_chinese(text) and (left := _english_left(entry["zh"])):
+        elif left := _english_left(text, entry["zh"]):
             found.append(f"{where} still English: {first!r} (left: {left!r})")
     return found
 
@@ -480,16 +477,6 @@ def live_texts_js() -> str:
         + json.dumps(live_texts(), indent=0)
         + ";\n"
     )
-
-
-def pages() -> list[pathlib.Path]:
-    """The pages of the book (from _toc.yml), in order."""
-    from tools.editions.notebooks import toc_files
-
-    pages = (
-        ROOT / f"{f}{ext}" for f in toc_files() for ext in (".ipynb", ".md")
-    )
-    return [page for page in pages if page.exists()]
 
 
 def main(argv: list[str]) -> int:
