@@ -2,13 +2,11 @@
 
     python -m tools.editions.export_gpt     (tools/editions/build_book.py too)
 
-Writes ``_static/gpt/weights.js`` (not committed), ``window.GPT_DATA =
-{...}``, made again whenever ``book/data/ch11_gpt.pt``, ``utils/bpe.py`` or
-an exporter changes: tools/editions/live_export.py says how, and makes the
-weights (``tensors``, ``fp16``). A ``<script>`` tag loads it, from
-``file://`` too, where ``fetch()`` fails. Besides the weights it holds
-(format ``FORMAT``, version ``VERSION``, which ``_static/gpt/gpt.js``
-checks):
+Writes ``_static/gpt/weights.js``, ``window.GPT_DATA = {...}``, made again
+whenever ``book/data/ch11_gpt.pt``, ``utils/bpe.py`` or an exporter changes
+(tools/editions/live_export.py says how, and makes the weights). Besides
+the weights it holds (format ``FORMAT``, version ``VERSION``, which
+``_static/gpt/gpt.js`` checks):
 
 - ``architecture``: everything the forward pass depends on, read from the
   model itself (``architecture()``);
@@ -29,6 +27,7 @@ import sys
 
 from tools import ROOT
 from tools.editions import live_export
+from tools.editions.live_export import unsupported
 
 CHECKPOINT = ROOT / "book" / "data" / "ch11_gpt.pt"
 OUT = ROOT / "_static" / "gpt" / "weights.js"
@@ -58,7 +57,6 @@ def architecture(model) -> dict:
 
     from utils.gpt import GPT, GPTBlock
 
-    unsupported = live_export.unsupported
     if type(model) is not GPT:
         raise unsupported(
             f"model is {type(model).__name__}, not utils.gpt.GPT"
@@ -134,7 +132,6 @@ def payload(checkpoint: pathlib.Path = CHECKPOINT) -> dict:
     """The exported data as a dict (``fp16`` as base64 text)."""
     from utils.gpt import load_gpt
 
-    checkpoint = pathlib.Path(checkpoint)
     model, merges = load_gpt(checkpoint)
     arch = architecture(model)
     weights = live_export.fp16(checkpoint, model)
@@ -152,7 +149,7 @@ def payload(checkpoint: pathlib.Path = CHECKPOINT) -> dict:
 
 
 EXPORT = live_export.Export(
-    CHECKPOINT, OUT, PREFIX, __file__, payload, (ROOT / "utils" / "bpe.py",)
+    CHECKPOINT, OUT, PREFIX, payload, (__file__, ROOT / "utils" / "bpe.py")
 )
 export, ensure, is_current = EXPORT.export, EXPORT.ensure, EXPORT.is_current
 

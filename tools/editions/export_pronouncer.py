@@ -2,13 +2,11 @@
 
     python -m tools.editions.export_pronouncer     (build_book.py calls it)
 
-Writes ``_static/pronouncer/weights.js`` (not committed),
-``window.PRONOUNCER_DATA = {...}``, made again whenever
-``book/data/pronouncer.pt`` or an exporter changes:
-tools/editions/live_export.py says how, and makes the weights (``tensors``,
-``fp16``). A ``<script>`` tag loads it, from ``file://`` too, where
-``fetch()`` fails. Besides the weights it holds (format ``FORMAT``, version
-``VERSION``, which ``_static/pronouncer/pronouncer.js`` checks):
+Writes ``_static/pronouncer/weights.js``, ``window.PRONOUNCER_DATA =
+{...}``, made again whenever ``book/data/pronouncer.pt`` or an exporter
+changes (tools/editions/live_export.py says how, and makes the weights).
+Besides the weights it holds (format ``FORMAT``, version ``VERSION``, which
+``_static/pronouncer/pronouncer.js`` checks):
 
 - ``architecture``: everything the forward pass depends on, read from the
   model itself (``architecture()``; ``norm``, ``"post"``: LN(x + F(x));
@@ -28,6 +26,7 @@ import pathlib
 
 from tools import ROOT
 from tools.editions import live_export
+from tools.editions.live_export import unsupported
 
 CHECKPOINT = ROOT / "book" / "data" / "pronouncer.pt"
 OUT = ROOT / "_static" / "pronouncer" / "weights.js"
@@ -45,7 +44,6 @@ def _embeddings(model) -> bool:
     from utils.layers import Embeddings
     from utils.positional import PositionalEncoding, sinusoidal_encoding
 
-    unsupported = live_export.unsupported
     embeds = (model.src_embed, model.tgt_embed)
     if not all(type(e) is Embeddings for e in embeds):
         raise unsupported("an embedding is not utils.layers.Embeddings")
@@ -72,7 +70,6 @@ def architecture(model) -> dict:
     from utils.layers import DecoderLayer, EncoderLayer
     from utils.model import Transformer
 
-    unsupported = live_export.unsupported
     if type(model) is not Transformer:
         raise unsupported(f"model is {type(model).__name__}, not Transformer")
     enc, dec = list(model.encoder.layers), list(model.decoder.layers)
@@ -124,7 +121,6 @@ def payload(checkpoint: pathlib.Path = CHECKPOINT) -> dict:
     from utils import pronunciation as pr
     from utils.pronouncer import load_pronouncer
 
-    checkpoint = pathlib.Path(checkpoint)
     model, cfg, stress = load_pronouncer(checkpoint)
     if stress:
         raise ValueError(
@@ -158,8 +154,8 @@ EXPORT = live_export.Export(
     CHECKPOINT,
     OUT,
     PREFIX,
-    __file__,
     payload,
+    (__file__,),
     notes=(
         "The test words' pronunciations: CMUdict, Copyright (C) "
         "1993-2015 Carnegie Mellon University, BSD-style licence "
