@@ -46,7 +46,7 @@ def built_site(tmp_path_factory, worker_id):
     the result.
 
     English into _build/html/, Chinese into _build/html/zh/
-    (tools/editions/build_book.py; the result's output holds both logs).
+    (tools/editions/build_book.py; the result holds both logs).
     tests/test_book.py checks the build itself; tests/test_browser.py reads the
     pages of both. Under ``make test``'s two workers (pytest-xdist) the first
     worker to ask builds, under a lock, and the other reuses its result.

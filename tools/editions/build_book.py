@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
+import types
 
 import yaml
 
@@ -116,17 +117,10 @@ def zh_source() -> pathlib.Path:
     return ZH_SRC
 
 
-def _command(source: pathlib.Path) -> list[str]:
-    jupyter_book = pathlib.Path(sys.executable).parent / "jupyter-book"
-    # --all: a partial rebuild would hide the warnings of unchanged pages.
-    flags = ["--all", "--warningiserror", "--keep-going"]
-    return [str(jupyter_book), "build", str(source), *flags]
-
-
-def build() -> subprocess.CompletedProcess:
-    """Build both editions; one result whose output holds both logs, each
-    labelled, ``editions`` each build's own result ("en", "zh") and
-    ``seconds`` the wall-clock time of the whole build."""
+def build() -> types.SimpleNamespace:
+    """Build both editions: ``editions`` holds each build's own result
+    ("en", "zh"), ``returncode`` the worse one's, ``seconds`` the wall-clock
+    time of the whole build."""
     start = time.perf_counter()
     # A page dropped from _toc.yml must not linger in the output from an
     # earlier build.
@@ -136,9 +130,14 @@ def build() -> subprocess.CompletedProcess:
     export_pronouncer.ensure()
     export_gpt.ensure()
     zh_source()
+    jupyter_book = pathlib.Path(sys.executable).parent / "jupyter-book"
+    # --all: a partial rebuild would hide the warnings of unchanged pages.
+    flags = ["--all", "--warningiserror", "--keep-going"]
     pipes = dict(text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     runs = {  # both editions build at once, one process each
-        name: subprocess.Popen(_command(src), cwd=src, **pipes)
+        name: subprocess.Popen(
+            [str(jupyter_book), "build", str(src), *flags], cwd=src, **pipes
+        )
         for name, src in (("en", ROOT), ("zh", ZH_SRC))
     }
     editions = {}
@@ -151,15 +150,11 @@ def build() -> subprocess.CompletedProcess:
     if built.is_dir() and HTML.is_dir():
         shutil.rmtree(ZH_HTML, ignore_errors=True)
         shutil.move(str(built), str(ZH_HTML))
-    result = subprocess.CompletedProcess(
-        [r.args for r in editions.values()],
-        max(r.returncode for r in editions.values()),
-        "".join(f"== {n} edition ==\n{r.stdout}" for n, r in editions.items()),
-        "".join(f"== {n} edition ==\n{r.stderr}" for n, r in editions.items()),
+    return types.SimpleNamespace(
+        editions=editions,
+        returncode=max(r.returncode for r in editions.values()),
+        seconds=time.perf_counter() - start,
     )
-    result.editions = editions
-    result.seconds = time.perf_counter() - start
-    return result
 
 
 def missing_pages() -> list[str]:
