@@ -57,7 +57,7 @@ class Comment:
 
 
 def width(text: str) -> int:
-    """Columns ``text`` takes on screen (wide characters count two)."""
+    """Columns ``text`` takes on screen."""
     return sum(
         2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text
     )
@@ -72,7 +72,7 @@ def needs_translation(text: str) -> bool:
 
 
 def _comment_tokens(source: str):
-    """(row, column, text) of each comment token of ``source``, 0-based."""
+    """(row, column, text) of each comment of ``source``, 0-based."""
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type == tokenize.COMMENT:
             yield tok.start[0] - 1, tok.start[1], tok.string
@@ -98,8 +98,6 @@ def comments(source: str) -> list[Comment]:
 
 
 def load() -> dict[str, str]:
-    if not STORE.is_file():
-        return {}
     return yaml.safe_load(STORE.read_text()) or {}
 
 

@@ -190,7 +190,8 @@ def figure_numbers() -> dict[str, tuple[str, str]]:
     """Each named figure: its page and its number as the site numbers it
     (chapter.n, per chapter; only named, captioned figures get a number)."""
     found = {}
-    chapters = [f for f in toc_files() if re.fullmatch(r"book/\d\d_.+", f)]
+    chapter = re.compile(r"book/\d\d_[\w-]+")
+    chapters = [f for f in toc_files() if chapter.fullmatch(f)]
     for chapter, docname in enumerate(chapters, start=1):
         nb = nbformat.read(ROOT / f"{docname}.ipynb", as_version=4)
         figures = [_figure(c) for c in nb.cells if c.cell_type == "code"]

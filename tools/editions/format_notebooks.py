@@ -78,10 +78,6 @@ def tree(source: str) -> str | None:
     return ast.dump(_OneImportPerStatement().visit(parsed))
 
 
-def layout_only(old: str, new: str) -> bool:
-    return tree(old) is not None and tree(old) == tree(new)
-
-
 def follow_in_chinese(page: pathlib.Path, changed: list[str]) -> None:
     """Give the Chinese notebook of ``page`` the new layout of the cells
     ``changed`` (ids), keeping its outputs."""
@@ -116,7 +112,9 @@ def format_notebook(path: pathlib.Path) -> tuple[int, str]:
             continue
         old = "".join(cell["source"])
         cell["source"] = done["source"]
-        same = layout_only(old, "".join(done["source"]))
+        same = tree(old) is not None and tree(old) == tree(
+            "".join(done["source"])
+        )
         (layout if same else more).append(cell.get("id"))
     if layout or more:
         path.write_text(dumps(nb))

@@ -53,14 +53,6 @@ def glossary_terms(path: pathlib.Path = GLOSSARY) -> dict[str, str]:
     return names
 
 
-def _pattern(name: str) -> re.Pattern:
-    # whole words only: not inside "self-attention" when looking for
-    # "attention"
-    return re.compile(
-        r"(?<![\w-])" + re.escape(name) + r"(?:e?s)?(?![\w-])", re.IGNORECASE
-    )
-
-
 def _prose_spans(line: str) -> list[tuple[int, int]]:
     """(start, end) ranges of a line that are prose (outside the protected
     spans)."""
@@ -105,7 +97,11 @@ def link_cells(
 def _first_use(lines: list[str], name: str):
     """(line index, match) of the first prose use of ``name`` in a cell's
     ``lines`` (where MARKED_ONLY asks it, a marked use), or None."""
-    pattern, marked, in_fence = _pattern(name), MARKED_ONLY.get(name), False
+    # whole words only: not inside "self-attention" when looking for
+    # "attention"
+    word = r"(?<![\w-])" + re.escape(name) + r"(?:e?s)?(?![\w-])"
+    pattern = re.compile(word, re.IGNORECASE)
+    marked, in_fence = MARKED_ONLY.get(name), False
     for li, line in enumerate(lines):
         start = line.lstrip()
         in_fence ^= start.startswith("```")

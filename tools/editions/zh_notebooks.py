@@ -60,7 +60,6 @@ COMMAND = "python -m tools.editions.zh_notebooks"
 
 
 def zh_path(page: pathlib.Path) -> pathlib.Path:
-    """Where the Chinese notebook of ``page`` (book/NN_name.ipynb) lives."""
     return ZH / page.resolve().relative_to(ROOT)
 
 
@@ -78,17 +77,15 @@ def regenerate_hint(page: pathlib.Path) -> str:
 
 
 def zh_setup(english: str) -> str:
-    """The Chinese notebook's setup cell: the English one, asking for Chinese
-    figures."""
+    """The English setup cell, asking for Chinese figures."""
     if SETUP_CALL not in english:
         raise ValueError(f"the setup cell does not call {SETUP_CALL!r}")
     return english.replace(SETUP_CALL, ZH_SETUP_CALL)
 
 
 def translate(nb: nbformat.NotebookNode, store: dict) -> None:
-    """Put the translations of ``store`` into ``nb`` (in place): markdown
-    cells, captions, alt texts and the solution cells' labels. Code and
-    outputs are left alone."""
+    """Put the translations of ``store`` into ``nb`` (in place), the solution
+    cells' labels too; code and outputs are left alone."""
     for key, where, field in translations.places(nb):
         if (text := translations.zh_of(store, key)).strip():
             where[field] = text
@@ -140,7 +137,6 @@ def stamp(page: pathlib.Path, texts: list) -> dict:
 
 
 def figure_texts(made: dict) -> list:
-    """The ``[scope names, English, Chinese]`` texts a stamp records."""
     return [json.loads(t) for t in made.get("figure_texts", [])]
 
 
@@ -204,6 +200,9 @@ def _sanitisers() -> list[tuple[re.Pattern, str]]:
     ]
 
 
+GLUE_RECORD = "application/papermill.record/"
+
+
 def _is_image(mime: str) -> bool:
     return mime.startswith(("image/", GLUE_RECORD + "image/"))
 
@@ -225,15 +224,9 @@ def text_outputs(cell, sanitisers) -> list[tuple[str, str]]:
                 if not _is_image(mime):
                     text = value if isinstance(value, str) else str(value)
                     found.append((mime, text))
-    clean = []
-    for kind, text in found:
-        for pattern, replace in sanitisers:
-            text = pattern.sub(replace, text)
-        clean.append((kind, text))
-    return clean
-
-
-GLUE_RECORD = "application/papermill.record/"
+    for pattern, replace in sanitisers:
+        found = [(kind, pattern.sub(replace, text)) for kind, text in found]
+    return found
 
 
 def same_text_outputs(zh: list, en: list) -> bool:
@@ -243,19 +236,20 @@ def same_text_outputs(zh: list, en: list) -> bool:
     is recognised by its Chinese characters where the English has none."""
     if len(zh) != len(en):
         return False
-    for (kind, text), (en_kind, en_text) in zip(zh, en):
-        chinese_glue = (
-            kind.startswith(GLUE_RECORD)
-            and translations.CJK.search(text)
-            and not translations.CJK.search(en_text)
+    cjk = translations.CJK.search
+    return all(
+        kind == en_kind
+        and (
+            text == en_text
+            or (
+                kind.startswith(GLUE_RECORD) and cjk(text) and not cjk(en_text)
+            )
         )
-        if kind != en_kind or (text != en_text and not chinese_glue):
-            return False
-    return True
+        for (kind, text), (en_kind, en_text) in zip(zh, en)
+    )
 
 
 def images(cell) -> int:
-    """How many image outputs a code cell has."""
     return sum(
         any(_is_image(m) for m in out.get("data", {}))
         for out in cell.get("outputs", [])
