@@ -43,6 +43,7 @@ import nbformat
 
 from tools import ROOT
 from tools.editions import code_comments, translations, zh_notebooks
+from tools.editions.glossary_links import GLOSSARY, glossary_names
 from tools.editions.notebooks import config, notebook_args, repo_url, toc_files
 
 COLAB = ROOT / "colab"
@@ -159,8 +160,6 @@ def glossary_terms(language: str) -> dict[str, str]:
     """Each glossary term, lower-cased (Sphinx finds terms so), mapped to
     its entry's anchor on the glossary page."""
     from sphinx.util.nodes import _make_id
-
-    from tools.editions.glossary_links import GLOSSARY, glossary_names
 
     names = glossary_names(_markdown_of(GLOSSARY, language))
     return {name.lower(): "term-" + _make_id(name) for name, _ in names}

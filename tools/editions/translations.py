@@ -35,6 +35,8 @@ import sys
 import yaml
 
 from tools import NOT_PROSE, ROOT
+from tools.editions import code_comments
+from tools.editions.glossary_links import glossary_terms
 from tools.editions.notebooks import toc_pages as pages
 
 LOCALE = ROOT / "locale" / "zh"
@@ -225,8 +227,6 @@ def chinese_prose(zh: str) -> str:
     text; code, maths, other roles (a bare {term}`token` shows the glossary's
     English headword), links and glossary headwords (the English term lines of
     the glossary page) become spaces."""
-    from tools.editions.glossary_links import glossary_terms
-
     names = glossary_terms()
     lines = [
         " "
@@ -330,8 +330,6 @@ def comment_and_label_problems() -> list[str]:
     ``decode(tgt, memory)``) is not Chinese, but a concept's English name
     drawn as it is (LayerNorm) is checked."""
     from proof import labels
-
-    from tools.editions import code_comments
 
     texts = []  # (where, prose)
     for en, zh in code_comments.load().items():
@@ -489,8 +487,6 @@ def main(argv: list[str]) -> int:
         return 0
     if argv != ["check"]:
         raise SystemExit(__doc__)
-    from tools.editions import code_comments
-
     every = pages()
     issues = [
         m
