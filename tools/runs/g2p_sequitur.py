@@ -9,7 +9,7 @@ order 1 with ``--devel 5%`` (5% of the training words held out to adjust
 the discounts and to stop EM), then each next order from the last one with
 ``--ramp-up``; this script runs exactly that through the package's own
 ``SequiturTool`` and its defaults, on every pronunciation of the training
-words, stress removed, as ``tools/runs/g2p_baseline.py`` trains
+words, stress removed, as ``tools/runs/g2p_baselines.py`` trains
 Phonetisaurus. ``random`` and the hash seed are fixed before each order,
 so the held-out 5% is the same on every run.
 
@@ -27,9 +27,7 @@ the validation WER stops improving, or when the finished orders have used
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.metadata
-import json
 import os
 import random
 import subprocess
@@ -39,8 +37,7 @@ from pathlib import Path
 
 from proof.runtime import split_fingerprint
 from tools import ROOT
-from tools.runs import g2p_baselines
-from tools.runs.g2p_baseline import lexicon, scored
+from tools.runs.g2p_baselines import cache_dir, load, scored, store
 from utils import pronunciation as pr
 
 BUILD = ROOT / "_build" / "baselines" / "sequitur"
@@ -53,9 +50,7 @@ SEED = 0  # random.seed and PYTHONHASHSEED of every training run
 
 def model_dir() -> Path:
     """``BUILD``'s folder for today's split and the package's version."""
-    key = [split_fingerprint(), importlib.metadata.version("sequitur-g2p")]
-    digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()
-    return BUILD / digest[:16]
+    return cache_dir(BUILD, importlib.metadata.version("sequitur-g2p"))
 
 
 def model_path(order: int) -> Path:
@@ -106,31 +101,22 @@ def swig_version() -> str:
     return next(line.split()[-1] for line in head if "Version" in line)
 
 
-def check_package() -> None:
-    """Sequitur 1.0.1668.30's wheels on PyPI were made with SWIG 4.2.1,
-    whose capsule reference counting breaks the package's ``thisown``
-    assignments: training fails in its first iteration ("'SwigPyObject'
-    object has no attribute 'thisown'", upstream pull request 111). Built
-    from its source with SWIG 4.0 (``make sequitur`` does) it trains."""
-    if tuple(map(int, swig_version().split(".")[:2])) >= (4, 1):
-        raise SystemExit(
-            f"sequitur-g2p was built with SWIG {swig_version()}: its "
-            "training fails; make sequitur builds it with SWIG 4.0.2"
-        )
-
-
-def fit(order: int, sample: list) -> tuple:
-    """Sequitur's ``g2p.py`` recipe for ``order`` on ``sample`` (from the
-    stored model of the order before): the model, its options, the wall
-    and CPU seconds it took and the CPU clock when it started."""
+def train(order: int, again: bool) -> None:
+    """One order, in this (child) process: Sequitur's ``g2p.py`` recipe
+    (from the stored model of the order before), scored, stored; ``again``:
+    an order already stored whose model is gone (another machine)."""
     import optparse
 
     import numpy
     import SequiturTool
+    from sequitur import Translator
 
     # the package calls numpy.sometrue (from order 2), which NumPy 2.0
     # removed, though it requires numpy>=2: the alias it was
     numpy.sometrue = numpy.any
+    split = pr.split_words()
+    pairs = pr.to_pairs(split["train"], stress=False)
+    sample = [(tuple(letters), tuple(p)) for letters, p in pairs]
     parser = optparse.OptionParser()
     SequiturTool.addTrainOptions(parser)
     paths = {f"model-{order - 1}": str(model_path(order - 1))}
@@ -143,24 +129,7 @@ def fit(order: int, sample: list) -> tuple:
     log.close()
     if not model:
         raise RuntimeError(f"order {order} failed: see {log.name}")
-    seconds = time.perf_counter() - wall, time.process_time() - cpu
-    return model, options, *seconds, cpu
-
-
-def train(order: int, again: bool = False) -> None:
-    """One order, in this (child) process: train, score, store; ``again``:
-    an order already stored whose model is gone (another machine), made
-    again and kept only if it scores every word as the stored row says."""
-    from sequitur import Translator
-
-    split = pr.split_words()
-    sample = [
-        (tuple(word), tuple(p))
-        for word, prons in lexicon(split["train"]).items()
-        for p in prons
-    ]
-    model, options, train_wall, train_cpu, cpu = fit(order, sample)
-    translator = Translator(model)
+    train_wall = time.perf_counter() - wall
     out = {
         "made_by": "tools/runs/g2p_sequitur.py",
         "tool": "sequitur-g2p",
@@ -171,36 +140,45 @@ def train(order: int, again: bool = False) -> None:
             "words": len(split["train"]),
             "pronunciations": len(sample),
             "seconds": round(train_wall, 1),
-            "cpu_seconds": round(train_cpu, 1),
+            "cpu_seconds": round(time.process_time() - cpu, 1),
             "model_bytes": Path(options.newModelFile).stat().st_size,
         },
     }
-    for part in ("valid", "test"):
-        start = time.perf_counter()
+    translator = Translator(model)
+
+    def predict(words):
         got = {}
-        for word, _ in split[part]:
+        for word in words:
             try:
                 got[word] = translator(tuple(word))
             except translator.TranslationFailure:
                 pass  # no output: wrong
-        out[part] = scored(split[part], got, time.perf_counter() - start)
+        return got
+
+    for part in ("valid", "test"):
+        out[part] = scored(split[part], predict)
     out["train"]["cpu_seconds_with_scoring"] = round(
         time.process_time() - cpu, 1
     )
-    data = g2p_baselines.load()
-    if again:
+    data = load()
+    if again:  # kept only if it gets the same words wrong as its row
         stored = data["entries"][f"{PREFIX}{order}"]
         for part in ("valid", "test"):
             if out[part]["wrong"] != stored[part]["wrong"]:
                 raise SystemExit(f"order {order} made again differs ({part})")
     os.replace(options.newModelFile, model_path(order))
-    if again:
-        return
-    done = entries(data)
-    out["train"]["seconds_all_orders"] = round(
-        sum(e["train"]["seconds"] for e in done[: order - 1]) + train_wall, 1
-    )
-    g2p_baselines.store(data, f"{PREFIX}{order}", out)
+    if not again:
+        done = entries(data)[: order - 1]
+        out["train"]["seconds_all_orders"] = round(
+            sum(e["train"]["seconds"] for e in done) + train_wall, 1
+        )
+        data["sequitur"] = {"orders": order, "stopped": None}
+        store(data, f"{PREFIX}{order}", out)
+        print(
+            f"sequitur-{order}: {train_wall:.0f} s, valid WER "
+            f"{out['valid']['wer']:.2%}, test WER {out['test']['wer']:.2%}",
+            flush=True,
+        )
 
 
 def stop_reason(done: list[dict]) -> str | None:
@@ -228,15 +206,22 @@ def main() -> None:
     ap.add_argument("--order", type=int, help=argparse.SUPPRESS)  # child
     ap.add_argument("--again", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    check_package()
+    # Sequitur 1.0.1668.30's wheels on PyPI were made with SWIG 4.2.1, whose
+    # capsule reference counting breaks the package's ``thisown``
+    # assignments: training fails in its first iteration ("'SwigPyObject'
+    # object has no attribute 'thisown'", upstream pull request 111). Built
+    # from its source with SWIG 4.0 (``make sequitur`` does) it trains.
+    if tuple(map(int, swig_version().split(".")[:2])) >= (4, 1):
+        raise SystemExit(
+            f"sequitur-g2p was built with SWIG {swig_version()}: its "
+            "training fails; make sequitur builds it with SWIG 4.0.2"
+        )
     model_dir().mkdir(parents=True, exist_ok=True)
     if args.order is not None:
         return train(args.order, args.again)
     deadline = time.monotonic() + 60 * (args.max_minutes or 1e9)
     while True:
-        data = g2p_baselines.load()
-        if data["split"] != split_fingerprint():
-            raise SystemExit(f"{g2p_baselines.OUT}: another split")
+        data = load()
         done = entries(data)
         reason = stop_reason(done)
         order = len(done) + 1
@@ -245,7 +230,7 @@ def main() -> None:
             raise SystemExit(f"stored orders are not 1..n: {orders}")
         if reason is not None:
             data["sequitur"] = {"orders": order - 1, "stopped": reason}
-            g2p_baselines.store(data)
+            store(data)
             return print(f"sequitur: done ({reason})")
         gone = [n for n in range(1, order) if not model_path(n).exists()]
         left = deadline - time.monotonic()
@@ -265,17 +250,6 @@ def main() -> None:
             return print(f"sequitur: stopped in order {order}, redone next")
         if code != 0:
             raise SystemExit(f"order {order} failed ({code})")
-        if gone:
-            continue
-        data = g2p_baselines.load()
-        e = data["entries"][f"{PREFIX}{order}"]
-        data["sequitur"] = {"orders": order, "stopped": None}
-        g2p_baselines.store(data)
-        print(
-            f"sequitur-{order}: {e['train']['seconds']:.0f} s, valid WER "
-            f"{e['valid']['wer']:.2%}, test WER {e['test']['wer']:.2%}",
-            flush=True,
-        )
 
 
 if __name__ == "__main__":
