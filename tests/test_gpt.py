@@ -350,11 +350,11 @@ def test_two_processes_stopped_and_continued_in_one_are_one_run(tmp_path):
 
 
 def test_load_gpt_reads_what_train_gpt_stores(tmp_path):
-    from tools.runs.train_gpt import fp16_model
+    from tools.runs import fp16
     from utils.gpt import load_gpt
 
     gpt = model()
-    _, half = fp16_model(gpt)
+    _, half = fp16(gpt, GPT(gpt.config))
     path = tmp_path / "g.pt"
     merges = [[101, 32], [256, 116]]
     config = dict(SMALL.__dict__)

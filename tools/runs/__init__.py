@@ -59,3 +59,31 @@ def write_table(path, meta: dict, rows: list[dict]) -> None:
     """A table of runs: the numeric mode they ran in, what they are, rows."""
     table = {"numeric_mode": numeric_mode.stamp(), "meta": meta, "rows": rows}
     write_json(path, table)
+
+
+def shortest(x: float) -> float:
+    """A float32 loss written with the fewest digits that read back as the
+    same float32 (compare as ``np.float32(stored) == np.float32(live)``)."""
+    import numpy as np
+
+    return float(str(np.float32(x)))
+
+
+def fp16(model, copy):
+    """``model`` as stored: its weights rounded to fp16 (returned too), in
+    ``copy`` (a fresh model of its shape), which computes in fp32."""
+    half = {k: v.half() for k, v in model.state_dict().items()}
+    copy.load_state_dict({k: v.float() for k, v in half.items()})
+    return copy.eval(), half
+
+
+def error_rates(hyps, refs, digits: int | None = None, stress=False) -> dict:
+    """Greedy WER and PER of ``hyps`` against ``refs`` (multi-reference,
+    scored without stress unless ``stress``), rounded if ``digits``."""
+    from utils import pronunciation as pr
+
+    rates = {"wer": pr.word_error_rate, "per": pr.phoneme_error_rate}
+    out = {k: f(hyps, refs, stress=stress) for k, f in rates.items()}
+    if digits is not None:
+        out = {k: round(v, digits) for k, v in out.items()}
+    return out

@@ -10,13 +10,16 @@ numeric mode, and exits with its status; each worker then enters the block
 with its ``World``, on one thread, the gloo process group open.
 ``utils.parallel`` says why two processes compute the same bits as one.
 
-``python -m tools.runs.ddp --procs N --out F`` trains a tiny pronouncer and
-writes its losses and a hash of its weights: ``tests/test_ddp.py`` compares
-one process, two, and runs stopped in one and resumed in the other.
+``arguments`` and ``run`` are the options and the start that the stored
+runs' scripts share. ``python -m tools.runs.ddp --procs N --out F`` trains
+a tiny pronouncer and writes its losses and a hash of its weights:
+``tests/test_ddp.py`` compares one process, two, and runs stopped in one
+and resumed in the other.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import subprocess
@@ -50,6 +53,38 @@ def processes(procs: int):
         yield world
     finally:
         dist.destroy_process_group()
+
+
+def arguments(doc: str, every: int) -> argparse.ArgumentParser:
+    """The options of a resumable run on ``--procs`` processes; ``--minutes``
+    is read as ``args.max_seconds``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--procs", type=int, default=1, help="processes")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--minutes",
+        type=lambda minutes: 60 * float(minutes),
+        dest="max_seconds",
+        help="stop after this long",
+    )
+    parser.add_argument("--every", type=int, default=every, help="checkpoint")
+    parser.add_argument("--fresh", action="store_true", help="start over")
+    return parser
+
+
+@contextlib.contextmanager
+def run(args, *paths):
+    """``processes(args.procs)`` for a run that writes ``paths``: process 0
+    makes their folders and, with ``args.fresh``, removes the files, before any
+    process reads them."""
+    with processes(args.procs) as world:
+        if world.rank == 0:
+            for path in paths:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if args.fresh:
+                    path.unlink(missing_ok=True)
+        world.barrier()
+        yield world
 
 
 def _check(args, world) -> None:

