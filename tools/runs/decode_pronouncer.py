@@ -25,7 +25,7 @@ import time
 from proof.runtime import split_fingerprint
 from tools import ROOT
 from tools.numerics import numeric_mode
-from tools.runs import write_json
+from tools.runs import error_rates, write_json
 from utils import pronunciation as pr
 from utils.pronouncer import STORED_PRONOUNCER, load_pronouncer
 from utils.splices import best_reference_scores, splice
@@ -190,6 +190,10 @@ def main(argv=None) -> None:
         for i, c in enumerate(codes)
         if has(c, "greedy_splice") and has(c, "beam_right")
     ]
+    rates = {
+        "greedy": error_rates(greedy, refs),
+        "beam": error_rates(beam, refs),
+    }
     data = {
         "split": split_fingerprint(),
         "model_sha256": model_hash(),
@@ -198,14 +202,7 @@ def main(argv=None) -> None:
         "beam_size": BEAM,
         "bits": BITS,
         "digits": DIGITS,
-        "wer": {
-            "greedy": pr.word_error_rate(greedy, refs, stress=STRESS),
-            "beam": pr.word_error_rate(beam, refs, stress=STRESS),
-        },
-        "per": {
-            "greedy": pr.phoneme_error_rate(greedy, refs, stress=STRESS),
-            "beam": pr.phoneme_error_rate(beam, refs, stress=STRESS),
-        },
+        **{m: {k: r[m] for k, r in rates.items()} for m in ("wer", "per")},
         "differ": sum(g != b for g, b in zip(greedy, beam)),
         "fixes": fixes,
         "breaks": breaks,

@@ -26,28 +26,25 @@ import torch
 
 from tools import ROOT
 from tools.runs import pronouncer_ensemble
+from tools.runs import train_pronouncer as tp
 from utils.batches import encode_batch, group_pairs
 from utils.ensemble import Ensemble, distill_loss, pair_key
 from utils.pronouncer import train_pronouncer
 from utils.training import threads
 
 WORK = ROOT / "_build" / "pronouncer"  # where train_pronouncer's runs are
-FIRST = tuple(f"s{seed}" for seed in range(7))  # the first recipe's seeds
+FIRST = range(7)  # the first recipe's seeds: the teachers
 TABLE = WORK / "teacher_s0-6.pt"
 HEAD = ROOT / "book" / "data" / "pronouncer_teacher_head.pt"
 HEAD_STEPS = 2  # the steps a replay retrains
 
 
-def members(names) -> list:
-    """The first recipe's runs named ``s{k}`` (seed k), loaded."""
-    return pronouncer_ensemble.members([int(n[1:]) for n in names])
-
-
 @torch.no_grad()
-def teacher_table(pairs, vocabs, names=FIRST) -> dict[bytes, torch.Tensor]:
-    """Each pair's key -> the ensemble's probabilities of every target
-    position, teacher-forced: ``(len(target) + 1, V)`` fp16 (EOS last)."""
-    ensemble = Ensemble(members(names)).eval()
+def teacher_table(pairs, vocabs, members) -> dict[bytes, torch.Tensor]:
+    """Each pair's key -> the probabilities of ``members``' ensemble at
+    every target position, teacher-forced: ``(len(target) + 1, V)`` fp16
+    (EOS last)."""
+    ensemble = Ensemble(members).eval()
     pads = (vocabs[0].pad_id, vocabs[1].pad_id)
     table = {}
     for group in group_pairs(pairs, 500, seed=None):
@@ -73,8 +70,6 @@ class _Reading:
 def head(recipe: str, steps: int = HEAD_STEPS) -> dict:
     """The rows the first ``steps`` of ``recipe`` (seed 0) read, from the
     full table -> ``{"recipe", "steps", "rows"}`` (as ``HEAD`` stores)."""
-    from tools.runs import train_pronouncer as tp
-
     cfg = tp.RECIPES[recipe]
     _, splits, vocabs = tp.data()
     pads = (vocabs[0].pad_id, vocabs[1].pad_id)
@@ -82,23 +77,21 @@ def head(recipe: str, steps: int = HEAD_STEPS) -> dict:
     loss = distill_loss(
         reading, tp.DISTILLED[recipe], cfg.label_smoothing, pads
     )
-    with threads(1):
-        train_pronouncer(
-            cfg, splits, vocabs, progress=False, stop_after=steps, loss=loss
-        )
+    train_pronouncer(
+        cfg, splits, vocabs, progress=False, stop_after=steps, loss=loss
+    )
     return {"recipe": recipe, "steps": steps, "rows": reading.read}
 
 
 def main(args) -> None:
-    from tools.runs.train_pronouncer import data
-
     if args.head:
         torch.save(head(args.head), HEAD)
         print(f"{HEAD}: {HEAD.stat().st_size} bytes")
         return
-    _, splits, vocabs = data()
+    _, splits, vocabs = tp.data()
     with threads(1):
-        table = teacher_table(splits["train"], vocabs)
+        teachers = pronouncer_ensemble.members(FIRST)
+        table = teacher_table(splits["train"], vocabs, teachers)
     TABLE.parent.mkdir(parents=True, exist_ok=True)
     torch.save(table, TABLE)
     print(f"{len(table)} pairs -> {TABLE}")

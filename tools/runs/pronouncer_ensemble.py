@@ -1,21 +1,18 @@
-"""Chapter 8's ensemble: the stored recipe trained on several seeds, and
+"""Chapter 8's ensemble: the first recipe trained on several seeds, and
 the pronouncer that averages their probabilities, scored on the test words.
 
     python -m tools.runs.train_pronouncer --seed 1   # ... one run per member
-    python -m tools.runs.pronouncer_ensemble         # writes the JSON
+    python -m tools.runs.pronouncer_ensemble --seeds 0 1 2 3 4 5 6
 
-It restarts itself in the portable numeric mode and runs on one thread,
-deterministically. Seed 0 is the stored pronouncer (``book/data/
-pronouncer.pt``); seed s is ``book/data/pronouncer_seeds/s{s}/``. Every
-member is scored alone, greedy, on the 12,000 test words and the 2,000
-validation words; so are ensembles of 2, 4, ... members (disjoint groups of
-seeds in order, each group once, so each size has its spread) and the whole
-ensemble. The whole ensemble's outcome on each test word (right or not)
-is stored as one character per word, so the chapter, decoding the first
-``BLOCK`` test words the same way, must find the same outcomes exactly.
-``book/data/pronouncer_ensemble.json`` also keeps the split's fingerprint
-and each member's SHA-256, which ``tests/test_pronouncer_ensemble.py``
-compares with today's files.
+Seed s is ``book/data/pronouncer_seeds/s{s}/``. Every member is scored
+alone, greedy, on the 12,000 test words and the 2,000 validation words; so
+are ensembles of 2, 4, ... members (disjoint groups of seeds in order, so
+each size has its spread) and the whole ensemble, whose outcome on each test
+word (right or not) is stored as one character per word: the chapter,
+decoding the first ``BLOCK`` test words the same way, must find the same
+outcomes exactly. The JSON also keeps the split's fingerprint and each
+member's SHA-256, which ``tests/test_pronouncer_ensemble.py`` compares with
+today's files.
 """
 
 from __future__ import annotations
@@ -24,10 +21,10 @@ import argparse
 import json
 import time
 
-from tools.numerics import numeric_mode
-
 from proof.runtime import split_fingerprint
 from tools import ROOT
+from tools.numerics import numeric_mode
+from tools.runs import error_rates, write_json
 from tools.runs.decode_pronouncer import model_hash, references
 from utils import pronunciation as pr
 from utils.ensemble import Ensemble
@@ -39,8 +36,7 @@ STRESS, BLOCK = False, 500  # as chapter 9's decoding study
 
 
 def member_path(seed: int):
-    """Where the first recipe's run of ``seed`` is (``tools/runs/
-    train_pronouncer.py --seed``)."""
+    """The first recipe's run of ``seed`` (``train_pronouncer --seed``)."""
     return SEEDS_DIR / f"s{seed}" / "pronouncer.pt"
 
 
@@ -64,19 +60,8 @@ def score(model, entries) -> dict:
     """Greedy WER and PER of ``model`` (multi-reference), and which words
     it gets right."""
     hyps, refs = pronounce(model, entries), references(entries)
-    return {
-        "wer": pr.word_error_rate(hyps, refs, stress=STRESS),
-        "per": pr.phoneme_error_rate(hyps, refs, stress=STRESS),
-        "right": "".join("1" if h in r else "0" for h, r in zip(hyps, refs)),
-    }
-
-
-def groups(seeds, size: int) -> list[list[int]]:
-    """Disjoint groups of ``size`` seeds, in order (the rest left out)."""
-    return [
-        list(seeds[i : i + size])
-        for i in range(0, len(seeds) - size + 1, size)
-    ]
+    right = "".join("1" if h in r else "0" for h, r in zip(hyps, refs))
+    return {**error_rates(hyps, refs), "right": right}
 
 
 def main(argv=None) -> None:
@@ -92,8 +77,9 @@ def main(argv=None) -> None:
     rows = []
     with threads(1):
         loaded = dict(zip(seeds, members(seeds)))
-        for size in sizes:
-            for group in groups(seeds, size):
+        for size in sizes:  # disjoint groups in order, the rest left out
+            for i in range(0, len(seeds) - size + 1, size):
+                group = seeds[i : i + size]
                 model = Ensemble([loaded[s] for s in group])
                 start = time.process_time()
                 test = score(model, split["test"])
@@ -119,7 +105,7 @@ def main(argv=None) -> None:
         "block": BLOCK,
         "rows": rows,
     }
-    OUT.write_text(json.dumps(data, indent=1) + "\n")
+    write_json(OUT, data)
     print("wrote", OUT)
 
 

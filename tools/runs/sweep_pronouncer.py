@@ -21,7 +21,7 @@ import sys
 import time
 
 from tools import ROOT
-from tools.runs import table_rows, write_table
+from tools.runs import error_rates, table_rows, write_table
 from tools.runs.decode_pronouncer import references
 from tools.runs.probe_pronouncer import BASE
 from tools.runs.train_pronouncer import STRESS
@@ -47,11 +47,7 @@ BEAM, N_SAMPLES, TEMPERATURES = 4, 10, (0.5, 1.0, 1.5)
 
 
 def scores(hyps, entries) -> dict:
-    refs = [p for _, p in entries]
-    return {
-        "wer": round(pr.word_error_rate(hyps, refs, stress=STRESS), 5),
-        "per": round(pr.phoneme_error_rate(hyps, refs, stress=STRESS), 5),
-    }
+    return error_rates(hyps, [p for _, p in entries], digits=5)
 
 
 def decoding(model, test) -> dict:
