@@ -133,23 +133,19 @@ def best_on_valid(rows: list[dict]) -> int:
     return min(rows, key=lambda row: row["valid"])["order"]
 
 
-def char_rows(texts: dict[str, str], modified: bool = False) -> list[dict]:
-    """The character n-grams (``modified``: modified Kneser-Ney, all three
-    discounts of each order; else the one of each)."""
+def char_rows(texts: dict[str, str], modified: bool = False):
+    """The character n-grams: plain Kneser-Ney, one discount per order (a
+    list of rows), or modified, three (the rows and the best order)."""
     rows = order_rows(
         MKN_ORDERS if modified else ORDERS,
         lambda n: ngram.char_model(texts["train"], n, modified=modified),
         lambda model, s: ngram.text_bits(model, texts[s]),
     )
-    if not modified:  # one discount per order
-        for row in rows:
-            row["discounts"] = [lv[0] for lv in row["discounts"]]
+    if modified:
+        return {"rows": rows, "best_on_valid": best_on_valid(rows)}
+    for row in rows:
+        row["discounts"] = [lv[0] for lv in row["discounts"]]
     return rows
-
-
-def char_mkn_rows(texts: dict[str, str]) -> dict:
-    rows = char_rows(texts, modified=True)
-    return {"rows": rows, "best_on_valid": best_on_valid(rows)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -173,16 +169,9 @@ def bpe_mkn_rows(texts: dict[str, str]) -> dict:
     }
 
 
-def held_out_plays() -> dict[str, dict[str, str]]:
-    works = sh.load_works()
-    names = {"valid": sh.VALID_WORKS, "test": sh.TEST_WORKS}
-    return {s: {n: works[n] for n in names[s]} for s in HELD_OUT}
-
-
-def ppmd_row(prime: str, plays: dict, order: int) -> dict:
+def ppmd_row(prime: str, plays: dict, texts: list, order: int) -> dict:
     """One order: each play's bits after the prime and alone; per split,
     the plays' bits over their characters."""
-    texts = [t for s in HELD_OUT for t in plays[s].values()]
     names = [n for s in HELD_OUT for n in plays[s]]
     primed = dict(zip(names, ppmd.primed_bits(prime, texts, order)))
     alone = dict(zip(names, ppmd.primed_bits("", texts, order)))
@@ -197,12 +186,11 @@ def ppmd_row(prime: str, plays: dict, order: int) -> dict:
     return row
 
 
-def ppmd_checks(prime: str, plays: dict, best: int) -> dict:
+def ppmd_checks(prime: str, plays: dict, texts: list, best: int) -> dict:
     """The memory never fills (a restart would change the bytes): the same
     streams at 256 MiB as at ``ppmd.MEMORY``, at the chosen order and the
     highest; and the chosen order's stream of the prime and The Tempest
     decodes back to them."""
-    texts = [t for s in HELD_OUT for t in plays[s].values()]
     same, streams = {}, {}
     for order in dict.fromkeys((best, PPMD_ORDERS[-1])):
         streams[order] = ppmd.primed_streams(prime, texts, order)
@@ -221,9 +209,11 @@ def ppmd_checks(prime: str, plays: dict, best: int) -> dict:
 def ppmd_rows(texts: dict[str, str]) -> dict:
     import pyppmd
 
-    prime = texts["train"] + sh.SEPARATOR
-    plays = held_out_plays()
-    rows = [ppmd_row(prime, plays, order) for order in PPMD_ORDERS]
+    prime, works = texts["train"] + sh.SEPARATOR, sh.load_works()
+    names = {"valid": sh.VALID_WORKS, "test": sh.TEST_WORKS}
+    plays = {s: {n: works[n] for n in names[s]} for s in HELD_OUT}
+    texts = [t for s in HELD_OUT for t in plays[s].values()]
+    rows = [ppmd_row(prime, plays, texts, n) for n in PPMD_ORDERS]
     best = best_on_valid(rows)
     return {
         "pyppmd": pyppmd.__version__,
@@ -234,7 +224,7 @@ def ppmd_rows(texts: dict[str, str]) -> dict:
         "chars": {s: {n: len(t) for n, t in plays[s].items()} for s in plays},
         "rows": rows,
         "best_on_valid": best,
-        **ppmd_checks(prime, plays, best),
+        **ppmd_checks(prime, plays, texts, best),
     }
 
 
@@ -297,7 +287,7 @@ def main() -> None:
     out = {"numeric_mode": numeric_mode.stamp(), "data": sh.fingerprint()}
     tables = [  # (key in the file, what makes it), in the order they run
         ("char_kn", char_rows),
-        ("char_mkn", char_mkn_rows),
+        ("char_mkn", functools.partial(char_rows, modified=True)),
         ("word_bigram", word_rows),
         ("bpe", bpe_rows),
         ("bpe_vs_hf", hf_rows),
