@@ -98,7 +98,7 @@ SUPPORT = {"checks.py", "__init__.py", "plotting.py"}
 # in runs/ (the split's fingerprint to proof.runtime; the G2P baselines
 # merged, sharing their helpers), 59 more by the trainers' shared start.
 TOOLS_FOLDERS = {"editions", "runs", "numerics", "budgets"}
-TOOLS_TOP = {"__init__.py", "fingerprint.py", "ddp_gpt.py"}
+TOOLS_TOP = {"__init__.py", "fingerprint.py"}
 TOOLS_LINES = 9_242
 
 
@@ -106,7 +106,7 @@ def test_tools_by_role_within_budget():
     tools = ROOT / "tools"
     folders = {p.parent.name for p in tools.glob("*/__init__.py")}
     assert folders == TOOLS_FOLDERS
-    assert {p.name for p in tools.glob("*.py")} <= TOOLS_TOP
+    assert {p.name for p in tools.glob("*.py")} == TOOLS_TOP
     readme = (ROOT / "README.md").read_text()
     for name in TOOLS_FOLDERS:
         assert f"\ntools/{name}/ " in readme, f"README's layout: tools/{name}/"
