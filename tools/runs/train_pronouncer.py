@@ -7,7 +7,7 @@ CMUdict benchmarks score it).
     python -m tools.runs.train_pronouncer --seed 3  # the first recipe, seed 3
     python -m tools.runs.train_pronouncer --minutes 20  # stop after 20 min...
     python -m tools.runs.train_pronouncer --minutes 20  # ...and go on
-    python -m tools.runs.train_pronouncer --steps 300 --out /tmp/p  # a test
+    python -m tools.runs.train_pronouncer --recipe t128 --minutes 1 --work /tmp/p
 
 ``--recipe`` trains one of ``RECIPES`` (the field's recipes and their
 pilots, issue 58) and appends its row to ``RECIPE_ROWS``; ``--store`` makes
