@@ -91,8 +91,12 @@ def toc_notebooks() -> list[pathlib.Path]:
 
 def notebook_args(argv: list[str], flag: str) -> tuple[list, bool]:
     """The notebooks a command names (none: every chapter of _toc.yml) and
-    whether ``flag`` is among its arguments."""
+    whether ``flag`` is among them (anything else stops it)."""
     pages = [pathlib.Path(p).resolve() for p in argv if p != flag]
+    if bad := [
+        p.name for p in pages if not p.match("*.ipynb") or not p.is_file()
+    ]:
+        raise SystemExit(f"not notebooks: {bad}; usage: [{flag}] [X.ipynb]")
     return pages or toc_notebooks(), flag in argv
 
 
