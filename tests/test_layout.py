@@ -96,10 +96,11 @@ SUPPORT = {"checks.py", "__init__.py", "plotting.py"}
 # any file in tools/ (24 lines: a warm make test after an edit to a chapter's
 # tool reran them, 15 minutes); then 92 lines fewer in editions/, 40 and 113
 # in runs/ (the split's fingerprint to proof.runtime; the G2P baselines
-# merged), 59 by the trainers' shared start; +4: bad notebook names refused.
+# merged), 59 by the trainers' shared start; +17: bad notebook names refused,
+# two long functions split again.
 TOOLS_FOLDERS = {"editions", "runs", "numerics", "budgets"}
 TOOLS_TOP = {"__init__.py", "fingerprint.py"}
-TOOLS_LINES = 9_246
+TOOLS_LINES = 9_259
 
 
 def test_tools_by_role_within_budget():

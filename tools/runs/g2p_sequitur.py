@@ -101,35 +101,42 @@ def swig_version() -> str:
     return next(line.split()[-1] for line in head if "Version" in line)
 
 
-def train(order: int, again: bool) -> None:
-    """One order, in this (child) process: Sequitur's ``g2p.py`` recipe
-    (from the stored model of the order before), scored, stored; ``again``:
-    an order already stored whose model is gone (another machine)."""
+def fit(order: int, sample: list) -> tuple:
+    """Sequitur's ``g2p.py`` recipe for ``order`` on ``sample``, from the
+    stored model of the order before: (model, its new file, seconds)."""
     import optparse
 
     import numpy
     import SequiturTool
-    from sequitur import Translator
 
     # the package calls numpy.sometrue (from order 2), which NumPy 2.0
     # removed, though it requires numpy>=2: the alias it was
     numpy.sometrue = numpy.any
-    split = pr.split_words()
-    pairs = pr.to_pairs(split["train"], stress=False)
-    sample = [(tuple(letters), tuple(p)) for letters, p in pairs]
     parser = optparse.OptionParser()
     SequiturTool.addTrainOptions(parser)
     paths = {f"model-{order - 1}": str(model_path(order - 1))}
     paths[f"model-{order}"] = str(model_path(order)) + ".part"
     options, _ = parser.parse_args([paths.get(a, a) for a in command(order)])
     random.seed(SEED)
-    log = open(model_dir() / f"train-{order}.log", "w")
-    wall, cpu = time.perf_counter(), time.process_time()
-    model = SequiturTool.procureModel(options, lambda _: sample, log=log)
-    log.close()
+    wall = time.perf_counter()
+    with open(model_dir() / f"train-{order}.log", "w") as log:
+        model = SequiturTool.procureModel(options, lambda _: sample, log=log)
     if not model:
         raise RuntimeError(f"order {order} failed: see {log.name}")
-    train_wall = time.perf_counter() - wall
+    return model, options.newModelFile, time.perf_counter() - wall
+
+
+def train(order: int, again: bool) -> None:
+    """One order, in this (child) process: trained (``fit``), scored,
+    stored; ``again``: an order already stored whose model is gone
+    (another machine)."""
+    from sequitur import Translator
+
+    split = pr.split_words()
+    pairs = pr.to_pairs(split["train"], stress=False)
+    sample = [(tuple(letters), tuple(p)) for letters, p in pairs]
+    cpu = time.process_time()
+    model, new_file, train_wall = fit(order, sample)
     out = {
         "made_by": "tools/runs/g2p_sequitur.py",
         "tool": "sequitur-g2p",
@@ -141,7 +148,7 @@ def train(order: int, again: bool) -> None:
             "pronunciations": len(sample),
             "seconds": round(train_wall, 1),
             "cpu_seconds": round(time.process_time() - cpu, 1),
-            "model_bytes": Path(options.newModelFile).stat().st_size,
+            "model_bytes": Path(new_file).stat().st_size,
         },
     }
     translator = Translator(model)
@@ -166,7 +173,7 @@ def train(order: int, again: bool) -> None:
         for part in ("valid", "test"):
             if out[part]["wrong"] != stored[part]["wrong"]:
                 raise SystemExit(f"order {order} made again differs ({part})")
-    os.replace(options.newModelFile, model_path(order))
+    os.replace(new_file, model_path(order))
     if not again:
         done = entries(data)[: order - 1]
         out["train"]["seconds_all_orders"] = round(

@@ -7,7 +7,7 @@ CMUdict benchmarks score it).
     python -m tools.runs.train_pronouncer --seed 3  # the first recipe, seed 3
     python -m tools.runs.train_pronouncer --minutes 20  # stop after 20 min...
     python -m tools.runs.train_pronouncer --minutes 20  # ...and go on
-    python -m tools.runs.train_pronouncer --recipe t128 --minutes 1 --work /tmp/p
+    python -m tools.runs.train_pronouncer --recipe t128 --minutes 1 --work /tmp
 
 ``--recipe`` trains one of ``RECIPES`` (the field's recipes and their
 pilots, issue 58) and appends its row to ``RECIPE_ROWS``; ``--store`` makes
@@ -259,28 +259,10 @@ def held_out(model, split, stress=STRESS) -> dict:
     return {"valid": valid, "test": test}
 
 
-def run_recipe(args, world, checkpoint) -> None:
-    """One run of ``RECIPES[args.recipe]`` on ``args.seed``, resumable; once
-    complete, its row (its settings and curves, the scores of its fp16
-    weights) joins ``RECIPE_ROWS``."""
-    cfg = dataclasses.replace(RECIPES[args.recipe], seed=args.seed)
-    name, work = checkpoint.stem, checkpoint.parent
-    stress = args.recipe in TRAINED_WITH_STRESS
-    kept = (cfg.steps - i * EPOCH for i in range(AVERAGED))  # last first
-    snapshots = {s: work / f"{name}_step{s}.pt" for s in kept}
-
-    def keep(model, step, loss):  # a full run's last epochs' weights
-        if args.recipe in FULL and step in snapshots and not world.rank:
-            torch.save(model.state_dict(), snapshots[step])
-
-    alpha = DISTILLED.get(args.recipe, 0.0)
-    split, vocabs, model, h = run(
-        cfg, checkpoint, args, world, stress, [keep], alpha
-    )
-    if world.rank != 0:
-        return
+def curves_row(name, args, cfg, model, h, world, stress, alpha) -> dict:
+    """A recipe run's row before it is scored: its settings and curves."""
     done, every = len(h["train_loss"]), cfg.eval_every
-    row = {
+    return {
         "run": name,
         "recipe": args.recipe,
         "seed": args.seed,
@@ -303,6 +285,30 @@ def run_recipe(args, world, checkpoint) -> None:
             for i in range(0, done, every)
         ],
     }
+
+
+def run_recipe(args, world, checkpoint) -> None:
+    """One run of ``RECIPES[args.recipe]`` on ``args.seed``, resumable; once
+    complete, its row (its settings and curves, the scores of its fp16
+    weights) joins ``RECIPE_ROWS``."""
+    cfg = dataclasses.replace(RECIPES[args.recipe], seed=args.seed)
+    name, work = checkpoint.stem, checkpoint.parent
+    stress = args.recipe in TRAINED_WITH_STRESS
+    kept = (cfg.steps - i * EPOCH for i in range(AVERAGED))  # last first
+    snapshots = {s: work / f"{name}_step{s}.pt" for s in kept}
+
+    def keep(model, step, loss):  # a full run's last epochs' weights
+        if args.recipe in FULL and step in snapshots and not world.rank:
+            torch.save(model.state_dict(), snapshots[step])
+
+    alpha = DISTILLED.get(args.recipe, 0.0)
+    split, vocabs, model, h = run(
+        cfg, checkpoint, args, world, stress, [keep], alpha
+    )
+    if world.rank != 0:
+        return
+    row = curves_row(name, args, cfg, model, h, world, stress, alpha)
+    done = row["steps_done"]
     if done == cfg.steps:
         if args.recipe in FULL:
             stored, half, row["averaged"] = averaged(
