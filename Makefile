@@ -6,13 +6,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-requirements
 NB     ?= book/*.ipynb
 
-.PHONY: help venv book serve test unit notebooks browser robust baseline sequitur rescore refresh format new-chapter zh-notebooks colab link-terms translations torch-matrix freeze clean
+.PHONY: help venv book serve test unit notebooks browser screenshots robust baseline sequitur rescore refresh format new-chapter zh-notebooks colab link-terms translations torch-matrix freeze clean
 
 help:
 	@echo "make book     build both editions: English into _build/html, Chinese into _build/html/zh (strict)"
 	@echo "make test     unit tests + nbval over every notebook in _toc.yml + strict site build"
 	@echo "make serve    serve _build/html on http://localhost:8000"
-	@echo "make browser  build the site and check every page in headless Chromium (screenshots in _build/screenshots)"
+	@echo "make browser  build the site and check every page in headless Chromium"
+	@echo "make screenshots  the same checks, saving each page's screenshot to _build/screenshots"
 	@echo "make robust   run every chapter natively (every core, its own ISA) with another seed; fail on any error"
 	@echo "make baseline install phonetisaurus and train it on the pronouncer's split: book/data/g2p_baseline.json,"
 	@echo "              and Balacoon's settings: book/data/g2p_baselines.json, which names the best (minutes)"
@@ -99,6 +100,12 @@ notebooks: $(STAMP)
 browser: $(STAMP)
 	$(BIN)/python -m pytest tests/test_book.py tests/test_browser.py tests/test_phone.py \
 	  tests/test_live_pronouncer.py tests/test_live_gpt.py tests/test_translations.py tests/test_zh_notebooks.py
+
+# The browser tests of every page and of the live pages, saving a full-page screenshot of
+# each to _build/screenshots/ (make test skips the screenshots).
+screenshots: $(STAMP)
+	COURSE_SCREENSHOTS=1 $(BIN)/python -m pytest tests/test_browser.py \
+	  tests/test_live_pronouncer.py tests/test_live_gpt.py
 
 # The Colab notebooks (colab/book/*.ipynb, colab/zh/book/*.ipynb: what the site's Colab
 # buttons open): the English and Chinese notebooks with their MyST rendered as plain

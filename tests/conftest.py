@@ -161,10 +161,12 @@ def open_page(new_context):
 @pytest.fixture(scope="session")
 def screenshot():
     """screenshot(page, name): the whole page as _build/screenshots/
-    name.jpeg (JPEG: encoding a 1280 x 30000 px page as PNG takes seconds
-    longer)."""
+    name.jpeg, when COURSE_SCREENSHOTS=1 (``make screenshots``; a page's
+    shot costs about 2 s, most of its test; JPEG: as PNG, seconds more)."""
 
     def shoot(page, name: str) -> None:
+        if os.environ.get("COURSE_SCREENSHOTS") != "1":
+            return
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(
             path=SHOTS / f"{name}.jpeg",
