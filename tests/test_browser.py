@@ -12,7 +12,8 @@ of U+0378). A Chinese page shows none of the theme's English strings that
 the edition translates, and no other English in its header, footer,
 buttons, menus, tooltips, labels or alt text (file types, "Ctrl", licence
 and brand names excepted); the same probe finds them on the English pages,
-so it is known to see them. Screenshots go to _build/screenshots/."""
+so it is known to see them. Screenshots (make screenshots) go to
+_build/screenshots/."""
 
 from __future__ import annotations
 
@@ -241,27 +242,3 @@ def _colab_problems(page: str, links: list[str]) -> list[str]:
         if made.get("language") != "zh":
             problems.append(f"{notebook} is not a Chinese notebook: {made}")
     return problems
-
-
-def test_colab_links_open_the_notebook_in_the_page_language(
-    contexts, site_url
-):
-    """Every chapter, both editions: the Colab button's link, read from the
-    rendered page, opens colab/book/NN_name.ipynb on an English page and
-    colab/zh/book/NN_name.ipynb on a Chinese one."""
-    context, _ = contexts["desktop"]
-    chapters = [f for f in toc_files() if _is_chapter(f)]
-    assert chapters, "no chapters in _toc.yml"
-    problems = []
-    for page in [*chapters, *(f"zh/{f}" for f in chapters)]:
-        browser_page = context.new_page()
-        try:
-            browser_page.goto(f"{site_url}/{page}.html", wait_until="load")
-            links = browser_page.eval_on_selector_all(
-                "a[href*='colab.research.google.com']",
-                "els => els.map((a) => a.getAttribute('href'))",
-            )
-        finally:
-            browser_page.close()
-        problems += [f"{page}: {p}" for p in _colab_problems(page, links)]
-    assert not problems, "\n".join(problems)
