@@ -79,6 +79,14 @@ def one_thread():
         yield
 
 
+def pytest_configure(config):
+    # pytest-xdist's loadscope would hand out files by their number of
+    # tests, a notebook of 90 quick cells before a file of one long test:
+    # it keeps the order below instead
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config, items):
     """The long files first (every notebook, and each test file with a test
     marked slow), the quick ones after: the two workers of ``make test``

@@ -15,7 +15,7 @@ import pytest
 
 from tools import ROOT
 
-pytestmark = pytest.mark.slow  # four launches, each starting torch
+pytestmark = pytest.mark.slow  # five launches, each starting torch
 
 
 def run(tmp_path, name: str, procs: int, *flags: str) -> dict:
@@ -28,22 +28,29 @@ def run(tmp_path, name: str, procs: int, *flags: str) -> dict:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """One process all the way; each mode stopped after 3 of the 6 steps
+    and resumed in the other."""
     tmp = tmp_path_factory.mktemp("ddp")
-    got = {"one": run(tmp, "one", 1), "two": run(tmp, "two", 2)}
+    got = {"one": run(tmp, "one", 1)}
     for first, then in ((2, 1), (1, 2)):
         ckpt = str(tmp / f"from{first}.pt")
-        run(tmp, "stop", first, "--checkpoint", ckpt, "--stop-after", "3")
+        stop = ("--checkpoint", ckpt, "--stop-after", "3")
+        got[f"stop{first}"] = run(tmp, f"stop{first}", first, *stop)
         got[f"{first}to{then}"] = run(tmp, "go", then, "--checkpoint", ckpt)
     return got
 
 
 def test_two_processes_equal_one(runs):
-    one, two = runs["one"], runs["two"]
-    assert (one["processes"], two["processes"]) == (1, 2)
+    """Two processes make steps 1-3 of the first crossing, steps 4-6 (the
+    uneven last batch) and the last scores of the second."""
+    one, head, tail = runs["one"], runs["stop2"], runs["1to2"]
+    assert [r["processes"] for r in (one, head, tail)] == [1, 2, 2]
     assert len(one["train_loss"]) == one["config"]["steps"] == 6
-    assert one["train_loss"] == two["train_loss"]  # every step's loss
-    assert one["valid_loss"] == two["valid_loss"]
-    assert one["weights_sha256"] == two["weights_sha256"]
+    assert head["train_loss"] == one["train_loss"][:3]
+    assert head["valid_loss"] == one["valid_loss"][:1]  # at step 3
+    assert tail["train_loss"][3:] == one["train_loss"][3:]
+    assert tail["valid_loss"][1:] == one["valid_loss"][1:]  # at step 6
+    assert tail["weights_sha256"] == one["weights_sha256"]
     # it trained: the loss fell, the rate rose and fell
     assert one["train_loss"][-1] < one["train_loss"][0]
     assert max(one["lr"]) == one["config"]["peak_lr"] > one["lr"][-1]

@@ -4,6 +4,7 @@
     python -m tools.runs.train_gpt --procs 2 --minutes 20  # stop; again: on
     python -m tools.runs.train_gpt --recipe lr1e3 --procs 2  # a pilot
     python -m tools.runs.train_gpt --dynamic --procs 2  # dynamic evaluation
+    python -m tools.runs.train_gpt --batches  # the test score, batch by batch
     python -m tools.runs.train_gpt --speed  # 1 and 2 processes, idle machine
     python -m tools.runs.train_gpt --recipe tiny --out /tmp/g --fresh
 
@@ -42,7 +43,7 @@ from tools.runs import ddp, fp16, read_rows, shortest, write_json, write_rows
 from utils import bpe, shakespeare
 from utils.copying import SpanIndex
 from utils.gpt import GPT, GPTConfig, load_gpt, num_parameters
-from utils.stream_scoring import dynamic_nats, stream_nats
+from utils.stream_scoring import dynamic_nats, score_windows, stream_nats
 from utils.layers import evaluating
 from utils.parallel import DataParallel, Resumable, World, split_parts
 from utils.training import adamw, linear_scheduler, train
@@ -380,6 +381,39 @@ def dynamic(path=DATA / "ch11_gpt.pt", procs: int = 2) -> dict:
     return out
 
 
+def batch_nats(model, merges, which=None, batch: int = 16) -> dict:
+    """``{b: nats}``: the test score's batches of ``batch`` windows (all, or
+    the indices in ``which``), each scored alone from the tokens its windows
+    read; summed in order, the whole stream's ``stream_nats``, bit for bit."""
+    ids = bpe.encode(shakespeare.split_works("test"), merges)
+    full = torch.tensor(bpe.encode(shakespeare.SEPARATOR, merges) + ids)
+    context = model.config.context
+    stride = context // STRIDE
+    spans = score_windows(len(full), len(full) - len(ids), context, stride)
+    firsts = range(0, len(spans), batch)
+    out = {}
+    for b in range(len(firsts)) if which is None else which:
+        group = spans[firsts[b] : firsts[b] + batch]
+        (start, _, done), end = group[0], group[-1][1]
+        head, tail = full[start:done], full[done:end]
+        out[b] = stream_nats(model, tail, head, stride, batch)
+    return out
+
+
+def store_batch_nats(path=DATA / "ch11_gpt.pt") -> dict:
+    """Every batch of ``batch_nats`` -> ``ch11_test_batches.json``, so a
+    test rescores a few instead of the whole stream."""
+    model, merges = load_gpt(path)
+    nats = batch_nats(model, merges)
+    out = {
+        "what": "tools/runs/train_gpt.py --batches: the test score by batch",
+        "numeric_mode": numeric_mode.stamp(),
+        "nats": [nats[b] for b in sorted(nats)],
+    }
+    write_json(DATA / "ch11_test_batches.json", out)
+    return out
+
+
 # a finished pilot's log and rows go to PILOT_ROWS, one row each
 PILOTS = ("lr1e3", "lr2e3", "d96", "d128", "b16")
 PILOT_ROWS = DATA / "ch11_pilots.jsonl"
@@ -415,6 +449,9 @@ def main(args) -> None:
         return
     if args.dynamic:
         print(json.dumps(dynamic(procs=args.procs), indent=1))
+        return
+    if args.batches:
+        print(len(store_batch_nats()["nats"]), "batches stored")
         return
     recipe = dataclasses.replace(RECIPES[args.recipe], seed=args.seed)
     name = args.recipe if not args.seed else f"{args.recipe}_s{args.seed}"
@@ -461,4 +498,5 @@ if __name__ == "__main__":
         "--dynamic", action="store_true", help="dynamic evaluation"
     )
     parser.add_argument("--speed", action="store_true", help="1 vs 2 procs")
+    parser.add_argument("--batches", action="store_true", help="test score")
     main(parser.parse_args())
