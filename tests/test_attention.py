@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from utils.attention import MultiHeadAttention, load_torch_mha_weights
+from utils.attention import AttentionCache, MultiHeadAttention
+from utils.attention import load_torch_mha_weights
 from utils.attention import masked_softmax, scaled_dot_product_attention
 from utils.scoring import AdditiveAttention, BilinearAttention
 from tests.conftest import raises, raising
@@ -261,8 +262,17 @@ ValueError | mask.*\(1, 3, 4, 4\).*\(2, 2, 5, 5\) | CHECK(X, X, X,
     trues(1, 3, 4, 4))
 ValueError | k and v.*\(2, 5, 8\).*\(2, 4, 8\) | CHECK(X, X,
     torch.randn(2, 4, 8))
-ValueError | q must have shape.*8\).*\(2, 5, 6\) | CHECK(torch.randn(2, 5, 6),
-    X, X)
+ValueError | q must have shape \(batch, length, 8\).*\(2, 5, 6\) | CHECK(
+    torch.randn(2, 5, 6), X, X)
+ValueError | k must have shape \(2, length, 8\).*\(2, 5, 6\) | CHECK(X,
+    torch.randn(2, 5, 6), X)
+ValueError | v must have shape \(2, length, 8\).*\(2, 5, 6\) | CHECK(X, X,
+    torch.randn(2, 5, 6))
+ValueError | mask is on meta, what it masks on cpu | CHECK(X, X, X,
+    trues(1, 1, 5, 5).to("meta"))
+ValueError | key_padding_mask is on meta | CHECK(X, X, X,
+    key_padding_mask=trues(2, 5).to("meta"))
+TypeError | cache must be | CHECK(X, X, X, cache="no")
 ValueError | k and v.*\(2, 6, 4\).*\(2, 5, 4\) | SDPA(Q, torch.randn(2, 6, 4),
     torch.randn(2, 5, 4))
 ValueError | q and k.*\(2, 3, 4\).*\(2, 6, 5\) | SDPA(Q, torch.randn(2, 6, 5),
@@ -302,6 +312,8 @@ TypeError | dropout must be a real number | SDPA(Q, Q, Q,
 ValueError | dropout must be in \[0.0, 1.0\), got 1.0 | SDPA(Q, Q, Q,
     dropout=1.0)
 TypeError | d_model must be an int, got float 8.0 | MultiHeadAttention(8.0, 2)
+ValueError | d_model must be an int >= 1, got 0 | MultiHeadAttention(0, 2)
+TypeError | bias must be a bool | MultiHeadAttention(8, 2, bias=1)
 TypeError | num_heads must be an int | MultiHeadAttention(8, True)
 TypeError | dropout must be a real number | MultiHeadAttention(8, 2,
     dropout="0.1")
@@ -319,6 +331,25 @@ ValueError | \(4, 2, True, True\) != ours \(4, 2, True, False\) |
 @pytest.mark.parametrize("call, exc, name", raising(BAD))
 def test_bad_input_names_the_argument_and_shapes(call, exc, name):
     raises(exc, name, eval, call, globals())
+
+
+def test_the_entry_check_counts_the_cached_keys():
+    """With a cache the mask must cover the keys the scores will have: the
+    held ones and the new (self-attention), or only the held ones once a
+    cross-attention (static) cache holds the source's."""
+    mha, step = MultiHeadAttention(8, 2), torch.randn(2, 1, 8)
+    held = AttentionCache()
+    mha(X[:, :3], X[:, :3], X[:, :3], cache=held)  # 3 positions held
+    check = functools.partial(mha.check_inputs, step, step, step, cache=held)
+    check(trues(2, 2, 1, 4))
+    raises(ValueError, r"\(2, 2, 1, 3\) does not", check, trues(2, 2, 1, 3))
+    source, static = torch.randn(2, 5, 8), AttentionCache(static=True)
+    mha(step, source, source, cache=static)  # the source's 5 keys, once
+    check = functools.partial(
+        mha.check_inputs, step, source, source, cache=static
+    )
+    check(trues(2, 2, 1, 5))
+    raises(ValueError, r"\(2, 2, 1, 10\) does not", check, trues(2, 2, 1, 10))
 
 
 def test_dropout_is_a_probability_like_pytorchs_dropout_p():
