@@ -77,13 +77,13 @@ def fp16(model, copy):
     return copy.eval(), half
 
 
-def error_rates(hyps, refs, digits: int | None = None, stress=False) -> dict:
+def error_rates(hyps, refs, digits: int | None = None) -> dict:
     """Greedy WER and PER of ``hyps`` against ``refs`` (multi-reference,
-    scored without stress unless ``stress``), rounded if ``digits``."""
+    scored without stress), rounded if ``digits``."""
     from utils import pronunciation as pr
 
     rates = {"wer": pr.word_error_rate, "per": pr.phoneme_error_rate}
-    out = {k: f(hyps, refs, stress=stress) for k, f in rates.items()}
+    out = {k: f(hyps, refs, stress=False) for k, f in rates.items()}
     if digits is not None:
         out = {k: round(v, digits) for k, v in out.items()}
     return out
