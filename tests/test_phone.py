@@ -3,8 +3,8 @@ Chromium at 390x844 (pixel ratio 2). Weight: a chapter's HTML and images
 at most ``BUDGET_KIB`` (shared, cached scripts and fonts apart). Figure
 text: at least 8 CSS px as shown, from the smallest font size (points) and
 width (inches) ``proof.figures`` records in each image, so ``points *
-shown_width / (72 * width_in)``; an image with no record fails. ``python -m
-tests.test_phone`` prints every page's table from a built ``_build/html``."""
+shown_width / (72 * width_in)``; an image with no record fails. ``pytest -s
+tests/test_phone.py`` prints every page's row."""
 
 from __future__ import annotations
 
@@ -123,6 +123,12 @@ def _is_chapter(page: str) -> bool:
 def test_page_is_light_and_legible(phone, site_url, page):
     m = measure(phone, site_url, page)
     total = m["html"] + m["images"]
+    small = m["smallest"][0] if m["smallest"] else "-"
+    print(  # the page's row (pytest -s)
+        f"{page} | HTML {m['html']:.0f} KiB | images {m['images']:.0f} | "
+        f"total {total:.0f} | smallest {small} px | column "
+        f"{m['column']:.0f} | first load {m['first']:.0f} KiB"
+    )
     if _is_chapter(page):
         budget = HEAVY_KIB.get(page.rsplit("/", 1)[-1], BUDGET_KIB)
         assert total <= budget, (
@@ -136,45 +142,3 @@ def test_page_is_light_and_legible(phone, site_url, page):
             f"{page}: figure {name} shows its smallest text at {px} CSS px "
             f"at 390 px (< {MIN_CSS_PX})"
         )
-
-
-def main() -> None:
-    import functools
-    import http.server
-    import threading
-
-    from tests.conftest import launched_chromium
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    handler = functools.partial(Quiet, directory=str(HTML))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    site = f"http://127.0.0.1:{server.server_address[1]}"
-    with launched_chromium() as chromium:
-        page = chromium.new_context(
-            viewport=PHONE, device_scale_factor=2
-        ).new_page()
-        print("page | HTML KiB | images KiB | total KiB | smallest px")
-        for name in PAGES:
-            if name.endswith("search"):
-                continue
-            m = measure(page, site, name)
-            small = m["smallest"][0] if m["smallest"] else "-"
-            print(
-                f"{name} | {m['html']:.0f} | {m['images']:.0f} | "
-                f"{m['html'] + m['images']:.0f} | {small} | "
-                f"col {m['column']:.0f} | first {m['first']:.0f}"
-                + (
-                    f" | {len(m['unrecorded'])} unrecorded"
-                    if m["unrecorded"]
-                    else ""
-                )
-            )
-    server.shutdown()
-
-
-if __name__ == "__main__":
-    main()
