@@ -100,7 +100,7 @@ SUPPORT = {"checks.py", "__init__.py", "plotting.py"}
 # two long functions split again.
 TOOLS_FOLDERS = {"editions", "runs", "numerics", "budgets"}
 TOOLS_TOP = {"__init__.py", "fingerprint.py"}
-TOOLS_LINES = 9_297
+TOOLS_LINES = 9_301
 
 
 def test_tools_by_role_within_budget():
