@@ -333,6 +333,13 @@ def test_bad_input_names_the_argument_and_shapes(call, exc, name):
     raises(exc, name, eval, call, globals())
 
 
+def test_bias_false_leaves_no_bias_and_nothing_is_recorded_yet():
+    mha = MultiHeadAttention(8, 2, bias=False)
+    names = [name for name, _ in mha.named_parameters()]
+    assert names == ["w_q.weight", "w_k.weight", "w_v.weight", "w_o.weight"]
+    assert mha.last_weights is None  # until a forward records them
+
+
 def test_the_entry_check_counts_the_cached_keys():
     """With a cache the mask must cover the keys the scores will have: the
     held ones and the new (self-attention), or only the held ones once a
