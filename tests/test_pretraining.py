@@ -558,13 +558,17 @@ def test_the_t5_probe_measures_what_the_decoder_reads():
 
 @pytest.mark.exact
 def test_the_t5_probes_replay_their_first_steps():
-    """The stored T5 probes (at the recipe's rate and a quarter of it):
-    their first steps re-run."""
+    """The stored probes (T5's target at the recipe's rate and a quarter of
+    it; T5's and BART's at a quarter on a Pre-Norm stack): their first
+    steps re-run."""
     rows, d, vocab = sw.stored_rows(), sw.data(), pt.span_vocab()
-    for factor in (sw.PROBE_FACTOR, 0.25):
+    for factor, kind, pre in [
+        (sw.PROBE_FACTOR, "t5", False), (0.25, "t5", False),
+        (0.25, "t5", True), (0.25, "bart", True),
+    ]:  # fmt: skip
         _, history = train_pronouncer(
-            sw.ed_config(0, factor), sw.ed_splits(d, 0, False),
+            sw.ed_config(0, factor, pre), sw.ed_splits(d, 0, kind == "bart"),
             progress=False, vocabs=(vocab, vocab), stop_after=sw.REPLAY,
         )  # fmt: skip
         got = [round(x, 5) for x in history["train_loss"]]
-        assert got == rows[sw.probe_name(0, factor)]["losses"]
+        assert got == rows[sw.probe_name(0, factor, kind, pre)]["losses"]

@@ -2,7 +2,7 @@
 
     python -m tools.runs.sweep_ch10 [--seeds 0 1 ...]
     python -m tools.runs.sweep_ch10 --list
-    python -m tools.runs.sweep_ch10 --probe t5 [--factor F] [--seeds 0 ...]
+    python -m tools.runs.sweep_ch10 --probe t5|bart [--pre] [--factor F]
     python -m tools.runs.sweep_ch10 --curve clm [--seeds 0 ...] [--size d128]
     python -m tools.runs.sweep_ch10 --pilot128 [pretrained|scratch] [--seeds 0]
     python -m tools.runs.sweep_ch10 --table128 [pretrained|scratch] --seeds 0 1
@@ -18,7 +18,7 @@ One JSON line per finished run goes to ``book/data/ch10_runs.jsonl``
 (runs already there are skipped: a stopped sweep goes on where it
 stopped; two processes with other seeds may share the file); the seed-0
 models go to ``book/data/ch10_lm_s0.pt`` (fp16). ``--probe t5`` is apart
-from the sweep: the encoder-decoder on T5's own target (``probe_t5``), a
+from the sweep: the encoder-decoder on T5's own target (``probe``), a
 row per seed. ``--curve KIND`` too: the objective's learning curve
 (``curve``), a row per seed in ``CURVES``, beside the count models' bits on
 the same positions (``curve_counts``); its last weights (fp16) stay in
@@ -103,7 +103,7 @@ STARTS = {
 # the encoder-decoder family: the pronouncer's own shape pre-trained on the
 # same spellings, T5's spans hidden, the whole word written back (BART's
 # target: T5's own, the spans alone, did not train at this rate, see
-# probe_t5); as many words seen as the masked LM sees (2,000 x 128), two
+# probe); as many words seen as the masked LM sees (2,000 x 128), two
 # corruptions of each
 ED_STEPS, ED_COPIES = 4000, 2
 KINDS = (*pt.OBJECTIVES, "bart")
@@ -171,11 +171,14 @@ def ed_splits(d: dict, seed: int, whole: bool) -> dict:
     }
 
 
-def ed_config(seed: int, factor: float | None = None):
+def ed_config(seed: int, factor: float | None = None, pre: bool = False):
     """The encoder-decoder's recipe: the fine-tuning one for ``ED_STEPS``,
-    scored on 500 validation sources (``factor``: its rate's, if given)."""
+    scored on 500 validation sources (``factor``: its rate's, if given;
+    ``pre``: on a Pre-Norm stack)."""
     cfg = dataclasses.replace(tune_config(ED_STEPS, seed), n_valid_exact=500)
-    return cfg if factor is None else dataclasses.replace(cfg, factor=factor)
+    if factor is not None:
+        cfg = dataclasses.replace(cfg, factor=factor)
+    return dataclasses.replace(cfg, norm_first=True) if pre else cfg
 
 
 def train_ed(cfg, splits: dict, **kwargs):
@@ -211,14 +214,18 @@ def pretrain_bart(seed: int, d: dict):
 # (its FFNs add a large constant before the last LayerNorm): the decoder
 # has nothing to read, and never learns to. At a quarter of the rate the
 # encoder survives and the decoder reads the source. Each probe row says
-# how much its decoder reads the source, early and at the end.
+# how much its decoder reads the source, early and at the end. ``--pre``:
+# the same on a Pre-Norm stack (chapter 11's), and ``--probe bart`` BART's
+# target at the same settings, to compare the targets on one stack.
 PROBE_FACTOR = 1.0  # the recipe's: the stored probe_t5_s0
 PROBE_EARLY = 150  # a step of the warm-up's end, where the collapse shows
 
 
-def probe_name(seed: int, factor: float) -> str:
-    tag = "" if factor == PROBE_FACTOR else f"_f{factor:g}"
-    return f"probe_t5{tag}_s{seed}"
+def probe_name(seed: int, factor: float, kind="t5", pre=False) -> str:
+    tag = ("_pre" if pre else "") + (
+        "" if factor == PROBE_FACTOR else f"_f{factor:g}"
+    )
+    return f"probe_{kind}{tag}_s{seed}"
 
 
 def source_free_loss(train_pairs, valid_pairs, vocab, smoothing: float):
@@ -290,26 +297,31 @@ def reads_source(model, valid, vocab, smoothing: float) -> dict:
     }
 
 
-def probe_t5(seed: int, d: dict, factor: float = PROBE_FACTOR):
-    """The encoder-decoder pre-trained on T5's target as ``pretrain_bart``
-    trains BART's (``factor``: the rate's), rounded -> ``(model, row)``:
-    what its decoder reads, at the end and after ``PROBE_EARLY`` steps."""
+def probe(seed: int, d: dict, factor=PROBE_FACTOR, kind="t5", pre=False):
+    """The encoder-decoder pre-trained on T5's target (``kind``: or BART's)
+    as ``pretrain_bart`` trains BART's (``factor``: the rate's; ``pre``: on
+    a Pre-Norm stack), rounded -> ``(model, row)``: what its decoder
+    reads, at the end and after ``PROBE_EARLY`` steps."""
     start = time.perf_counter()
-    vocab, splits = pt.span_vocab(), ed_splits(d, seed, False)
-    cfg = ed_config(seed, factor)
+    vocab, splits = pt.span_vocab(), ed_splits(d, seed, kind == "bart")
+    cfg = ed_config(seed, factor, pre)
     model, history = train_ed(cfg, splits)
     pt.round_fp16(model)
     early, _ = train_ed(cfg, splits, stop_after=PROBE_EARLY)
     valid, smoothing = splits["valid"], cfg.label_smoothing
     free = source_free_loss(splits["train"], valid, vocab, smoothing)
+    target = "T5 targets (spans only)" if kind == "t5" else "BART targets"
     return model, {
-        "run": probe_name(seed, factor),
-        "kind": "t5",
+        "run": probe_name(seed, factor, kind, pre),
+        "kind": kind,
         "seed": seed,
         "steps": ED_STEPS,
         "factor": factor,
+        **({"norm_first": True} if pre else {}),
         "loss": r5(history["valid_loss"][-1]),
-        "spans_exact": r5(history["valid_exact"][-1]),
+        ("spans_exact" if kind == "t5" else "words_exact"): r5(
+            history["valid_exact"][-1]
+        ),
         "loss_without_source": r5(free),
         "source": reads_source(model, valid, vocab, smoothing),
         "early": {
@@ -318,20 +330,23 @@ def probe_t5(seed: int, d: dict, factor: float = PROBE_FACTOR):
         },
         **replayed(history["train_loss"]),
         "seconds": round(time.perf_counter() - start, 1),
-        "what": "one run: T5 targets (spans only)"
+        "what": f"one run: {target}"
         + ("" if factor == PROBE_FACTOR else f", rate factor {factor:g}")
+        + (", Pre-Norm" if pre else "")
         + ", not used by the sweep",
     }
 
 
-def run_probe(seeds, factor: float, tune_too: bool = False) -> None:
-    """``probe_t5`` on each seed, stored if new or if the stored row (whose
+def run_probe(seeds, factor, tune_too=False, kind="t5", pre=False) -> None:
+    """``probe`` on each seed, stored if new or if the stored row (whose
     first losses it must replay) lacks a score; ``tune_too``: then the
     pronouncer fine-tuned from it whole, as the ``"bart"`` arm is."""
+    if tune_too and (kind, pre) != ("t5", False):  # the pronouncer's shape
+        raise ValueError("--tune needs the T5 probe on a Post-Norm stack")
     d = data()
     for seed in seeds:
-        done = stored_rows().get(probe_name(seed, factor))
-        model, row = probe_t5(seed, d, factor)
+        done = stored_rows().get(probe_name(seed, factor, kind, pre))
+        model, row = probe(seed, d, factor, kind, pre)
         if done is not None and row["losses"] != done["losses"]:
             raise RuntimeError(f"{row['run']} did not replay its losses")
         if done is None or set(row) - set(done):
@@ -708,7 +723,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="*")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--cost", action="store_true", help="cost_s0 row")
-    parser.add_argument("--probe", choices=("t5",), help="T5's own target")
+    parser.add_argument("--probe", choices=("t5", "bart"), help="a target")
+    parser.add_argument("--pre", action="store_true", help="Pre-Norm probe")
     parser.add_argument("--factor", type=float, default=PROBE_FACTOR,
                         help="the probe's rate factor")  # fmt: skip
     parser.add_argument("--tune", action="store_true",
@@ -727,7 +743,8 @@ def main() -> None:
     if args.cost:
         return store(cost(data()))
     if args.probe:
-        return run_probe(args.seeds or [0], args.factor, args.tune)
+        seeds = args.seeds or [0]
+        return run_probe(seeds, args.factor, args.tune, args.probe, args.pre)
     seeds = list(SEEDS) if args.seeds is None else args.seeds
     if args.list:
         for s in seeds:
