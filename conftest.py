@@ -88,11 +88,17 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The long files first (the emulated fingerprints before all, then
-    every notebook and each test file with a test marked slow), the quick
-    ones after: the two workers of ``make test`` take files in this order,
-    so the quick ones fill the gaps at the end instead of a long notebook
-    starting last. The order within a file is kept."""
+    """The long files first (every notebook and each test file with a test
+    marked slow), the quick ones after: the two workers of ``make test``
+    take files in this order, so the quick ones fill the gaps at the end
+    instead of a long notebook starting last. The order within a file is
+    kept. Among the long ones: the emulated fingerprints first (8 minutes
+    whenever a source they read changed, a fresh clone's run; seconds
+    otherwise), then the site's build (``built_site``), then the other
+    long files, those that read the site last, so that no worker waits on
+    the build's lock while the other builds; the two files that start two
+    processes each (the launcher's test first, the GPT's last of the
+    others) at opposite ends, so they do not run side by side."""
 
     def path(item):
         return item.nodeid.split("::")[0]
@@ -102,10 +108,24 @@ def pytest_collection_modifyitems(config, items):
         for i in items
         if path(i).endswith(".ipynb") or i.get_closest_marker("slow")
     }
-    # first of all: the emulated fingerprints, 8 minutes whenever a source
-    # they read changed (a fresh clone's run), seconds otherwise
-    first = "tests/test_numeric_mode.py"
-    items.sort(key=lambda item: (path(item) != first, path(item) not in long))
+    site = {  # site_url asks for built_site inside
+        path(i)
+        for i in items
+        if {"built_site", "site_url"} & set(getattr(i, "fixturenames", ()))
+    }
+    early = ["tests/test_numeric_mode.py", "tests/test_book.py"]
+    early.append("tests/test_ddp.py")
+
+    def rank(item):
+        if path(item) in early:
+            return early.index(path(item))
+        if path(item) not in long:
+            return 6
+        if path(item) in site:
+            return 5
+        return 4 if path(item) == "tests/test_gpt.py" else 3
+
+    items.sort(key=rank)
 
 
 def pytest_runtest_logreport(report):
