@@ -113,8 +113,11 @@ def pytest_collection_modifyitems(config, items):
         for i in items
         if {"built_site", "site_url"} & set(getattr(i, "fixturenames", ()))
     }
-    early = ["tests/test_numeric_mode.py", "tests/test_book.py"]
-    early.append("tests/test_ddp.py")
+    early = [
+        "tests/test_numeric_mode.py",
+        "tests/test_book.py",
+        "tests/test_ddp.py",
+    ]
 
     def rank(item):
         if path(item) in early:

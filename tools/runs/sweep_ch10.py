@@ -14,16 +14,16 @@ LMs complete words from their first letters. Then chapter 8's pronouncer
 (``TUNE``) is fine-tuned on each of ``LABELS`` labelled words from each
 start of ``ARMS`` and scored greedily on the first ``N_TEST`` test words.
 
-One JSON line per finished run goes to ``book/data/ch10_runs.jsonl``
-(runs already there are skipped: a stopped sweep goes on where it
-stopped; two processes with other seeds may share the file); the seed-0
-models go to ``book/data/ch10_lm_s0.pt`` (fp16). ``--probe t5`` is apart
-from the sweep: the encoder-decoder on T5's own target (``probe``), a
-row per seed. ``--curve KIND`` too: the objective's learning curve
-(``curve``), a row per seed in ``CURVES``, beside the count models' bits on
-the same positions (``curve_counts``); its last weights (fp16) stay in
-``CURVE_MODELS`` (seed 0's at d128 in ``STARTS128`` too); ``--pilot128``
-fine-tunes the pronouncer from those (``run_d128``), ``--table128`` too.
+One JSON line per finished run goes to ``book/data/ch10_runs.jsonl`` (runs
+already there are skipped: a stopped sweep goes on where it stopped; two
+processes with other seeds may share the file); the seed-0 models go to
+``book/data/ch10_lm_s0.pt`` (fp16). ``--probe`` is apart from the sweep: the
+encoder-decoder on T5's own target or BART's (``probe``), a row per seed.
+``--curve KIND`` too: the objective's learning curve (``curve``), a row per
+seed in ``CURVES``, beside the count models' bits on the same positions
+(``curve_counts``); its last weights (fp16) stay in ``CURVE_MODELS`` (seed 0's
+at d128 in ``STARTS128`` too); ``--pilot128`` fine-tunes the pronouncer from
+those (``run_d128``), ``--table128`` too.
 """
 
 from __future__ import annotations
